@@ -1,0 +1,14 @@
+package main
+
+import "github.com/spf13/cobra"
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kbkit",
+		Short:         "Reference implementation and conformance kit for the kbkit command model",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newSpecCmd())
+	return root
+}

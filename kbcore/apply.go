@@ -1,0 +1,689 @@
+package kbcore
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/subspace/kbkit/kbcore/rank"
+)
+
+// Result is the outcome of applying one command to one page.
+type Result struct {
+	// Doc is the page after the command. When Rejected is set it is the
+	// input document, unchanged.
+	Doc Doc
+	// Rejected is set when the command was not applied. The server logs the
+	// command with no seq; a client drops it from pending and toasts.
+	Rejected *Rejection
+	// Inverse undoes the command: applied in order to Doc, they give back
+	// the input document exactly. Their ids are empty: whoever issues them
+	// (an undo) assigns ids. Empty for create-page and for rejections.
+	Inverse []Command
+	// Changed lists, sorted, the ids of nodes whose stored rows must be
+	// written: upserted if present in Doc, deleted otherwise.
+	Changed []string
+	// PageChanged says the page record (title, aliases, dir, merged_into)
+	// must be written.
+	PageChanged bool
+}
+
+// Apply runs one command against one page. It is pure and total: any input
+// gives a Result, the input document is never modified, and a rejection
+// leaves the document unchanged.
+func Apply(d Doc, c Command) Result {
+	t := &tx{d: d.init()}
+	if rej := t.run(c); rej != nil {
+		return Result{Doc: d, Rejected: rej}
+	}
+	changed := t.changed
+	if len(changed) > 1 {
+		sort.Strings(changed)
+		w := 1
+		for i := 1; i < len(changed); i++ {
+			if changed[i] != changed[w-1] {
+				changed[w] = changed[i]
+				w++
+			}
+		}
+		changed = changed[:w]
+	}
+	return Result{Doc: t.d, Inverse: t.inverse, Changed: changed, PageChanged: t.pageChanged}
+}
+
+// tx is one command being applied to a private copy of the persistent maps.
+type tx struct {
+	d           Doc
+	inverse     []Command
+	changed     []string
+	pageChanged bool
+}
+
+func reject(code, format string, args ...any) *Rejection {
+	return &Rejection{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func (t *tx) run(c Command) *Rejection {
+	handler, ok := handlers[c.Type]
+	if !ok {
+		return reject(CodeUnknownType, "unknown command type %q", c.Type)
+	}
+	p := t.d.page
+	switch {
+	case c.Type != TypeCreatePage && !p.Born():
+		return reject(CodePageNotFound, "page %q does not exist yet", p.ID)
+	case p.Merged() && c.Type != TypeMergePage && c.Type != TypeRestorePage:
+		return reject(CodePageMerged, "page %q was merged into %q", p.ID, p.MergedInto)
+	}
+	return handler(t, c)
+}
+
+var handlers map[string]func(*tx, Command) *Rejection
+
+func init() {
+	handlers = map[string]func(*tx, Command) *Rejection{
+		TypeCreateAfter: (*tx).createAfter,
+		TypeEditText:    (*tx).editText,
+		TypeMoveNode:    (*tx).moveNode,
+		TypeIndent:      (*tx).indent,
+		TypeOutdent:     (*tx).outdent,
+		TypeDelete:      (*tx).deleteNode,
+		TypeRestore:     (*tx).restore,
+		TypeSetOutputs:  (*tx).setOutputs,
+		TypeSetCell:     (*tx).setCell,
+		TypeCreatePage:  (*tx).createPage,
+		TypeSetAliases:  (*tx).setAliases,
+		TypeRenamePage:  (*tx).renamePage,
+		TypeMergePage:   (*tx).mergePage,
+		TypeRestorePage: (*tx).restorePage,
+	}
+}
+
+// ---- helpers ----
+
+func decodePayload(c Command, v any) *Rejection {
+	if len(c.Payload) == 0 {
+		return reject(CodeInvalidPayload, "%s: payload is missing", c.Type)
+	}
+	if err := decodeStrict(c.Payload, v); err != nil {
+		return reject(CodeInvalidPayload, "%s: %v", c.Type, err)
+	}
+	return nil
+}
+
+func missing(c Command, field string) *Rejection {
+	return reject(CodeInvalidPayload, "%s: payload.%s is required", c.Type, field)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// node looks up a node named by a payload field.
+func (t *tx) node(c Command, field string, id *string) (*Node, *Rejection) {
+	if id == nil {
+		return nil, missing(c, field)
+	}
+	n, ok := t.d.get(*id)
+	if !ok {
+		return nil, reject(CodeNodeNotFound, "node %q not found", *id)
+	}
+	return n, nil
+}
+
+func (t *tx) put(n *Node) {
+	old, ok := t.d.nodes.Get(n.ID)
+	if ok && (old.Parent != n.Parent || old.Rank != n.Rank) {
+		t.d.unlink(old)
+	}
+	if !ok || old.Parent != n.Parent || old.Rank != n.Rank {
+		t.d.link(n)
+	}
+	t.d.nodes = t.d.nodes.Set(n.ID, n)
+	t.changed = append(t.changed, n.ID)
+}
+
+func (t *tx) remove(n *Node) {
+	t.d.nodes = t.d.nodes.Delete(n.ID)
+	t.d.unlink(n)
+	t.changed = append(t.changed, n.ID)
+}
+
+// rankBetween mints the rank of a node placed between prev and next (nil =
+// open end) under parent. A hint is kept when it is a valid key strictly
+// between the neighbours' ranks. When the neighbours share a rank (ties are
+// legal, ordered by id), the new rank goes after every sibling of that rank.
+func (t *tx) rankBetween(parent string, prev, next *Node, hint *string) (string, *Rejection) {
+	lo, hi := "", ""
+	if prev != nil {
+		lo = prev.Rank
+	}
+	if next != nil {
+		hi = next.Rank
+	}
+	if hint != nil && rank.Valid(*hint) && (lo == "" || lo < *hint) && (hi == "" || *hint < hi) {
+		return *hint, nil
+	}
+	if lo != "" && hi != "" && lo >= hi {
+		hi = t.d.rankAbove(parent, lo)
+	}
+	r, err := rank.Between(lo, hi)
+	if err != nil {
+		return "", reject(CodeRankExhausted, "no rank between %q and %q: %v", lo, hi, err)
+	}
+	return r, nil
+}
+
+func idOrNil(n *Node) *string {
+	if n == nil {
+		return nil
+	}
+	return ptr(n.ID)
+}
+
+func parentOrNil(parent string) *string {
+	if parent == "" {
+		return nil
+	}
+	return ptr(parent)
+}
+
+// moveBack is the inverse of any command that moved n from its current place.
+func (t *tx) moveBack(n *Node) Command {
+	prev, _ := t.d.prevSibling(n)
+	return mkCommand(TypeMoveNode, MoveNode{Node: ptr(n.ID), Parent: parentOrNil(n.Parent), After: idOrNil(prev), Rank: ptr(n.Rank)})
+}
+
+func copyNode(n *Node) *Node {
+	c := *n
+	return &c
+}
+
+// ---- node commands ----
+
+func (t *tx) createAfter(c Command) *Rejection {
+	var p CreateAfter
+	if r := decodePayload(c, &p); r != nil {
+		return r
+	}
+	if p.Text == nil {
+		return missing(c, "text")
+	}
+	kind := KindText
+	if p.Kind != nil {
+		kind = *p.Kind
+	}
+	if kind != KindText && kind != KindCode && kind != KindTable {
+		return reject(CodeInvalidPayload, "create-after: unknown kind %q (text, code or table)", kind)
+	}
+	id := c.ID
+	if p.Node != nil {
+		id = *p.Node
+	}
+	if !ValidID(id) {
+		return reject(CodeInvalidPayload, "create-after: node id %q is not 1-64 of [A-Za-z0-9_-]", id)
+	}
+	var parent string
+	var prev, next *Node
+	if p.After != nil {
+		a, ok := t.d.get(*p.After)
+		if !ok {
+			return reject(CodeNodeNotFound, "after: node %q not found", *p.After)
+		}
+		parent, prev = a.Parent, a
+		next, _ = t.d.nextSibling(a)
+	} else {
+		parent = deref(p.Parent)
+		if parent != "" {
+			if _, ok := t.d.get(parent); !ok {
+				return reject(CodeParentNotFound, "parent %q not found", parent)
+			}
+		}
+		next, _ = t.d.firstChild(parent)
+	}
+	if _, ok := t.d.get(id); ok {
+		return reject(CodeNodeExists, "node %q already exists", id)
+	}
+	if p.After != nil && p.Parent != nil && *p.Parent != parent {
+		return reject(CodeAnchorNotSibling, "after %q is not a child of parent %q", *p.After, *p.Parent)
+	}
+	rk, r := t.rankBetween(parent, prev, next, p.Rank)
+	if r != nil {
+		return r
+	}
+	t.put(&Node{ID: id, Parent: parent, Rank: rk, Kind: kind, Text: *p.Text,
+		Outputs: normalizeNode(Node{Kind: kind}).Outputs, Cells: normalizeNode(Node{Kind: kind}).Cells})
+	t.inverse = []Command{mkCommand(TypeDelete, NodeRef{Node: ptr(id)})}
+	return nil
+}
+
+func (t *tx) editText(c Command) *Rejection {
+	var p EditText
+	if r := decodePayload(c, &p); r != nil {
+		return r
+	}
+	if p.Text == nil {
+		return missing(c, "text")
+	}
+	n, r := t.node(c, "node", p.Node)
+	if r != nil {
+		return r
+	}
+	t.inverse = []Command{mkCommand(TypeEditText, EditText{Node: ptr(n.ID), Text: ptr(n.Text)})}
+	nn := copyNode(n)
+	nn.Text = *p.Text
+	t.put(nn)
+	return nil
+}
+
+func (t *tx) moveNode(c Command) *Rejection {
+	var p MoveNode
+	if r := decodePayload(c, &p); r != nil {
+		return r
+	}
+	n, r := t.node(c, "node", p.Node)
+	if r != nil {
+		return r
+	}
+	parent := deref(p.Parent)
+	if parent != "" {
+		if _, ok := t.d.get(parent); !ok {
+			return reject(CodeParentNotFound, "parent %q not found", parent)
+		}
+	}
+	var after *Node
+	if p.After != nil {
+		a, ok := t.d.get(*p.After)
+		if !ok {
+			return reject(CodeNodeNotFound, "after: node %q not found", *p.After)
+		}
+		if a.Parent != parent || a.ID == n.ID {
+			return reject(CodeAnchorNotSibling, "after %q is not another child of parent %q", a.ID, parent)
+		}
+		after = a
+	}
+	if parent != "" && t.d.isAncestor(n.ID, parent) {
+		return reject(CodeCycle, "cannot move %q under itself or its descendant %q", n.ID, parent)
+	}
+	t.inverse = []Command{t.moveBack(n)}
+	return t.place(n, parent, after, p.Rank)
+}
+
+// place moves n under parent right after `after` (nil = first child).
+func (t *tx) place(n *Node, parent string, after *Node, hint *string) *Rejection {
+	t.d.unlink(n)
+	var next *Node
+	if after != nil {
+		next, _ = t.d.nextSibling(after)
+	} else {
+		next, _ = t.d.firstChild(parent)
+	}
+	rk, r := t.rankBetween(parent, after, next, hint)
+	if r != nil {
+		return r
+	}
+	nn := copyNode(n)
+	nn.Parent, nn.Rank = parent, rk
+	t.d.link(nn)
+	t.d.nodes = t.d.nodes.Set(nn.ID, nn)
+	t.changed = append(t.changed, nn.ID)
+	return nil
+}
+
+func (t *tx) indent(c Command) *Rejection {
+	var p NodeRef
+	if r := decodePayload(c, &p); r != nil {
+		return r
+	}
+	n, r := t.node(c, "node", p.Node)
+	if r != nil {
+		return r
+	}
+	prev, ok := t.d.prevSibling(n)
+	if !ok {
+		return reject(CodeNoPrevSibling, "node %q has no previous sibling", n.ID)
+	}
+	t.inverse = []Command{t.moveBack(n)}
+	last, _ := t.d.lastChild(prev.ID)
+	return t.place(n, prev.ID, last, nil)
+}
+
+func (t *tx) outdent(c Command) *Rejection {
+	var p NodeRef
+	if r := decodePayload(c, &p); r != nil {
+		return r
+	}
+	n, r := t.node(c, "node", p.Node)
+	if r != nil {
+		return r
+	}
+	if n.Parent == "" {
+		return reject(CodeAtRoot, "node %q is already at the page root", n.ID)
+	}
+	q, ok := t.d.get(n.Parent)
+	if !ok { // impossible in a valid Doc; stay total anyway
+		return reject(CodeParentNotFound, "parent %q not found", n.Parent)
+	}
+	t.inverse = []Command{t.moveBack(n)}
+	return t.place(n, q.Parent, q, nil)
+}
+
+func (t *tx) deleteNode(c Command) *Rejection {
+	var p NodeRef
+	if r := decodePayload(c, &p); r != nil {
+		return r
+	}
+	n, r := t.node(c, "node", p.Node)
+	if r != nil {
+		return r
+	}
+	sub := t.d.subtree(n.ID)
+	records := make([]Node, len(sub))
+	for i, s := range sub {
+		records[i] = *s
+	}
+	for _, s := range sub {
+		t.remove(s)
+	}
+	t.inverse = []Command{mkCommand(TypeRestore, Restore{Nodes: &records})}
+	return nil
+}
+
+// insertRecords puts node records back, parents first. A record whose rank a
+// sibling took in the meantime gets a fresh rank just after that sibling.
+func (t *tx) insertRecords(c Command, records []Node) ([]string, *Rejection) {
+	in := make(map[string]bool, len(records))
+	var roots []string
+	for i := range records {
+		n := normalizeNode(records[i])
+		if err := checkNode(n); err != nil {
+			return nil, reject(CodeInvalidPayload, "%s: nodes[%d]: %v", c.Type, i, err)
+		}
+		if _, ok := t.d.get(n.ID); ok {
+			return nil, reject(CodeNodeExists, "node %q already exists", n.ID)
+		}
+		if n.Parent != "" {
+			if _, ok := t.d.get(n.Parent); !ok {
+				return nil, reject(CodeParentNotFound, "nodes[%d]: parent %q not found (records go parents first)", i, n.Parent)
+			}
+		}
+		if !in[n.Parent] {
+			roots = append(roots, n.ID)
+		}
+		in[n.ID] = true
+		if t.d.rankTaken(n.Parent, n.Rank) {
+			rk, err := rank.Between(n.Rank, t.d.rankAbove(n.Parent, n.Rank))
+			if err != nil {
+				return nil, reject(CodeRankExhausted, "no rank after %q: %v", n.Rank, err)
+			}
+			n.Rank = rk
+		}
+		t.put(&n)
+	}
+	return roots, nil
+}
+
+func (t *tx) restore(c Command) *Rejection {
+	var p Restore
+	if r := decodePayload(c, &p); r != nil {
+		return r
+	}
+	if p.Nodes == nil || len(*p.Nodes) == 0 {
+		return reject(CodeInvalidPayload, "restore: payload.nodes must hold at least one record")
+	}
+	roots, r := t.insertRecords(c, *p.Nodes)
+	if r != nil {
+		return r
+	}
+	for _, id := range roots {
+		t.inverse = append(t.inverse, mkCommand(TypeDelete, NodeRef{Node: ptr(id)}))
+	}
+	return nil
+}
+
+func (t *tx) setOutputs(c Command) *Rejection {
+	var p SetOutputs
+	if r := decodePayload(c, &p); r != nil {
+		return r
+	}
+	if p.Outputs == nil {
+		return missing(c, "outputs")
+	}
+	n, r := t.node(c, "node", p.Node)
+	if r != nil {
+		return r
+	}
+	if n.Kind != KindCode {
+		return reject(CodeNotACodeCell, "node %q is a %s node, not code", n.ID, n.Kind)
+	}
+	t.inverse = []Command{mkCommand(TypeSetOutputs, SetOutputs{Node: ptr(n.ID), Outputs: ptr(n.Outputs)})}
+	nn := copyNode(n)
+	nn.Outputs = append([]Output{}, *p.Outputs...)
+	t.put(nn)
+	return nil
+}
+
+func (t *tx) setCell(c Command) *Rejection {
+	var p SetCell
+	if r := decodePayload(c, &p); r != nil {
+		return r
+	}
+	switch {
+	case p.Cell == nil:
+		return missing(c, "cell")
+	case p.Value == nil:
+		return missing(c, "value")
+	case !ValidCell(*p.Cell):
+		return reject(CodeInvalidPayload, "set-cell: %q is not a cell name like B2", *p.Cell)
+	}
+	n, r := t.node(c, "node", p.Node)
+	if r != nil {
+		return r
+	}
+	if n.Kind != KindTable {
+		return reject(CodeNotATable, "node %q is a %s node, not a table", n.ID, n.Kind)
+	}
+	t.inverse = []Command{mkCommand(TypeSetCell, SetCell{Node: ptr(n.ID), Cell: p.Cell, Value: ptr(n.Cells[*p.Cell])})}
+	cells := make(map[string]string, len(n.Cells)+1)
+	for k, v := range n.Cells {
+		cells[k] = v
+	}
+	if *p.Value == "" {
+		delete(cells, *p.Cell)
+	} else {
+		cells[*p.Cell] = *p.Value
+	}
+	nn := copyNode(n)
+	nn.Cells = cells
+	t.put(nn)
+	return nil
+}
+
+// ---- page commands ----
+
+// NormalizeTitle is how titles and aliases are stored and compared: NFC,
+// surrounding white space trimmed.
+func NormalizeTitle(s string) string {
+	return strings.TrimSpace(norm.NFC.String(s))
+}
+
+func checkTitleChars(c Command, what, s string) *Rejection {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return reject(CodeInvalidPayload, "%s: %s %q contains a control character", c.Type, what, s)
+		}
+	}
+	return nil
+}
+
+func (t *tx) normalizeAliases(c Command, in []string) ([]string, *Rejection) {
+	out := make([]string, 0, len(in))
+	seen := make(map[string]bool, len(in))
+	for _, a := range in {
+		a = NormalizeTitle(a)
+		if a == "" {
+			return nil, reject(CodeInvalidPayload, "%s: an alias is empty", c.Type)
+		}
+		if r := checkTitleChars(c, "alias", a); r != nil {
+			return nil, r
+		}
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+func (t *tx) title(c Command, p *string) (string, *Rejection) {
+	if p == nil {
+		return "", missing(c, "title")
+	}
+	title := NormalizeTitle(*p)
+	if title == "" {
+		return "", reject(CodeTitleEmpty, "%s: the title is empty", c.Type)
+	}
+	return title, checkTitleChars(c, "title", title)
+}
+
+func (t *tx) createPage(c Command) *Rejection {
+	var p CreatePage
+	if r := decodePayload(c, &p); r != nil {
+		return r
+	}
+	if t.d.page.Born() {
+		return reject(CodePageExists, "page %q already exists", t.d.page.ID)
+	}
+	title, r := t.title(c, p.Title)
+	if r != nil {
+		return r
+	}
+	t.d.page.Title, t.d.page.Dir, t.d.page.Aliases = title, deref(p.Dir), []string{}
+	t.pageChanged = true
+	t.inverse = []Command{}
+	return nil
+}
+
+func (t *tx) setAliases(c Command) *Rejection {
+	var p SetAliases
+	if r := decodePayload(c, &p); r != nil {
+		return r
+	}
+	if p.Aliases == nil {
+		return missing(c, "aliases")
+	}
+	aliases, r := t.normalizeAliases(c, *p.Aliases)
+	if r != nil {
+		return r
+	}
+	t.inverse = []Command{mkCommand(TypeSetAliases, SetAliases{Aliases: ptr(t.d.Page().Aliases)})}
+	t.d.page.Aliases = aliases
+	t.pageChanged = true
+	return nil
+}
+
+func (t *tx) renamePage(c Command) *Rejection {
+	var p RenamePage
+	if r := decodePayload(c, &p); r != nil {
+		return r
+	}
+	title, r := t.title(c, p.Title)
+	if r != nil {
+		return r
+	}
+	old := t.d.Page()
+	var aliases []string
+	if p.Aliases != nil {
+		if aliases, r = t.normalizeAliases(c, *p.Aliases); r != nil {
+			return r
+		}
+	} else {
+		// The old title becomes an alias; the new title stops being one.
+		for _, a := range append(old.Aliases, old.Title) {
+			if a != title && !contains(aliases, a) {
+				aliases = append(aliases, a)
+			}
+		}
+		if aliases == nil {
+			aliases = []string{}
+		}
+	}
+	t.inverse = []Command{mkCommand(TypeRenamePage, RenamePage{Title: ptr(old.Title), Aliases: ptr(old.Aliases)})}
+	t.d.page.Title, t.d.page.Aliases = title, aliases
+	t.pageChanged = true
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *tx) mergePage(c Command) *Rejection {
+	var p MergePage
+	if r := decodePayload(c, &p); r != nil {
+		return r
+	}
+	if p.Into == nil || *p.Into == "" {
+		return missing(c, "into")
+	}
+	if *p.Into == t.d.page.ID {
+		return reject(CodeMergeIntoSelf, "page %q cannot merge into itself", t.d.page.ID)
+	}
+	if t.d.page.Merged() {
+		return reject(CodeAlreadyMerged, "page %q was already merged into %q", t.d.page.ID, t.d.page.MergedInto)
+	}
+	var records []Node
+	var all []*Node
+	for _, root := range t.d.childIDs("") {
+		for _, n := range t.d.subtree(root) {
+			records = append(records, *n)
+			all = append(all, n)
+		}
+	}
+	if records == nil {
+		records = []Node{}
+	}
+	t.inverse = []Command{mkCommand(TypeRestorePage, RestorePage{Page: ptr(t.d.page.ID), Nodes: &records})}
+	for _, n := range all {
+		t.remove(n)
+	}
+	t.d.page.MergedInto = *p.Into
+	t.pageChanged = true
+	return nil
+}
+
+func (t *tx) restorePage(c Command) *Rejection {
+	var p RestorePage
+	if r := decodePayload(c, &p); r != nil {
+		return r
+	}
+	switch {
+	case p.Page == nil:
+		return missing(c, "page")
+	case p.Nodes == nil:
+		return missing(c, "nodes")
+	}
+	if *p.Page != t.d.page.ID {
+		return reject(CodeInvalidPayload, "restore-page: payload.page %q is not this page %q", *p.Page, t.d.page.ID)
+	}
+	if !t.d.page.Merged() {
+		return reject(CodeNotMerged, "page %q is not merged", t.d.page.ID)
+	}
+	if _, r := t.insertRecords(c, *p.Nodes); r != nil {
+		return r
+	}
+	t.inverse = []Command{mkCommand(TypeMergePage, MergePage{Into: ptr(t.d.page.MergedInto)})}
+	t.d.page.MergedInto = ""
+	t.pageChanged = true
+	return nil
+}

@@ -1,0 +1,159 @@
+package kbcore
+
+import (
+	"encoding/json"
+)
+
+// Command types (DESIGN §3, spec/README.md).
+const (
+	TypeCreateAfter = "create-after"
+	TypeEditText    = "edit-text"
+	TypeMoveNode    = "move-node"
+	TypeIndent      = "indent"
+	TypeOutdent     = "outdent"
+	TypeDelete      = "delete"
+	TypeRestore     = "restore"
+	TypeSetOutputs  = "set-outputs"
+	TypeSetCell     = "set-cell"
+	TypeCreatePage  = "create-page"
+	TypeSetAliases  = "set-aliases"
+	TypeRenamePage  = "rename-page"
+	TypeMergePage   = "merge-page"
+	TypeRestorePage = "restore-page"
+)
+
+// Types lists every command type in spec order.
+var Types = []string{
+	TypeCreateAfter, TypeEditText, TypeMoveNode, TypeIndent, TypeOutdent,
+	TypeDelete, TypeRestore, TypeSetOutputs, TypeSetCell, TypeCreatePage,
+	TypeSetAliases, TypeRenamePage, TypeMergePage, TypeRestorePage,
+}
+
+// Rejection codes the page reducer returns. They are part of the spec;
+// messages are free text.
+const (
+	CodeInvalidPayload   = "invalid-payload"
+	CodeUnknownType      = "unknown-type"
+	CodeNodeNotFound     = "node-not-found"
+	CodeParentNotFound   = "parent-not-found"
+	CodeNodeExists       = "node-exists"
+	CodeAnchorNotSibling = "anchor-not-sibling"
+	CodeCycle            = "cycle"
+	CodeNoPrevSibling    = "no-previous-sibling"
+	CodeAtRoot           = "at-root"
+	CodeNotACodeCell     = "not-a-code-cell"
+	CodeNotATable        = "not-a-table"
+	CodePageExists       = "page-exists"
+	CodePageNotFound     = "page-not-found"
+	CodePageMerged       = "page-merged"
+	CodeTitleEmpty       = "title-empty"
+	CodeMergeIntoSelf    = "merge-into-self"
+	CodeAlreadyMerged    = "already-merged"
+	CodeNotMerged        = "not-merged"
+	CodeRankExhausted    = "rank-exhausted"
+)
+
+// Command is one change to one page. On the wire it travels inside an
+// envelope with device and page ids; the reducer needs only these fields.
+type Command struct {
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// Rejection says why a command was not applied.
+type Rejection struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (r *Rejection) Error() string { return "kbcore: rejected: " + r.Code + ": " + r.Message }
+
+// Payloads. Absent optional ids and explicit nulls mean the same thing.
+
+// CreateAfter is the payload of create-after.
+type CreateAfter struct {
+	After  *string `json:"after,omitempty"`
+	Parent *string `json:"parent,omitempty"`
+	Node   *string `json:"node,omitempty"`
+	Text   *string `json:"text"`
+	Kind   *string `json:"kind,omitempty"`
+	Rank   *string `json:"rank,omitempty"`
+}
+
+// EditText is the payload of edit-text.
+type EditText struct {
+	Node *string `json:"node"`
+	Text *string `json:"text"`
+}
+
+// MoveNode is the payload of move-node; it is also the inverse of indent,
+// outdent and move-node, which always carry parent and after (maybe null).
+type MoveNode struct {
+	Node   *string `json:"node"`
+	Parent *string `json:"parent"`
+	After  *string `json:"after"`
+	Rank   *string `json:"rank,omitempty"`
+}
+
+// NodeRef is the payload of indent, outdent and delete.
+type NodeRef struct {
+	Node *string `json:"node"`
+}
+
+// Restore is the payload of restore.
+type Restore struct {
+	Nodes *[]Node `json:"nodes"`
+}
+
+// SetOutputs is the payload of set-outputs.
+type SetOutputs struct {
+	Node    *string   `json:"node"`
+	Outputs *[]Output `json:"outputs"`
+}
+
+// SetCell is the payload of set-cell.
+type SetCell struct {
+	Node  *string `json:"node"`
+	Cell  *string `json:"cell"`
+	Value *string `json:"value"`
+}
+
+// CreatePage is the payload of create-page.
+type CreatePage struct {
+	Title *string `json:"title"`
+	Dir   *string `json:"dir,omitempty"`
+}
+
+// SetAliases is the payload of set-aliases.
+type SetAliases struct {
+	Aliases *[]string `json:"aliases"`
+}
+
+// RenamePage is the payload of rename-page.
+type RenamePage struct {
+	Title   *string   `json:"title"`
+	Aliases *[]string `json:"aliases,omitempty"`
+}
+
+// MergePage is the payload of merge-page.
+type MergePage struct {
+	Into *string `json:"into"`
+}
+
+// RestorePage is the payload of restore-page: the id of the page (a check
+// against applying it to the wrong page) and the nodes it had before it was
+// merged. A merge never changes the page's title, aliases or dir.
+type RestorePage struct {
+	Page  *string `json:"page"`
+	Nodes *[]Node `json:"nodes"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// mkCommand builds an inverse or derived command; payloads here always
+// marshal, so the error is impossible.
+func mkCommand(typ string, payload any) Command {
+	b, _ := json.Marshal(payload)
+	return Command{Type: typ, Payload: b}
+}

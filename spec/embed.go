@@ -1,0 +1,11 @@
+// Package spec embeds kbkit's normative specification: the prose
+// (README.md), the YAML case files and the JSON Schemas, so that the kbkit
+// binary carries the spec it checks against.
+package spec
+
+import "embed"
+
+// FS holds every file of the spec directory that users read or run.
+//
+//go:embed *.md *.yaml
+var FS embed.FS
