@@ -156,9 +156,8 @@ func (t *tx) remove(n *Node) {
 
 // rankBetween mints the rank of a node placed between prev and next (nil =
 // open end) under parent. A hint is kept when it is a valid key strictly
-// between the neighbours' ranks. When the neighbours share a rank (ties are
-// legal, ordered by id), the new rank goes after every sibling of that rank.
-func (t *tx) rankBetween(parent string, prev, next *Node, hint *string) (string, *Rejection) {
+// between the neighbours' ranks.
+func (t *tx) rankBetween(prev, next *Node, hint *string) (string, *Rejection) {
 	lo, hi := "", ""
 	if prev != nil {
 		lo = prev.Rank
@@ -168,9 +167,6 @@ func (t *tx) rankBetween(parent string, prev, next *Node, hint *string) (string,
 	}
 	if hint != nil && rank.Valid(*hint) && (lo == "" || lo < *hint) && (hi == "" || *hint < hi) {
 		return *hint, nil
-	}
-	if lo != "" && hi != "" && lo >= hi {
-		hi = t.d.rankAbove(parent, lo)
 	}
 	r, err := rank.Between(lo, hi)
 	if err != nil {
@@ -196,7 +192,7 @@ func parentOrNil(parent string) *string {
 // moveBack is the inverse of any command that moved n from its current place.
 func (t *tx) moveBack(n *Node) Command {
 	prev, _ := t.d.prevSibling(n)
-	return mkCommand(TypeMoveNode, MoveNode{Node: ptr(n.ID), Parent: parentOrNil(n.Parent), After: idOrNil(prev), Rank: ptr(n.Rank)})
+	return mkCommand(TypeMoveNode, MoveNode{Node: ptr(n.ID), Parent: nullable(parentOrNil(n.Parent)), After: nullable(idOrNil(prev)), Rank: ptr(n.Rank)})
 }
 
 func copyNode(n *Node) *Node {
@@ -252,7 +248,7 @@ func (t *tx) createAfter(c Command) *Rejection {
 	if p.After != nil && p.Parent != nil && *p.Parent != parent {
 		return reject(CodeAnchorNotSibling, "after %q is not a child of parent %q", *p.After, *p.Parent)
 	}
-	rk, r := t.rankBetween(parent, prev, next, p.Rank)
+	rk, r := t.rankBetween(prev, next, p.Rank)
 	if r != nil {
 		return r
 	}
@@ -286,21 +282,27 @@ func (t *tx) moveNode(c Command) *Rejection {
 	if r := decodePayload(c, &p); r != nil {
 		return r
 	}
+	switch {
+	case !p.Parent.Set:
+		return missing(c, "parent")
+	case !p.After.Set:
+		return missing(c, "after")
+	}
 	n, r := t.node(c, "node", p.Node)
 	if r != nil {
 		return r
 	}
-	parent := deref(p.Parent)
+	parent := deref(p.Parent.ID)
 	if parent != "" {
 		if _, ok := t.d.get(parent); !ok {
 			return reject(CodeParentNotFound, "parent %q not found", parent)
 		}
 	}
 	var after *Node
-	if p.After != nil {
-		a, ok := t.d.get(*p.After)
+	if p.After.ID != nil {
+		a, ok := t.d.get(*p.After.ID)
 		if !ok {
-			return reject(CodeNodeNotFound, "after: node %q not found", *p.After)
+			return reject(CodeNodeNotFound, "after: node %q not found", *p.After.ID)
 		}
 		if a.Parent != parent || a.ID == n.ID {
 			return reject(CodeAnchorNotSibling, "after %q is not another child of parent %q", a.ID, parent)
@@ -323,7 +325,7 @@ func (t *tx) place(n *Node, parent string, after *Node, hint *string) *Rejection
 	} else {
 		next, _ = t.d.firstChild(parent)
 	}
-	rk, r := t.rankBetween(parent, after, next, hint)
+	rk, r := t.rankBetween(after, next, hint)
 	if r != nil {
 		return r
 	}
@@ -395,18 +397,25 @@ func (t *tx) deleteNode(c Command) *Rejection {
 }
 
 // insertRecords puts node records back, parents first. A record whose rank a
-// sibling took in the meantime gets a fresh rank just after that sibling.
+// sibling took meanwhile gets a fresh rank just after that sibling.
 func (t *tx) insertRecords(c Command, records []Node) ([]string, *Rejection) {
-	in := make(map[string]bool, len(records))
-	var roots []string
+	nodes := make([]Node, len(records))
 	for i := range records {
-		n := normalizeNode(records[i])
-		if err := checkNode(n); err != nil {
+		nodes[i] = normalizeNode(records[i])
+		if err := checkNode(nodes[i]); err != nil {
 			return nil, reject(CodeInvalidPayload, "%s: nodes[%d]: %v", c.Type, i, err)
 		}
-		if _, ok := t.d.get(n.ID); ok {
+	}
+	in := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		if _, ok := t.d.get(n.ID); ok || in[n.ID] {
 			return nil, reject(CodeNodeExists, "node %q already exists", n.ID)
 		}
+		in[n.ID] = true
+	}
+	var roots []string
+	for i := range nodes {
+		n := &nodes[i]
 		if n.Parent != "" {
 			if _, ok := t.d.get(n.Parent); !ok {
 				return nil, reject(CodeParentNotFound, "nodes[%d]: parent %q not found (records go parents first)", i, n.Parent)
@@ -415,7 +424,6 @@ func (t *tx) insertRecords(c Command, records []Node) ([]string, *Rejection) {
 		if !in[n.Parent] {
 			roots = append(roots, n.ID)
 		}
-		in[n.ID] = true
 		if t.d.rankTaken(n.Parent, n.Rank) {
 			rk, err := rank.Between(n.Rank, t.d.rankAbove(n.Parent, n.Rank))
 			if err != nil {
@@ -423,7 +431,7 @@ func (t *tx) insertRecords(c Command, records []Node) ([]string, *Rejection) {
 			}
 			n.Rank = rk
 		}
-		t.put(&n)
+		t.put(n)
 	}
 	return roots, nil
 }
@@ -555,6 +563,9 @@ func (t *tx) createPage(c Command) *Rejection {
 	var p CreatePage
 	if r := decodePayload(c, &p); r != nil {
 		return r
+	}
+	if p.Title == nil {
+		return missing(c, "title")
 	}
 	if t.d.page.Born() {
 		return reject(CodePageExists, "page %q already exists", t.d.page.ID)

@@ -88,13 +88,43 @@ type EditText struct {
 }
 
 // MoveNode is the payload of move-node; it is also the inverse of indent,
-// outdent and move-node, which always carry parent and after (maybe null).
+// outdent and move-node. Parent and after must be present (maybe null).
 type MoveNode struct {
-	Node   *string `json:"node"`
-	Parent *string `json:"parent"`
-	After  *string `json:"after"`
-	Rank   *string `json:"rank,omitempty"`
+	Node   *string    `json:"node"`
+	Parent NullableID `json:"parent"`
+	After  NullableID `json:"after"`
+	Rank   *string    `json:"rank,omitempty"`
 }
+
+// NullableID is a payload field that must be present but may be null.
+type NullableID struct {
+	Set bool
+	ID  *string
+}
+
+// UnmarshalJSON records that the field was present.
+func (n *NullableID) UnmarshalJSON(b []byte) error {
+	n.Set, n.ID = true, nil
+	if string(b) == "null" {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	n.ID = &s
+	return nil
+}
+
+// MarshalJSON writes the id or null.
+func (n NullableID) MarshalJSON() ([]byte, error) {
+	if n.ID == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(*n.ID)
+}
+
+func nullable(id *string) NullableID { return NullableID{Set: true, ID: id} }
 
 // NodeRef is the payload of indent, outdent and delete.
 type NodeRef struct {

@@ -281,7 +281,10 @@ func (d Doc) rankAbove(parent, r string) string {
 
 // rankTaken reports whether a child of parent already has rank r.
 func (d Doc) rankTaken(parent, r string) bool {
-	it := d.siblings(parent).Iterator()
+	return rankTaken(d.siblings(parent).Iterator(), r)
+}
+
+func rankTaken(it *immutable.SortedMapIterator[string, string], r string) bool {
 	it.Seek(r + "\x00")
 	k, _, ok := it.Next()
 	return ok && strings.HasPrefix(k, r+"\x00")
@@ -326,6 +329,9 @@ func NewDoc(p Page, nodes []Node) (Doc, error) {
 		nb.Set(n.ID, &n)
 		if kb[n.Parent] == nil {
 			kb[n.Parent] = immutable.NewSortedMapBuilder[string, string](stringCmp)
+		}
+		if rankTaken(kb[n.Parent].Iterator(), n.Rank) {
+			return Doc{}, fmt.Errorf("%w: node %q: a sibling already has rank %q", ErrInvalidDoc, n.ID, n.Rank)
 		}
 		kb[n.Parent].Set(siblingKey(n.Rank, n.ID), n.ID)
 	}

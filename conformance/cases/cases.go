@@ -316,12 +316,12 @@ func Diff(want, got string) string {
 			sb.WriteString("  " + a[i] + "\n")
 			i++
 			j++
-		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
-			sb.WriteString("+ " + b[j] + "\n")
-			j++
-		default:
+		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
 			sb.WriteString("- " + a[i] + "\n")
 			i++
+		default:
+			sb.WriteString("+ " + b[j] + "\n")
+			j++
 		}
 	}
 	return sb.String()

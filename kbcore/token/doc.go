@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	toks := token.Tokenize("cash: $610,000 see [[Budget]] #finance")
+//	toks := token.Tokenize("cash: $610,000\nsee [[Budget]] #finance")
 //	for _, r := range toks.Refs {
 //		// r.Kind is "link", "tag" or "embed"; text[r.Start:r.End] is the
 //		// span a rename rewrites.

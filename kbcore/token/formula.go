@@ -1,6 +1,7 @@
 package token
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -82,7 +83,7 @@ func (f *formulaScanner) add(d Dep) {
 				return
 			}
 		}
-		if len(f.out.Deps) >= 16 {
+		if len(f.out.Deps) >= 32 {
 			f.seen = make(map[Dep]struct{}, 64)
 			for _, e := range f.out.Deps {
 				f.seen[e] = struct{}{}
@@ -123,10 +124,21 @@ func (f *formulaScanner) addRange(c1, r1, c2, r2 int) {
 		return
 	}
 	f.budget -= area
+	// One string holds every name of the range; the deps slice it.
+	var names []byte
+	ends := make([]int, 0, area)
 	for r := rmin; r <= rmax; r++ {
 		for c := cmin; c <= cmax; c++ {
-			f.add(Dep{Cell: cellName(c, r)})
+			names = appendCellName(names, c, r)
+			ends = append(ends, len(names))
 		}
+	}
+	all := string(names)
+	f.out.Deps = slices.Grow(f.out.Deps, area)
+	start := 0
+	for _, end := range ends {
+		f.add(Dep{Cell: all[start:end]})
+		start = end
 	}
 }
 
@@ -264,13 +276,18 @@ func parseCell(w string) (col, row int, ok bool) {
 
 func cellName(col, row int) string {
 	var buf [16]byte
-	i := 3
-	for col > 0 {
+	return string(appendCellName(buf[:0], col, row))
+}
+
+func appendCellName(b []byte, col, row int) []byte {
+	var letters [3]byte
+	i := len(letters)
+	for col > 0 && i > 0 {
 		col--
-		buf[i] = byte('A' + col%26)
-		col /= 26
 		i--
+		letters[i] = byte('A' + col%26)
+		col /= 26
 	}
-	b := append(buf[i+1:4], strconv.Itoa(row)...)
-	return string(b)
+	b = append(b, letters[i:]...)
+	return strconv.AppendInt(b, int64(row), 10)
 }

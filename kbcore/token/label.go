@@ -60,7 +60,7 @@ func parseLabel(text string, p int) *Label {
 		}
 	}
 	// j is at ':' (or n); the separator is ':' then a space or a tab.
-	if j+1 >= n || text[j] != ':' || text[j+1] != ' ' && text[j+1] != '\t' {
+	if keyCount == 0 || j+1 >= n || text[j] != ':' || text[j+1] != ' ' && text[j+1] != '\t' {
 		return nil
 	}
 	rest := text[j+1:]

@@ -96,8 +96,12 @@ func Tokenize(text string) Tokens {
 		if !s.sorted {
 			slices.SortFunc(s.refs, func(a, b Ref) int { return a.Start - b.Start })
 		}
-		out.Refs = make([]Ref, len(s.refs))
-		copy(out.Refs, s.refs)
+		if &s.refs[0] == &s.refBuf[0] {
+			out.Refs = make([]Ref, len(s.refs))
+			copy(out.Refs, s.refs)
+		} else {
+			out.Refs = slices.Clip(s.refs) // already on the heap
+		}
 	}
 	out.Label = s.label
 	return out
@@ -133,7 +137,7 @@ type scanner struct {
 	noCloser    uint64
 	noCloserBig map[int]bool
 
-	refBuf   [8]Ref
+	refBuf   [16]Ref
 	stackBuf [8]opener
 }
 

@@ -34,6 +34,11 @@ func findLocalBinaries(dirs []string) (string, error) {
 		cands = dirs
 	} else {
 		if p, err := exec.LookPath("initdb"); err == nil {
+			// Prefer the real directory when PATH holds symlinks (e.g.
+			// /usr/local/bin/initdb -> /usr/lib/postgresql/15/bin/initdb).
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				cands = append(cands, filepath.Dir(r))
+			}
 			cands = append(cands, filepath.Dir(p))
 		} else {
 			notes = append(notes, "initdb not on PATH ("+os.Getenv("PATH")+")")

@@ -47,6 +47,10 @@ const (
 // readyTimeout bounds the wait for `SELECT 1` to succeed after a start.
 const readyTimeout = 30 * time.Second
 
+// dsnReadyTimeout bounds the wait for an existing server (dsn provider) to
+// answer; a variable so tests can shorten it.
+var dsnReadyTimeout = 10 * time.Second
+
 // dockerProbeTimeout bounds the "is a Docker engine there" check during
 // automatic selection.
 const dockerProbeTimeout = 3 * time.Second
@@ -444,7 +448,7 @@ func startDSN(ctx context.Context, opts Options) (backend, error) {
 	if _, err := pgx.ParseConfig(opts.DSN); err != nil {
 		return nil, fmt.Errorf("pgprovider: %s: invalid DSN: %w", EnvDSN, err)
 	}
-	if err := waitReady(ctx, opts.DSN, 10*time.Second, nil, nil); err != nil {
+	if err := waitReady(ctx, opts.DSN, dsnReadyTimeout, nil, nil); err != nil {
 		return nil, fmt.Errorf("pgprovider: dsn %s: %w", redactDSN(opts.DSN), err)
 	}
 	return dsnBackend{opts.DSN}, nil

@@ -249,6 +249,8 @@ func TestDSNProvider(t *testing.T) {
 	// A DSN that does not answer fails (no fallback) and says so.
 	port, _ := freePort()
 	bad := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=1", port)
+	defer func(d time.Duration) { dsnReadyTimeout = d }(dsnReadyTimeout)
+	dsnReadyTimeout = time.Second
 	_, err = Start(ctx, Options{Kind: KindDSN, DSN: bad})
 	if err == nil || !strings.Contains(err.Error(), strconv.Itoa(port)) {
 		t.Fatalf("bad DSN: %v", err)

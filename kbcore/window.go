@@ -1,0 +1,274 @@
+package kbcore
+
+// Window is the client sync state machine of one open page (spec/window.md):
+// the server's document at the last applied seq, and this window's own
+// commands not yet echoed. It is synchronous and pure, like raft's RawNode:
+// each event returns the actions the caller must perform, in order; the
+// transport that sends, refetches and toasts is a wrapper around it.
+//
+// The rendered document is always fold(Server, Pending). A pending command
+// that no longer applies after a rebase stays pending (and renders as
+// nothing) until the server's verdict arrives: only the server decides.
+type Window struct {
+	server   Doc
+	seq      int64
+	pending  []Command
+	rendered Doc
+	// awaiting is set after a seq gap: later echoes are ignored until a
+	// snapshot arrives.
+	awaiting bool
+	undo     []undoEntry
+	redo     []undoEntry
+}
+
+// undoEntry is how to revert one own command (or one undo or redo step):
+// the commands to issue, and the id of the command it reverts, so that a
+// rejection of that command also forgets the entry.
+type undoEntry struct {
+	ids []string
+	cmd []Command
+}
+
+// Action is work the caller must do after an event, in order.
+type Action struct {
+	// Kind is ActionSend (post command ID to the server, retrying with the
+	// same id), ActionRefetch (fetch a snapshot of the page with the outcomes
+	// of the pending ids) or ActionToast (tell the user Code).
+	Kind string
+	ID   string
+	Code string
+}
+
+// Action kinds.
+const (
+	ActionSend    = "send"
+	ActionRefetch = "refetch"
+	ActionToast   = "toast"
+)
+
+// Window-level toast codes (rejection codes are toasted as they are).
+const (
+	ToastNothingToUndo = "nothing-to-undo"
+	ToastNothingToRedo = "nothing-to-redo"
+	ToastMissingIDs    = "missing-ids"
+	ToastDuplicateID   = "duplicate-id"
+)
+
+// String is the action as spec/window.yaml writes it: send:<id>, refetch,
+// toast:<code>.
+func (a Action) String() string {
+	switch a.Kind {
+	case ActionSend:
+		return "send:" + a.ID
+	case ActionToast:
+		return "toast:" + a.Code
+	}
+	return a.Kind
+}
+
+// Outcome is what a snapshot reports about one pending id: committed at Seq,
+// or Rejected.
+type Outcome struct {
+	Seq      int64      `json:"seq,omitempty"`
+	Rejected *Rejection `json:"rejected,omitempty"`
+}
+
+// NewWindow opens a page at the server's document and seq.
+func NewWindow(doc Doc, seq int64) *Window {
+	return &Window{server: doc, seq: seq, rendered: doc}
+}
+
+// Seq is the seq of the last echo applied to the server document.
+func (w *Window) Seq() int64 { return w.seq }
+
+// Server is the server's document as of Seq.
+func (w *Window) Server() Doc { return w.server }
+
+// Rendered is what the user sees: fold(Server, Pending).
+func (w *Window) Rendered() Doc { return w.rendered }
+
+// Pending returns this window's unechoed commands in send order.
+func (w *Window) Pending() []Command { return append([]Command(nil), w.pending...) }
+
+// Awaiting reports whether the window saw a gap and waits for a snapshot.
+func (w *Window) Awaiting() bool { return w.awaiting }
+
+func (w *Window) isPending(id string) bool {
+	for _, c := range w.pending {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Local applies a command the user made. Accepted: it becomes pending and
+// must be sent. Rejected locally: it is dropped and toasted.
+func (w *Window) Local(c Command) []Action {
+	acts, _ := w.issue([]Command{c}, nil)
+	if len(acts) > 0 && acts[len(acts)-1].Kind == ActionSend {
+		w.redo = nil // a new edit ends the redo history
+	}
+	return acts
+}
+
+// issue applies commands to the rendered document one by one, stopping at
+// the first rejection, and records how to revert the accepted ones.
+func (w *Window) issue(cmds []Command, stack *[]undoEntry) ([]Action, bool) {
+	var acts []Action
+	var revert []Command
+	var ids []string
+	ok := true
+	for _, c := range cmds {
+		if w.isPending(c.ID) {
+			acts = append(acts, Action{Kind: ActionToast, Code: ToastDuplicateID})
+			ok = false
+			break
+		}
+		res := Apply(w.rendered, c)
+		if res.Rejected != nil {
+			acts = append(acts, Action{Kind: ActionToast, Code: res.Rejected.Code})
+			ok = false
+			break
+		}
+		w.rendered = res.Doc
+		w.pending = append(w.pending, c)
+		acts = append(acts, Action{Kind: ActionSend, ID: c.ID})
+		revert = append(res.Inverse, revert...)
+		ids = append(ids, c.ID)
+	}
+	if len(ids) > 0 {
+		e := undoEntry{ids: ids, cmd: revert}
+		if stack == nil {
+			w.undo = append(w.undo, e)
+		} else {
+			*stack = append(*stack, e)
+		}
+	}
+	return acts, ok
+}
+
+// Echo delivers the server's command number seq of this page.
+func (w *Window) Echo(seq int64, c Command) []Action {
+	switch {
+	case seq <= w.seq:
+		return nil // duplicate
+	case seq > w.seq+1:
+		if w.awaiting {
+			return nil
+		}
+		w.awaiting = true
+		return []Action{{Kind: ActionRefetch}}
+	}
+	// A command the server accepted applies here too; if this reducer
+	// disagrees, the fold of the log still skips it, as every fold must.
+	w.server = Apply(w.server, c).Doc
+	w.seq = seq
+	w.drop(c.ID)
+	w.rebase()
+	return nil
+}
+
+// drop removes id from pending.
+func (w *Window) drop(id string) bool {
+	for i, p := range w.pending {
+		if p.ID == id {
+			w.pending = append(w.pending[:i:i], w.pending[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// rebase re-folds pending over the server document.
+func (w *Window) rebase() {
+	d := w.server
+	for _, c := range w.pending {
+		d = Apply(d, c).Doc
+	}
+	w.rendered = d
+}
+
+// Reject delivers the server's rejection of an own command.
+func (w *Window) Reject(id, code string) []Action {
+	if !w.drop(id) {
+		return nil // not ours, or already settled by a snapshot
+	}
+	w.forget(id)
+	w.rebase()
+	return []Action{{Kind: ActionToast, Code: code}}
+}
+
+// forget removes undo and redo entries made from command id.
+func (w *Window) forget(id string) {
+	for _, stack := range []*[]undoEntry{&w.undo, &w.redo} {
+		kept := (*stack)[:0:0]
+		for _, e := range *stack {
+			if !contains(e.ids, id) {
+				kept = append(kept, e)
+			}
+		}
+		*stack = kept
+	}
+}
+
+// Snapshot replaces the server document with a fresh read at seq, with the
+// outcomes of the pending ids. Committed and rejected ids leave pending
+// (rejections are toasted); the others are rebased and sent again with the
+// same ids (the server deduplicates). A snapshot older than the window's
+// seq is ignored.
+func (w *Window) Snapshot(doc Doc, seq int64, outcomes map[string]Outcome) []Action {
+	if seq < w.seq {
+		return nil
+	}
+	var acts []Action
+	w.server, w.seq, w.awaiting = doc, seq, false
+	kept := w.pending[:0:0]
+	for _, c := range w.pending {
+		o, ok := outcomes[c.ID]
+		switch {
+		case ok && o.Rejected != nil:
+			w.forget(c.ID)
+			acts = append(acts, Action{Kind: ActionToast, Code: o.Rejected.Code})
+		case ok && o.Seq > 0 && o.Seq <= seq:
+			// committed and folded into doc
+		default:
+			kept = append(kept, c)
+		}
+	}
+	w.pending = kept
+	for _, c := range kept {
+		acts = append(acts, Action{Kind: ActionSend, ID: c.ID})
+	}
+	w.rebase()
+	return acts
+}
+
+// Undo reverts the window's last own accepted command (or redo) by issuing
+// its recorded inverse commands as new commands with the given ids, which
+// the caller supplies: the window mints nothing.
+func (w *Window) Undo(ids []string) []Action {
+	return w.step(&w.undo, &w.redo, ids, ToastNothingToUndo)
+}
+
+// Redo reverts the last undo, with new ids.
+func (w *Window) Redo(ids []string) []Action {
+	return w.step(&w.redo, &w.undo, ids, ToastNothingToRedo)
+}
+
+func (w *Window) step(from, to *[]undoEntry, ids []string, empty string) []Action {
+	if len(*from) == 0 {
+		return []Action{{Kind: ActionToast, Code: empty}}
+	}
+	e := (*from)[len(*from)-1]
+	if len(ids) < len(e.cmd) {
+		return []Action{{Kind: ActionToast, Code: ToastMissingIDs}}
+	}
+	*from = (*from)[:len(*from)-1]
+	cmds := make([]Command, len(e.cmd))
+	for i, c := range e.cmd {
+		cmds[i] = Command{ID: ids[i], Type: c.Type, Payload: c.Payload}
+	}
+	acts, _ := w.issue(cmds, to)
+	return acts
+}
