@@ -5,9 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/text/unicode/norm"
-
 	"github.com/subspace/kbkit/kbcore/rank"
+	"github.com/subspace/kbkit/kbcore/token"
 )
 
 // Result is the outcome of applying one command to one page.
@@ -517,7 +516,7 @@ func (t *tx) setCell(c Command) *Rejection {
 // NormalizeTitle is how titles and aliases are stored and compared: NFC,
 // surrounding white space trimmed.
 func NormalizeTitle(s string) string {
-	return strings.TrimSpace(norm.NFC.String(s))
+	return strings.TrimSpace(token.NormalizeTitle(s))
 }
 
 func checkTitleChars(c Command, what, s string) *Rejection {
@@ -656,7 +655,7 @@ func (t *tx) mergePage(c Command) *Rejection {
 	var records []Node
 	var all []*Node
 	for _, root := range t.d.childIDs("") {
-		for _, n := range t.d.subtree(root) {
+		for _, n := range t.d.subtree(root) { // document order
 			records = append(records, *n)
 			all = append(all, n)
 		}

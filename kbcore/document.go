@@ -47,6 +47,22 @@ type Output struct {
 	Mime string `json:"mime"`
 }
 
+// UnmarshalJSON requires both fields and refuses unknown ones.
+func (o *Output) UnmarshalJSON(b []byte) error {
+	var j struct {
+		Data *string `json:"data"`
+		Mime *string `json:"mime"`
+	}
+	if err := decodeStrict(b, &j); err != nil {
+		return err
+	}
+	if j.Data == nil || j.Mime == nil {
+		return errors.New("an output needs mime and data")
+	}
+	*o = Output{Data: *j.Data, Mime: *j.Mime}
+	return nil
+}
+
 // Node is one block of a page. A stored Node is never modified: the reducer
 // replaces it, so callers must not mutate Outputs or Cells either.
 type Node struct {
@@ -198,18 +214,26 @@ func (d Doc) walk(parent string, fn func(Node) bool) bool {
 	return true
 }
 
-// subtree returns the node and its descendants, parents first.
+// subtree returns the node and its descendants in document order (depth
+// first, parents first, siblings in order).
 func (d Doc) subtree(id string) []*Node {
 	n, ok := d.get(id)
 	if !ok {
 		return nil
 	}
 	out := []*Node{n}
-	for i := 0; i < len(out); i++ {
-		// Breadth-first keeps parents before children; siblings stay in order.
-		for _, c := range d.childIDs(out[i].ID) {
-			cn, _ := d.get(c)
+	stack := [][]string{d.childIDs(id)}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if len(*top) == 0 {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		c := (*top)[0]
+		*top = (*top)[1:]
+		if cn, ok := d.get(c); ok {
 			out = append(out, cn)
+			stack = append(stack, d.childIDs(c))
 		}
 	}
 	return out
@@ -421,7 +445,7 @@ type nodeJSON struct {
 	Outputs *[]Output          `json:"outputs,omitempty"`
 	Parent  *string            `json:"parent"`
 	Rank    string             `json:"rank"`
-	Text    string             `json:"text"`
+	Text    *string            `json:"text"`
 }
 
 type pageJSON struct {
@@ -438,7 +462,8 @@ type docJSON struct {
 }
 
 func (n Node) toJSON() nodeJSON {
-	j := nodeJSON{ID: n.ID, Kind: n.Kind, Rank: n.Rank, Text: n.Text}
+	text := n.Text
+	j := nodeJSON{ID: n.ID, Kind: n.Kind, Rank: n.Rank, Text: &text}
 	if j.Kind == "" {
 		j.Kind = KindText
 	}
@@ -464,7 +489,10 @@ func (n Node) toJSON() nodeJSON {
 }
 
 func (j nodeJSON) toNode() Node {
-	n := Node{ID: j.ID, Kind: j.Kind, Rank: j.Rank, Text: j.Text}
+	n := Node{ID: j.ID, Kind: j.Kind, Rank: j.Rank}
+	if j.Text != nil {
+		n.Text = *j.Text
+	}
 	if j.Parent != nil {
 		n.Parent = *j.Parent
 	}
@@ -480,11 +508,16 @@ func (j nodeJSON) toNode() Node {
 // MarshalJSON writes a node in canonical form.
 func (n Node) MarshalJSON() ([]byte, error) { return json.Marshal(n.toJSON()) }
 
-// UnmarshalJSON reads a node record; unknown fields are an error.
+// UnmarshalJSON reads a node record: id, rank and text are required, a
+// missing parent is null and a missing kind is text; unknown fields are an
+// error.
 func (n *Node) UnmarshalJSON(b []byte) error {
 	var j nodeJSON
 	if err := decodeStrict(b, &j); err != nil {
 		return err
+	}
+	if j.Text == nil {
+		return errors.New("a node record needs id, rank and text")
 	}
 	*n = j.toNode()
 	return nil

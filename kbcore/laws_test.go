@@ -100,6 +100,9 @@ func checkLaws(d kbcore.Doc, c kbcore.Command) (kbcore.Result, error) {
 	if !res.PageChanged && mustJSON(d.Page()) != mustJSON(res.Doc.Page()) {
 		return res, fmt.Errorf("page record changed but PageChanged is false")
 	}
+	if c.Type == kbcore.TypeCreatePage {
+		return res, nil // pages are never deleted: create-page has no inverse
+	}
 	back := res.Doc
 	for i, inv := range res.Inverse {
 		r := kbcore.Apply(back, inv)

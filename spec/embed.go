@@ -7,5 +7,5 @@ import "embed"
 
 // FS holds every file of the spec directory that users read or run.
 //
-//go:embed *.md *.yaml commands/*.yaml
+//go:embed *.md *.yaml commands/*.yaml schema/*.json schema/payload/*.json
 var FS embed.FS

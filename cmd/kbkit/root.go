@@ -10,5 +10,6 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newSpecCmd())
+	root.AddCommand(newAdapterCmd())
 	return root
 }

@@ -50,11 +50,17 @@ type Case struct {
 	Given       map[string]any
 	When        map[string]any
 	Then        map[string]any
+	// Steps is a window script (SuiteWindow): a list of {event, expect}.
+	Steps []any
 }
 
 // Suite is derived from the case's shape; "" when no suite matches.
 func (c Case) Suite() string {
 	switch {
+	case c.Steps != nil:
+		return SuiteWindow
+	case c.Given["pages"] != nil:
+		return SuitePlanner
 	case c.When["cmd"] != nil:
 		return SuiteCommands
 	case c.When["text"] != nil || c.When["formula"] != nil:
@@ -110,6 +116,15 @@ func Parse(name string, data []byte) (File, error) {
 		if c.Given, err = jsonish(raw.Given); err == nil {
 			if c.When, err = jsonish(raw.When); err == nil {
 				c.Then, err = jsonish(raw.Then)
+			}
+		}
+		if err == nil && raw.Steps != nil {
+			var wrap map[string]any
+			if wrap, err = jsonish(map[string]any{"steps": raw.Steps}); err == nil {
+				var ok bool
+				if c.Steps, ok = wrap["steps"].([]any); !ok {
+					err = fmt.Errorf("steps must be a list")
+				}
 			}
 		}
 		if err != nil {

@@ -66,11 +66,30 @@ type TokenizeReply struct {
 // does not implement; the case is skipped.
 var ErrNotSupported = errors.New("cases: not supported")
 
+// WindowRequest runs one window script: given is {doc, seq} with doc in
+// canonical form; each step is an event object as in spec/window.md, with
+// its documents (snapshot.doc) in canonical form.
+type WindowRequest struct {
+	Given json.RawMessage   `json:"given"`
+	Steps []json.RawMessage `json:"steps"`
+}
+
+// WindowState is the window's state after one step.
+type WindowState struct {
+	Seq      int64           `json:"seq"`
+	Pending  []string        `json:"pending"`
+	Rendered json.RawMessage `json:"rendered"`
+	Server   json.RawMessage `json:"server"`
+	Actions  []string        `json:"actions"`
+}
+
 // Impl is an implementation under test. Errors mean the implementation could
 // not answer (the case errors); a rejection is a normal ApplyReply.
+// ErrNotSupported (wrapped or not) skips the case.
 type Impl interface {
 	Apply(ctx context.Context, doc, cmd json.RawMessage) (ApplyReply, error)
 	Tokenize(ctx context.Context, req TokenizeRequest) (TokenizeReply, error)
+	Window(ctx context.Context, req WindowRequest) ([]WindowState, error)
 }
 
 // Reference is kbkit's own implementation, called in process.
@@ -137,8 +156,12 @@ func Check(ctx context.Context, impl Impl, c Case) Outcome {
 		diff, err = checkCommand(ctx, impl, c)
 	case SuiteTokenizer:
 		diff, err = checkTokenizer(ctx, impl, c)
+	case SuiteWindow:
+		diff, err = checkWindow(ctx, impl, c)
+	case SuitePlanner:
+		diff, err = checkPlanner(ctx, impl, c)
 	default:
-		err = fmt.Errorf("%w: case has no known shape (when.cmd, when.text, when.formula)", ErrFormat)
+		err = fmt.Errorf("%w: case has no known shape (when.cmd, when.text, when.formula, steps)", ErrFormat)
 	}
 	switch {
 	case errors.Is(err, ErrNotSupported):

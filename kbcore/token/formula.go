@@ -117,12 +117,14 @@ func (f *formulaScanner) word(v string, i int) int {
 func (f *formulaScanner) addRange(c1, r1, c2, r2 int) {
 	cmin, cmax := min(c1, c2), max(c1, c2)
 	rmin, rmax := min(r1, r2), max(r1, r2)
-	area := (cmax - cmin + 1) * (rmax - rmin + 1)
-	if area > f.budget {
+	// int64: the largest range has about 1.8e11 cells, more than a 32-bit int.
+	area64 := int64(cmax-cmin+1) * int64(rmax-rmin+1)
+	if area64 > int64(f.budget) {
 		f.add(Dep{Cell: cellName(c1, r1)})
 		f.add(Dep{Cell: cellName(c2, r2)})
 		return
 	}
+	area := int(area64)
 	f.budget -= area
 	// One string holds every name of the range; the deps slice it.
 	var names []byte

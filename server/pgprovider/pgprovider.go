@@ -33,15 +33,15 @@ const (
 
 // Environment variables read by OptionsFromEnv.
 const (
-	EnvKind        = "KBKIT_PG"              // dsn|docker|local: force one provider
-	EnvDSN         = "KBKIT_PG_DSN"          // admin DSN of an existing server
-	EnvImage       = "KBKIT_PG_IMAGE"        // docker image (default DefaultImage)
-	EnvNetwork     = "KBKIT_DOCKER_NETWORK"  // "host": host-networking shape
-	EnvBinInImage  = "KBKIT_PG_BIN_IN_IMAGE" // postgres bin dir inside the image (host-network shape)
-	EnvBinDir      = "KBKIT_PG_BINDIR"       // local: only search these dirs (path list)
-	EnvLocalUser   = "KBKIT_PG_USER"         // local, as root: user to run postgres as
-	DefaultImage   = "postgres:16-alpine"
-	DefaultBinInIm = "/usr/lib/postgresql/15/bin"
+	EnvKind           = "KBKIT_PG"              // dsn|docker|local: force one provider
+	EnvDSN            = "KBKIT_PG_DSN"          // admin DSN of an existing server
+	EnvImage          = "KBKIT_PG_IMAGE"        // docker image (default DefaultImage)
+	EnvNetwork        = "KBKIT_DOCKER_NETWORK"  // "host": host-networking shape
+	EnvBinInImage     = "KBKIT_PG_BIN_IN_IMAGE" // postgres bin dir inside the image (host-network shape)
+	EnvBinDir         = "KBKIT_PG_BINDIR"       // local: only search these dirs (path list)
+	EnvLocalUser      = "KBKIT_PG_USER"         // local, as root: user to run postgres as
+	DefaultImage      = "postgres:16-alpine"
+	DefaultBinInImage = "/usr/lib/postgresql/15/bin"
 )
 
 // readyTimeout bounds the wait for `SELECT 1` to succeed after a start.
@@ -50,6 +50,10 @@ const readyTimeout = 30 * time.Second
 // dsnReadyTimeout bounds the wait for an existing server (dsn provider) to
 // answer; a variable so tests can shorten it.
 var dsnReadyTimeout = 10 * time.Second
+
+// autoDockerBudget bounds starting a container during automatic selection
+// (pull included) before local binaries are tried instead.
+const autoDockerBudget = 2 * time.Minute
 
 // dockerProbeTimeout bounds the "is a Docker engine there" check during
 // automatic selection.
@@ -117,7 +121,7 @@ func (o Options) withDefaults() Options {
 		o.Image = DefaultImage
 	}
 	if o.BinInImage == "" {
-		o.BinInImage = DefaultBinInIm
+		o.BinInImage = DefaultBinInImage
 	}
 	return o
 }
@@ -149,7 +153,8 @@ type Server struct {
 //
 // With opts.Kind set, exactly that provider is used. With it empty the
 // order is: opts.DSN set -> dsn; else a Docker engine answers within a few
-// seconds -> docker (if starting the container fails, local is tried next);
+// seconds -> docker (if the container is not up within 2 minutes, pull
+// included, local is tried next);
 // else local binaries -> local. If nothing works the error lists each path
 // tried, why it failed and how to fix it.
 //
@@ -209,7 +214,11 @@ func autoStart(ctx context.Context, opts Options) (Kind, backend, error) {
 	if err := dockerProbe(ctx, dockerProbeTimeout); err != nil {
 		tried = append(tried, fmt.Sprintf("docker: no Docker engine answered (health probe, %s timeout): %v", dockerProbeTimeout, err))
 	} else {
-		b, err := startDocker(ctx, opts)
+		// testcontainers retries failing image pulls for up to 15 minutes;
+		// during automatic selection give up earlier and fall back.
+		dctx, cancel := context.WithTimeout(ctx, autoDockerBudget)
+		b, err := startDocker(dctx, opts)
+		cancel()
 		if err == nil {
 			return KindDocker, b, nil
 		}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/subspace/kbkit/conformance/adapter"
+	"github.com/subspace/kbkit/conformance/cases"
+)
+
+func newAdapterCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "adapter",
+		Short: "Serve the reference implementation over the adapter protocol on stdin/stdout",
+		Long: `Reads adapter requests (spec/ADAPTER.md: one JSON object per line) from
+stdin and writes the reference implementation's replies to stdout, until
+stdin ends. It is the adapter protocol's reference end:
+
+  kbkit spec run --impl "kbkit adapter"
+
+checks the reference through the real protocol, and an adapter author can
+pipe requests into it to see the expected replies.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx := c.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			if err := adapter.Serve(ctx, c.InOrStdin(), c.OutOrStdout(), cases.Reference{}); err != nil {
+				fmt.Fprintln(c.ErrOrStderr(), "kbkit adapter:", err)
+				return exitError{exitErrored}
+			}
+			return nil
+		},
+	}
+}

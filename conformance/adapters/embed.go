@@ -1,0 +1,12 @@
+// Package adapters holds the adapters kbkit ships in languages other than
+// Go (each in its own directory, with its expectations file) and embeds the
+// JSON Schema of expectations files.
+package adapters
+
+import _ "embed"
+
+// ExpectationsSchema is expectations.schema.json, the JSON Schema of an
+// expectations file (spec/EXPECTATIONS.md).
+//
+//go:embed expectations.schema.json
+var ExpectationsSchema []byte

@@ -1,0 +1,344 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// ---- TAP 14 ----
+
+// TAP writes TAP version 14 (https://testanything.org/tap-version-14-specification.html):
+// a plan, one test point per case named by its id, and for every case that
+// is not a plain pass or skip a YAML diagnostic block with the message, the
+// case's file and line, the matching expectation and the diff.
+type TAP struct {
+	w   *bufio.Writer
+	err error
+}
+
+// NewTAP returns a TAP writer; it flushes after every test point.
+func NewTAP(w io.Writer) *TAP { return &TAP{w: bufio.NewWriter(w)} }
+
+func (t *TAP) printf(format string, args ...any) {
+	if t.err == nil {
+		_, t.err = fmt.Fprintf(t.w, format, args...)
+	}
+}
+
+func (t *TAP) flush() error {
+	if t.err == nil {
+		t.err = t.w.Flush()
+	}
+	return t.err
+}
+
+// Begin writes the version line and the plan.
+func (t *TAP) Begin(total int) error {
+	t.printf("TAP version 14\n1..%d\n", total)
+	return t.flush()
+}
+
+// TAPDescription escapes a test point description: `\` and `#` are
+// backslash-escaped, line breaks become spaces.
+func TAPDescription(s string) string {
+	s = strings.NewReplacer(`\`, `\\`, "#", `\#`, "\n", " ", "\r", " ").Replace(s)
+	return s
+}
+
+func directiveText(s string) string {
+	return strings.NewReplacer("\n", " ", "\r", " ").Replace(s)
+}
+
+type tapDiag struct {
+	Message  string       `yaml:"message"`
+	Severity string       `yaml:"severity"`
+	Status   string       `yaml:"status"`
+	Suite    string       `yaml:"suite,omitempty"`
+	File     string       `yaml:"file,omitempty"`
+	Line     int          `yaml:"line,omitempty"`
+	Expected *Expectation `yaml:"expected,omitempty"`
+	Diff     string       `yaml:"diff,omitempty"`
+}
+
+// Result writes one test point.
+func (t *TAP) Result(n int, r Result) error {
+	desc := TAPDescription(r.ID)
+	switch r.Verdict {
+	case VerdictPass:
+		t.printf("ok %d - %s\n", n, desc)
+		return t.flush()
+	case VerdictSkip:
+		t.printf("ok %d - %s # SKIP %s\n", n, desc, directiveText(r.Message))
+		return t.flush()
+	case VerdictExpectedFail:
+		t.printf("not ok %d - %s # TODO %s\n", n, desc, directiveText(r.Message))
+	default:
+		t.printf("not ok %d - %s\n", n, desc)
+	}
+	d := tapDiag{
+		Message: r.Message, Severity: string(r.Verdict), Status: string(r.Status),
+		Suite: r.Suite, File: r.File, Line: r.Line, Expected: r.Expected,
+		Diff: strings.TrimRight(r.Diff, "\n"),
+	}
+	var buf strings.Builder
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(d); err != nil {
+		return err
+	}
+	_ = enc.Close()
+	t.printf("  ---\n")
+	for _, line := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
+		if line == "" {
+			t.printf("\n")
+		} else {
+			t.printf("  %s\n", line)
+		}
+	}
+	t.printf("  ...\n")
+	return t.flush()
+}
+
+// End writes the summary as comments.
+func (t *TAP) End(s Summary) error {
+	t.printf("# %s\n", s)
+	if len(s.Failed) > 0 {
+		t.printf("# not ok: %s\n", strings.Join(s.Failed, " "))
+	}
+	return t.flush()
+}
+
+// ---- JUnit XML ----
+
+// JUnit collects the results and writes one JUnit XML document at End: a
+// <testsuite> per suite (in order of first appearance), a <testcase> per
+// case with classname = suite, and <failure>, <error> or <skipped>.
+// Expected failures are <skipped> with their reason; unexpected passes are
+// <failure>s.
+type JUnit struct {
+	w      io.Writer
+	name   string
+	start  time.Time
+	suites []*junitSuite
+	byName map[string]*junitSuite
+}
+
+// NewJUnit returns a JUnit writer; name is the <testsuites> name.
+func NewJUnit(w io.Writer, name string) *JUnit {
+	return &JUnit{w: w, name: name, byName: map[string]*junitSuite{}}
+}
+
+type junitSuites struct {
+	XMLName  xml.Name      `xml:"testsuites"`
+	Name     string        `xml:"name,attr"`
+	Tests    int           `xml:"tests,attr"`
+	Failures int           `xml:"failures,attr"`
+	Errors   int           `xml:"errors,attr"`
+	Skipped  int           `xml:"skipped,attr"`
+	Time     string        `xml:"time,attr"`
+	Suites   []*junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Time     string      `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+	dur      time.Duration
+}
+
+type junitCase struct {
+	Name      string    `xml:"name,attr"`
+	Classname string    `xml:"classname,attr"`
+	File      string    `xml:"file,attr,omitempty"`
+	Line      int       `xml:"line,attr,omitempty"`
+	Time      string    `xml:"time,attr"`
+	Failure   *junitMsg `xml:"failure,omitempty"`
+	Error     *junitMsg `xml:"error,omitempty"`
+	Skipped   *junitMsg `xml:"skipped,omitempty"`
+}
+
+type junitMsg struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Body    string `xml:",chardata"`
+}
+
+func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
+
+// Begin starts the clock.
+func (j *JUnit) Begin(int) error {
+	j.start = time.Now()
+	return nil
+}
+
+// Result records one case.
+func (j *JUnit) Result(_ int, r Result) error {
+	name := r.Suite
+	if name == "" {
+		name = "unknown"
+	}
+	s := j.byName[name]
+	if s == nil {
+		s = &junitSuite{Name: name}
+		j.byName[name] = s
+		j.suites = append(j.suites, s)
+	}
+	c := junitCase{Name: r.ID, Classname: name, File: r.File, Line: r.Line, Time: seconds(r.Duration)}
+	body := r.Diff
+	if r.Expected != nil && r.Expected.Issue != "" {
+		body = strings.TrimRight("issue: "+r.Expected.Issue+"\n"+body, "\n")
+	}
+	switch r.Verdict {
+	case VerdictFail, VerdictUnexpectedPass:
+		c.Failure = &junitMsg{Message: r.Message, Type: string(r.Verdict), Body: body}
+		s.Failures++
+	case VerdictError:
+		c.Error = &junitMsg{Message: r.Message, Type: string(r.Verdict), Body: body}
+		s.Errors++
+	case VerdictSkip, VerdictExpectedFail:
+		c.Skipped = &junitMsg{Message: r.Message, Type: string(r.Verdict), Body: body}
+		s.Skipped++
+	}
+	s.Tests++
+	s.dur += r.Duration
+	s.Cases = append(s.Cases, c)
+	return nil
+}
+
+// End writes the document.
+func (j *JUnit) End(Summary) error {
+	doc := junitSuites{Name: j.name, Suites: j.suites, Time: seconds(time.Since(j.start))}
+	for _, s := range j.suites {
+		s.Time = seconds(s.dur)
+		doc.Tests += s.Tests
+		doc.Failures += s.Failures
+		doc.Errors += s.Errors
+		doc.Skipped += s.Skipped
+	}
+	if _, err := io.WriteString(j.w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(j.w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(j.w, "\n")
+	return err
+}
+
+// ---- JSON lines ----
+
+// JSON writes one JSON object per case and line.
+type JSON struct {
+	enc *json.Encoder
+}
+
+// NewJSON returns a JSON lines writer.
+func NewJSON(w io.Writer) *JSON {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return &JSON{enc: enc}
+}
+
+// Record is the JSON object written per case.
+type Record struct {
+	ID    string `json:"id"`
+	Suite string `json:"suite"`
+	File  string `json:"file"`
+	Line  int    `json:"line"`
+	// Status is the outcome: pass, fail, skip or error.
+	Status string `json:"status"`
+	// Verdict is the outcome judged against the expectations; OK says
+	// whether it keeps the run green.
+	Verdict    Verdict      `json:"verdict"`
+	OK         bool         `json:"ok"`
+	Message    string       `json:"message,omitempty"`
+	Diff       string       `json:"diff,omitempty"`
+	Expected   *Expectation `json:"expected,omitempty"`
+	DurationMS float64      `json:"duration_ms"`
+}
+
+// Begin does nothing.
+func (*JSON) Begin(int) error { return nil }
+
+// Result writes one line.
+func (j *JSON) Result(_ int, r Result) error {
+	return j.enc.Encode(Record{
+		ID: r.ID, Suite: r.Suite, File: r.File, Line: r.Line, Status: string(r.Status),
+		Verdict: r.Verdict, OK: r.Verdict.OK(), Message: r.Message, Diff: r.Diff,
+		Expected: r.Expected, DurationMS: float64(r.Duration.Microseconds()) / 1000,
+	})
+}
+
+// End does nothing.
+func (*JSON) End(Summary) error { return nil }
+
+// ---- progress ----
+
+// IsTerminal reports whether w is a character device (a terminal).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// Progress draws one self-erasing status line ("[n/total] ...") on a
+// terminal, at most ten times a second. A nil *Progress does nothing.
+type Progress struct {
+	w     io.Writer
+	total int
+	last  time.Time
+	shown bool
+}
+
+// NewProgress returns a progress line on w, or nil when w is not a
+// terminal.
+func NewProgress(w io.Writer, total int) *Progress {
+	if !IsTerminal(w) {
+		return nil
+	}
+	return &Progress{w: w, total: total}
+}
+
+// Update redraws the line after n of total cases.
+func (p *Progress) Update(n int, s Summary, id string) {
+	if p == nil || (time.Since(p.last) < 100*time.Millisecond && n < p.total) {
+		return
+	}
+	p.last = time.Now()
+	bad := s.Counts[VerdictFail] + s.Counts[VerdictUnexpectedPass]
+	line := fmt.Sprintf("[%d/%d] %d failed, %d errored  %s", n, p.total, bad, s.Counts[VerdictError], id)
+	if len(line) > 100 {
+		line = line[:100]
+	}
+	fmt.Fprintf(p.w, "\r\x1b[K%s", line)
+	p.shown = true
+}
+
+// Clear erases the line (before other output goes to the terminal).
+func (p *Progress) Clear() {
+	if p == nil || !p.shown {
+		return
+	}
+	fmt.Fprint(p.w, "\r\x1b[K")
+	p.shown = false
+}

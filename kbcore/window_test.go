@@ -1,0 +1,332 @@
+package kbcore_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/subspace/kbkit/kbcore"
+)
+
+// A simulated sync system: one server holding the page's command log and
+// 2-3 windows. Each window's sends reach the server in send order but at
+// random times; each window receives the server's messages (echoes in seq
+// order, rejections of its own commands) in order but at random times, and
+// some echoes are dropped, which forces gap -> refetch -> snapshot.
+
+// winMsg is one message from the server to a window: an echo (seq > 0) or a
+// rejection of one of the window's commands.
+type winMsg struct {
+	seq  int64
+	cmd  kbcore.Command
+	id   string
+	code string
+}
+
+type winServer struct {
+	docs     []kbcore.Doc // docs[s] is the fold of the first s commands of the log
+	log      []kbcore.Command
+	outcomes map[string]kbcore.Outcome
+}
+
+func (s *winServer) seq() int64      { return int64(len(s.log)) }
+func (s *winServer) doc() kbcore.Doc { return s.docs[len(s.docs)-1] }
+
+type winClient struct {
+	w       *kbcore.Window
+	outbox  []kbcore.Command
+	inbox   []winMsg
+	refetch bool // a refetch was asked for and its snapshot not delivered yet
+}
+
+type winSim struct {
+	t       *rapid.T
+	srv     winServer
+	clients []*winClient
+	next    int
+	known   []string // every node id ever named, live or not
+}
+
+func (s *winSim) id(ci int) string {
+	s.next++
+	return fmt.Sprintf("w%dc%d", ci, s.next)
+}
+
+// receive is the server taking one command from window ci. A command id it
+// has seen before is a retry and is deduplicated.
+func (s *winSim) receive(ci int, c kbcore.Command) {
+	if _, seen := s.srv.outcomes[c.ID]; seen {
+		return
+	}
+	res := kbcore.Apply(s.srv.doc(), c)
+	if res.Rejected != nil {
+		s.srv.outcomes[c.ID] = kbcore.Outcome{Rejected: res.Rejected}
+		s.clients[ci].inbox = append(s.clients[ci].inbox, winMsg{id: c.ID, code: res.Rejected.Code})
+		return
+	}
+	s.srv.log = append(s.srv.log, c)
+	s.srv.docs = append(s.srv.docs, res.Doc)
+	s.srv.outcomes[c.ID] = kbcore.Outcome{Seq: s.srv.seq()}
+	for _, cl := range s.clients {
+		cl.inbox = append(cl.inbox, winMsg{seq: s.srv.seq(), cmd: c})
+	}
+}
+
+// handle performs a window's actions.
+func (s *winSim) handle(ci int, what string, acts []kbcore.Action) {
+	cl := s.clients[ci]
+	for _, a := range acts {
+		switch a.Kind {
+		case kbcore.ActionSend:
+			found := false
+			for _, p := range cl.w.Pending() {
+				if p.ID == a.ID {
+					cl.outbox = append(cl.outbox, p)
+					found = true
+				}
+			}
+			if !found {
+				s.t.Fatalf("window %d after %s: send:%s is not pending", ci, what, a.ID)
+			}
+		case kbcore.ActionRefetch:
+			if cl.refetch {
+				s.t.Fatalf("window %d after %s: a second refetch while awaiting", ci, what)
+			}
+			if !cl.w.Awaiting() {
+				s.t.Fatalf("window %d after %s: refetch but not awaiting", ci, what)
+			}
+			cl.refetch = true
+		case kbcore.ActionToast:
+			if a.Code == "" {
+				s.t.Fatalf("window %d after %s: toast without code", ci, what)
+			}
+		default:
+			s.t.Fatalf("window %d after %s: unknown action %+v", ci, what, a)
+		}
+	}
+	s.check(ci, what)
+}
+
+// check compares window ci with an independent computation: its server
+// document is the fold of the log up to its seq, and rendered is that
+// document with its pending commands applied in order, rejected ones skipped.
+func (s *winSim) check(ci int, what string) {
+	w := s.clients[ci].w
+	if w.Seq() < 0 || w.Seq() > s.srv.seq() {
+		s.t.Fatalf("window %d after %s: seq %d outside 0..%d", ci, what, w.Seq(), s.srv.seq())
+	}
+	if want := s.srv.docs[w.Seq()]; !w.Server().Equal(want) {
+		s.t.Fatalf("window %d after %s: server at seq %d:\nwant %s\ngot  %s", ci, what, w.Seq(), winJSON(want), winJSON(w.Server()))
+	}
+	d := w.Server()
+	seen := map[string]bool{}
+	for _, p := range w.Pending() {
+		if seen[p.ID] {
+			s.t.Fatalf("window %d after %s: id %s pending twice", ci, what, p.ID)
+		}
+		seen[p.ID] = true
+		if r := kbcore.Apply(d, p); r.Rejected == nil {
+			d = r.Doc
+		}
+	}
+	if !w.Rendered().Equal(d) {
+		s.t.Fatalf("window %d after %s: rendered != fold(server, pending):\nwant %s\ngot  %s", ci, what, winJSON(d), winJSON(w.Rendered()))
+	}
+	if err := w.Rendered().Check(); err != nil {
+		s.t.Fatalf("window %d after %s: rendered: %v", ci, what, err)
+	}
+}
+
+// snapshot delivers a fresh read of the page to window ci, with the
+// outcomes the server knows of its pending ids.
+func (s *winSim) snapshot(ci int) {
+	cl := s.clients[ci]
+	outcomes := map[string]kbcore.Outcome{}
+	for _, p := range cl.w.Pending() {
+		if o, ok := s.srv.outcomes[p.ID]; ok {
+			outcomes[p.ID] = o
+		}
+	}
+	cl.refetch = false
+	acts := cl.w.Snapshot(s.srv.doc(), s.srv.seq(), outcomes)
+	s.handle(ci, fmt.Sprintf("snapshot at seq %d", s.srv.seq()), acts)
+	if cl.w.Awaiting() {
+		s.t.Fatalf("window %d still awaiting after a snapshot", ci)
+	}
+}
+
+// deliver hands window ci its next message from the server.
+func (s *winSim) deliver(ci int, drop bool) {
+	cl := s.clients[ci]
+	m := cl.inbox[0]
+	cl.inbox = cl.inbox[1:]
+	if m.seq == 0 {
+		s.handle(ci, "reject "+m.id, cl.w.Reject(m.id, m.code))
+		return
+	}
+	if drop {
+		return
+	}
+	s.handle(ci, fmt.Sprintf("echo %d (%s %s %s)", m.seq, m.cmd.ID, m.cmd.Type, m.cmd.Payload), cl.w.Echo(m.seq, m.cmd))
+}
+
+// local makes a random user edit in window ci, on a live or a stale node.
+func (s *winSim) local(ci int) {
+	w := s.clients[ci].w
+	var live []string
+	for _, n := range w.Rendered().Nodes() {
+		live = append(live, n.ID)
+	}
+	pick := func(label string) string {
+		switch k := rapid.IntRange(0, 9).Draw(s.t, label+"-from"); {
+		case k < 7 && len(live) > 0:
+			return rapid.SampledFrom(live).Draw(s.t, label)
+		case k < 9 && len(s.known) > 0:
+			return rapid.SampledFrom(s.known).Draw(s.t, label)
+		}
+		return "ghost"
+	}
+	nullable := func(label string) any {
+		if rapid.IntRange(0, 2).Draw(s.t, label+"-null") == 0 {
+			return nil
+		}
+		return pick(label)
+	}
+	id := s.id(ci)
+	typ := rapid.SampledFrom([]string{kbcore.TypeEditText, kbcore.TypeCreateAfter, kbcore.TypeCreateAfter,
+		kbcore.TypeDelete, kbcore.TypeMoveNode, kbcore.TypeMoveNode, kbcore.TypeIndent, kbcore.TypeOutdent}).Draw(s.t, "type")
+	p := map[string]any{}
+	switch typ {
+	case kbcore.TypeEditText:
+		p["node"], p["text"] = pick("node"), id
+	case kbcore.TypeCreateAfter:
+		if len(live) == 0 || rapid.IntRange(0, 4).Draw(s.t, "first?") == 0 {
+			p["parent"] = nullable("parent")
+		} else {
+			p["after"] = pick("after")
+		}
+		p["text"] = "t" + id
+		s.known = append(s.known, id)
+	case kbcore.TypeMoveNode:
+		p["node"], p["parent"], p["after"] = pick("node"), nullable("parent"), nullable("after")
+	default:
+		p["node"] = pick("node")
+	}
+	b, _ := json.Marshal(p)
+	c := kbcore.Command{ID: id, Type: typ, Payload: b}
+	s.handle(ci, fmt.Sprintf("local %s %s %s", c.ID, c.Type, c.Payload), w.Local(c))
+}
+
+// undoRedo undoes or redoes in window ci, with fresh ids.
+func (s *winSim) undoRedo(ci int) {
+	w := s.clients[ci].w
+	ids := []string{s.id(ci), s.id(ci), s.id(ci)}
+	if rapid.Bool().Draw(s.t, "undo?") {
+		s.handle(ci, fmt.Sprintf("undo %v", ids), w.Undo(ids))
+	} else {
+		s.handle(ci, fmt.Sprintf("redo %v", ids), w.Redo(ids))
+	}
+}
+
+func winJSON(d kbcore.Doc) string {
+	b, _ := d.MarshalJSON()
+	return string(b)
+}
+
+func winStartDoc() kbcore.Doc {
+	d, err := kbcore.NewDoc(kbcore.Page{ID: "00000000-0000-0000-0000-000000000001", Title: "P"}, []kbcore.Node{
+		{ID: "a", Rank: "a0", Text: "A"},
+		{ID: "b", Rank: "a1", Text: "B"},
+		{ID: "k", Parent: "a", Rank: "a0", Text: "K"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+func TestRapidWindowsConverge(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		start := winStartDoc()
+		s := &winSim{t: t, srv: winServer{docs: []kbcore.Doc{start}, outcomes: map[string]kbcore.Outcome{}},
+			known: []string{"a", "b", "k"}}
+		n := rapid.IntRange(2, 3).Draw(t, "windows")
+		for range n {
+			s.clients = append(s.clients, &winClient{w: kbcore.NewWindow(start, 0)})
+		}
+		steps := rapid.IntRange(1, 120).Draw(t, "steps")
+		for range steps {
+			ci := rapid.IntRange(0, n-1).Draw(t, "window")
+			cl := s.clients[ci]
+			switch op := rapid.IntRange(0, 9).Draw(t, "op"); {
+			case op < 3:
+				s.local(ci)
+			case op == 3:
+				s.undoRedo(ci)
+			case op < 6:
+				if len(cl.outbox) > 0 {
+					c := cl.outbox[0]
+					cl.outbox = cl.outbox[1:]
+					s.receive(ci, c)
+				}
+			case op < 9:
+				if len(cl.inbox) > 0 {
+					s.deliver(ci, rapid.IntRange(0, 7).Draw(t, "drop") == 0)
+				}
+			default:
+				if cl.refetch {
+					s.snapshot(ci)
+				}
+			}
+		}
+		// Quiescence: deliver everything, without drops; a window that
+		// missed trailing echoes (no later echo showed it a gap) catches up
+		// with a snapshot, as a reconnect would.
+		for round := 0; ; round++ {
+			if round > 100 {
+				t.Fatalf("no quiescence after %d rounds", round)
+			}
+			progress := false
+			for ci, cl := range s.clients {
+				for len(cl.outbox) > 0 {
+					c := cl.outbox[0]
+					cl.outbox = cl.outbox[1:]
+					s.receive(ci, c)
+					progress = true
+				}
+			}
+			for ci, cl := range s.clients {
+				for len(cl.inbox) > 0 {
+					s.deliver(ci, false)
+					progress = true
+				}
+			}
+			for ci, cl := range s.clients {
+				if cl.refetch || (len(cl.inbox) == 0 && cl.w.Seq() < s.srv.seq()) {
+					s.snapshot(ci)
+					progress = true
+				}
+			}
+			if !progress {
+				break
+			}
+		}
+		for ci, cl := range s.clients {
+			w := cl.w
+			switch {
+			case w.Seq() != s.srv.seq():
+				t.Fatalf("window %d: seq %d, server %d", ci, w.Seq(), s.srv.seq())
+			case len(w.Pending()) != 0:
+				t.Fatalf("window %d: still pending %v", ci, w.Pending())
+			case w.Awaiting():
+				t.Fatalf("window %d: still awaiting", ci)
+			case !w.Server().Equal(s.srv.doc()):
+				t.Fatalf("window %d: server:\nwant %s\ngot  %s", ci, winJSON(s.srv.doc()), winJSON(w.Server()))
+			case !w.Rendered().Equal(s.srv.doc()):
+				t.Fatalf("window %d: rendered:\nwant %s\ngot  %s", ci, winJSON(s.srv.doc()), winJSON(w.Rendered()))
+			}
+		}
+	})
+}

@@ -1,0 +1,448 @@
+// Package store is kbkit's Postgres store: the schema, the command
+// transaction (lock, dedup, plan, apply, write changed rows, log, outbox),
+// page snapshots and log reads, and devices.
+//
+//	st, err := store.Open(ctx, dsn) // migrates
+//	dev, err := st.PairDevice(ctx, "acme")
+//	out, err := st.Submit(ctx, dev, env)
+//	switch {
+//	case err != nil: // transient or internal: retry with the same id
+//	case out.Rejected != nil: // a decision: logged, the same on every retry
+//	default: // committed at out.Seq
+//	}
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/subspace/kbkit/kbcore"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Errors callers can test with errors.Is.
+var (
+	// ErrUnauthorized: no device has that token.
+	ErrUnauthorized = errors.New("store: unknown device token")
+	// ErrNotFound: the page does not exist in the device's workspace.
+	ErrNotFound = errors.New("store: page not found")
+	// ErrForbidden: the page belongs to another workspace.
+	ErrForbidden = errors.New("store: page belongs to another workspace")
+	// ErrRetryable wraps transient database failures: the command may be
+	// retried with the same id; it was not decided.
+	ErrRetryable = errors.New("store: transient failure, retry with the same id")
+)
+
+// NotifyChannel is the LISTEN/NOTIFY channel of committed commands; the
+// payload is "<page id>:<seq>".
+const NotifyChannel = "kbkit_outbox"
+
+// Device is an authenticated device.
+type Device struct {
+	WorkspaceID string `json:"workspace_id"`
+	DeviceID    string `json:"device_id"`
+}
+
+// PairedDevice is a new device and its bearer token (shown once; only its
+// hash is stored).
+type PairedDevice struct {
+	Device
+	Token string `json:"token"`
+}
+
+// Outcome is the decision on one command.
+type Outcome struct {
+	Seq      int64             `json:"seq,omitempty"`
+	Rejected *kbcore.Rejection `json:"rejected,omitempty"`
+	// Duplicate says the id was decided before; this is the original outcome.
+	Duplicate bool `json:"-"`
+}
+
+// Store is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	mu   sync.Mutex
+	// cache holds page documents by page id, valid for the seq they carry;
+	// under the page lock a cached doc is used only if its seq is current.
+	cache map[string]cachedDoc
+}
+
+type cachedDoc struct {
+	seq int64
+	doc kbcore.Doc
+}
+
+// Open connects, applies pending migrations and returns a Store.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: connect: %w", err)
+	}
+	s := &Store{pool: pool, cache: map[string]cachedDoc{}}
+	if err := s.Migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Pool exposes the connection pool (for the dispatcher and tests).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Migrate applies the embedded migrations not applied yet, in order, under
+// an advisory lock so that concurrent servers migrate once.
+func (s *Store) Migrate(ctx context.Context) error {
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7007)`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return err
+		}
+		for _, f := range files {
+			base := f[strings.LastIndex(f, "/")+1:]
+			v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+			if err != nil {
+				return fmt.Errorf("store: migration %s: bad version", f)
+			}
+			var done bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, v).Scan(&done); err != nil {
+				return err
+			}
+			if done {
+				continue
+			}
+			sql, _ := migrations.ReadFile(f)
+			if _, err := tx.Exec(ctx, string(sql)); err != nil {
+				return fmt.Errorf("store: migration %s: %w", base, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ---- devices ----
+
+func hashToken(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+// PairDevice creates a device (and the workspace, if new) and its token.
+func (s *Store) PairDevice(ctx context.Context, workspace string) (PairedDevice, error) {
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return PairedDevice{}, err
+	}
+	token := "kbk_" + hex.EncodeToString(buf)
+	dev := PairedDevice{Token: token}
+	dev.DeviceID = uuid.NewString()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `INSERT INTO workspaces (id, name) VALUES ($1, $2)
+			ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id`,
+			uuid.NewString(), workspace).Scan(&dev.WorkspaceID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO devices (workspace_id, id, token_hash) VALUES ($1, $2, $3)`,
+			dev.WorkspaceID, dev.DeviceID, hashToken(token))
+		return err
+	})
+	if err != nil {
+		return PairedDevice{}, fmt.Errorf("store: pair device: %w", classify(err))
+	}
+	return dev, nil
+}
+
+// Authenticate finds the device of a bearer token.
+func (s *Store) Authenticate(ctx context.Context, token string) (Device, error) {
+	var d Device
+	err := s.pool.QueryRow(ctx, `SELECT workspace_id::text, id::text FROM devices WHERE token_hash = $1`,
+		hashToken(token)).Scan(&d.WorkspaceID, &d.DeviceID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Device{}, ErrUnauthorized
+	}
+	if err != nil {
+		return Device{}, classify(err)
+	}
+	return d, nil
+}
+
+// ---- errors ----
+
+// classify marks transient database failures as ErrRetryable.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		switch {
+		case pg.Code == "40001", pg.Code == "40P01", // serialization failure, deadlock
+			strings.HasPrefix(pg.Code, "08"),                           // connection exceptions
+			pg.Code == "57P01", pg.Code == "57P02", pg.Code == "57P03", // shutdown, crash, cannot connect now
+			pg.Code == "53300": // too many connections
+			return fmt.Errorf("%w: %v", ErrRetryable, err)
+		}
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %v", ErrRetryable, err)
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return fmt.Errorf("%w: %v", ErrRetryable, err)
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w: %v", ErrRetryable, err)
+	}
+	// A broken connection mid-transaction surfaces as a net error or EOF.
+	if strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "EOF") ||
+		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "broken pipe") {
+		return fmt.Errorf("%w: %v", ErrRetryable, err)
+	}
+	return err
+}
+
+// IsRetryable reports whether err is a transient failure.
+func IsRetryable(err error) bool { return errors.Is(err, ErrRetryable) }
+
+// ---- page reads ----
+
+// querier is what pgx.Tx and *pgxpool.Pool share.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// pageHead reads a page's workspace and seq; ok is false if it does not exist.
+func pageHead(ctx context.Context, q querier, pageID string) (ws string, seq int64, ok bool, err error) {
+	err = q.QueryRow(ctx, `SELECT workspace_id::text, seq FROM pages WHERE id = $1`, pageID).Scan(&ws, &seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, false, nil
+	}
+	return ws, seq, err == nil, err
+}
+
+// loadDoc reads a page's document from its rows.
+func loadDoc(ctx context.Context, q querier, pageID string) (kbcore.Doc, error) {
+	var p kbcore.Page
+	var merged *string
+	err := q.QueryRow(ctx, `SELECT id::text, title, dir, merged_into::text FROM pages WHERE id = $1`, pageID).
+		Scan(&p.ID, &p.Title, &p.Dir, &merged)
+	if err != nil {
+		return kbcore.Doc{}, err
+	}
+	if merged != nil {
+		p.MergedInto = *merged
+	}
+	rows, err := q.Query(ctx, `SELECT alias FROM aliases WHERE page_id = $1 ORDER BY ord`, pageID)
+	if err != nil {
+		return kbcore.Doc{}, err
+	}
+	p.Aliases, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return kbcore.Doc{}, err
+	}
+	rows, err = q.Query(ctx, `SELECT id, coalesce(parent, ''), rank, kind, text, outputs, cells FROM nodes WHERE page_id = $1`, pageID)
+	if err != nil {
+		return kbcore.Doc{}, err
+	}
+	var nodes []kbcore.Node
+	for rows.Next() {
+		var n kbcore.Node
+		var outputs, cells []byte
+		if err := rows.Scan(&n.ID, &n.Parent, &n.Rank, &n.Kind, &n.Text, &outputs, &cells); err != nil {
+			rows.Close()
+			return kbcore.Doc{}, err
+		}
+		if outputs != nil {
+			if err := json.Unmarshal(outputs, &n.Outputs); err != nil {
+				rows.Close()
+				return kbcore.Doc{}, err
+			}
+		}
+		if cells != nil {
+			if err := json.Unmarshal(cells, &n.Cells); err != nil {
+				rows.Close()
+				return kbcore.Doc{}, err
+			}
+		}
+		nodes = append(nodes, n)
+	}
+	if err := rows.Err(); err != nil {
+		return kbcore.Doc{}, err
+	}
+	return kbcore.NewDoc(p, nodes)
+}
+
+// doc returns a page's document at seq, from the cache when it is current.
+func (s *Store) doc(ctx context.Context, q querier, pageID string, seq int64) (kbcore.Doc, error) {
+	s.mu.Lock()
+	c, ok := s.cache[pageID]
+	s.mu.Unlock()
+	if ok && c.seq == seq {
+		return c.doc, nil
+	}
+	d, err := loadDoc(ctx, q, pageID)
+	if err != nil {
+		return kbcore.Doc{}, err
+	}
+	s.remember(pageID, seq, d)
+	return d, nil
+}
+
+func (s *Store) remember(pageID string, seq int64, d kbcore.Doc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.cache[pageID]; !ok || c.seq <= seq {
+		s.cache[pageID] = cachedDoc{seq: seq, doc: d}
+	}
+}
+
+// Snapshot is a page read: the document at Seq and the outcomes of the ids
+// asked about.
+type Snapshot struct {
+	Doc      kbcore.Doc                `json:"doc"`
+	Seq      int64                     `json:"seq"`
+	Outcomes map[string]kbcore.Outcome `json:"outcomes"`
+}
+
+// Page reads a page of the device's workspace in one consistent snapshot,
+// with the outcomes of the given command ids (ids never seen are absent).
+func (s *Store) Page(ctx context.Context, dev Device, pageID string, pending []string) (Snapshot, error) {
+	var snap Snapshot
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		ws, seq, ok, err := pageHead(ctx, tx, pageID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNotFound
+		}
+		if ws != dev.WorkspaceID {
+			return ErrForbidden
+		}
+		if snap.Doc, err = s.doc(ctx, tx, pageID, seq); err != nil {
+			return err
+		}
+		snap.Seq = seq
+		snap.Outcomes = map[string]kbcore.Outcome{}
+		if len(pending) == 0 {
+			return nil
+		}
+		var ids []string
+		for _, id := range pending {
+			if _, err := uuid.Parse(id); err == nil {
+				ids = append(ids, id)
+			}
+		}
+		rows, err := tx.Query(ctx, `SELECT id::text, coalesce(seq, 0), outcome, coalesce(code, ''), coalesce(message, '')
+			FROM command_log WHERE id = ANY($1::uuid[]) AND page_id = $2`, ids, pageID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, outcome, code, msg string
+			var seq int64
+			if err := rows.Scan(&id, &seq, &outcome, &code, &msg); err != nil {
+				return err
+			}
+			if outcome == "rejected" {
+				snap.Outcomes[id] = kbcore.Outcome{Rejected: &kbcore.Rejection{Code: code, Message: msg}}
+			} else {
+				snap.Outcomes[id] = kbcore.Outcome{Seq: seq}
+			}
+		}
+		return rows.Err()
+	})
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrForbidden) {
+		return Snapshot{}, err
+	}
+	return snap, classify(err)
+}
+
+// Entry is one committed command of a page's log.
+type Entry struct {
+	Seq      int64          `json:"seq"`
+	Cmd      kbcore.Command `json:"cmd"`
+	DeviceID string         `json:"device_id,omitempty"`
+	Cause    string         `json:"cause,omitempty"`
+}
+
+// Log reads a page's committed commands with seq > after, in seq order, at
+// most limit of them (0 = no limit).
+func (s *Store) Log(ctx context.Context, pageID string, after int64, limit int) ([]Entry, error) {
+	if limit <= 0 {
+		limit = 1 << 30
+	}
+	rows, err := s.pool.Query(ctx, `SELECT seq, id::text, type, payload, coalesce(device_id::text, ''), coalesce(cause::text, '')
+		FROM command_log WHERE page_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, pageID, after, limit)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		var e Entry
+		var payload []byte
+		if err := rows.Scan(&e.Seq, &e.Cmd.ID, &e.Cmd.Type, &payload, &e.DeviceID, &e.Cause); err != nil {
+			return nil, classify(err)
+		}
+		e.Cmd.Payload = payload
+		out = append(out, e)
+	}
+	return out, classify(rows.Err())
+}
+
+// PageWorkspace returns the workspace of a page (for authorising reads).
+func (s *Store) PageWorkspace(ctx context.Context, pageID string) (string, error) {
+	ws, _, ok, err := pageHead(ctx, s.pool, pageID)
+	if err != nil {
+		return "", classify(err)
+	}
+	if !ok {
+		return "", ErrNotFound
+	}
+	return ws, nil
+}
+
+// retryDelay is the pause between attempts of a transaction that failed
+// transiently.
+var retryDelay = 20 * time.Millisecond

@@ -1,0 +1,484 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/subspace/kbkit/kbcore"
+)
+
+// maxAttempts bounds how often Submit retries a transaction that failed
+// transiently before it reports ErrRetryable to the caller.
+const maxAttempts = 4
+
+// errRelock asks for another attempt holding more locks.
+type errRelock struct{ locks []string }
+
+func (e errRelock) Error() string { return "store: plan needs more locks" }
+
+// Submit decides one command in one READ COMMITTED transaction: take the
+// page locks (in page-id order), deduplicate its id, plan it, apply every
+// effect, write the changed rows, the index rows, the log and the outbox,
+// commit. A rejection is logged too (without seq) so that a retry of the id
+// gets the same answer. The envelope must already be validated against the
+// schema and its device_id checked against dev.
+//
+// An error means the command was not decided (ErrRetryable: retry with the
+// same id) or is not allowed (ErrNotFound, ErrForbidden); a decision is
+// always an Outcome.
+func (s *Store) Submit(ctx context.Context, dev Device, env kbcore.Envelope) (Outcome, error) {
+	locks := []string{env.PageID}
+	names := false
+	var lastErr error
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		out, err := s.submitOnce(ctx, dev, env, locks, names)
+		var relock errRelock
+		switch {
+		case err == nil:
+			return out, nil
+		case errors.As(err, &relock):
+			locks, names = relock.locks, true
+			attempt-- // growing the lock set is progress, not a failure
+			if len(locks) > 1000 {
+				return Outcome{}, fmt.Errorf("store: plan touches %d pages", len(locks))
+			}
+			continue
+		case errors.Is(err, ErrNotFound), errors.Is(err, ErrForbidden):
+			return Outcome{}, err
+		case IsRetryable(err) && ctx.Err() == nil:
+			lastErr = err
+			time.Sleep(retryDelay << attempt)
+			continue
+		default:
+			return Outcome{}, err
+		}
+	}
+	return Outcome{}, lastErr
+}
+
+func (s *Store) submitOnce(ctx context.Context, dev Device, env kbcore.Envelope, locks []string, names bool) (out Outcome, err error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return Outcome{}, classify(err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+
+	// Locks: the workspace's name lock first (when titles or aliases may
+	// change), then pages in id order; the same order in every transaction.
+	if names {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 1))`, "names:"+dev.WorkspaceID); err != nil {
+			return Outcome{}, classify(err)
+		}
+	}
+	sort.Strings(locks)
+	for _, p := range locks {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, p); err != nil {
+			return Outcome{}, classify(err)
+		}
+	}
+
+	// Dedup: an id decided before gets its original outcome.
+	var outcome, code, msg string
+	var seq int64
+	err = tx.QueryRow(ctx, `SELECT outcome, coalesce(seq, 0), coalesce(code, ''), coalesce(message, '')
+		FROM command_log WHERE id = $1`, env.ID).Scan(&outcome, &seq, &code, &msg)
+	switch {
+	case err == nil:
+		if outcome == "rejected" {
+			return Outcome{Rejected: &kbcore.Rejection{Code: code, Message: msg}, Duplicate: true}, nil
+		}
+		return Outcome{Seq: seq, Duplicate: true}, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return Outcome{}, classify(err)
+	}
+
+	kb := &txKB{ctx: ctx, s: s, tx: tx, ws: dev.WorkspaceID}
+	ws, _, exists, err := kb.head(env.PageID)
+	if err != nil {
+		return Outcome{}, classify(err)
+	}
+	switch {
+	case exists && ws != dev.WorkspaceID:
+		return Outcome{}, ErrForbidden
+	case !exists && env.Type != kbcore.TypeCreatePage:
+		return Outcome{}, ErrNotFound
+	}
+
+	plan := kbcore.PlanCommand(kb, dev.WorkspaceID, env)
+	if kb.err != nil {
+		return Outcome{}, classify(kb.err)
+	}
+	if plan.Rejected != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO command_log (workspace_id, id, page_id, device_id, type, payload, outcome, code, message)
+			VALUES ($1, $2, $3, $4, $5, $6, 'rejected', $7, $8)`,
+			dev.WorkspaceID, env.ID, env.PageID, dev.DeviceID, env.Type, payloadJSON(env.Payload),
+			plan.Rejected.Code, plan.Rejected.Message); err != nil {
+			return Outcome{}, classify(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return Outcome{}, classify(err)
+		}
+		committed = true
+		return Outcome{Rejected: plan.Rejected}, nil
+	}
+	if need := missingLocks(plan, locks); need != nil || (!names && changesNames(plan)) {
+		return Outcome{}, errRelock{locks: union(locks, plan.Locks)}
+	}
+
+	w := writer{ws: dev.WorkspaceID, device: dev.DeviceID, kb: kb, plan: plan, batch: &pgx.Batch{}}
+	seqs, docs, err := w.effects()
+	if err != nil {
+		return Outcome{}, err
+	}
+	br := tx.SendBatch(ctx, w.batch)
+	for i := 0; i < w.batch.Len(); i++ {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return Outcome{}, uniqueAsRetry(err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return Outcome{}, uniqueAsRetry(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return Outcome{}, classify(err)
+	}
+	committed = true
+	for page, d := range docs {
+		s.remember(page, seqs[page], d)
+	}
+	return Outcome{Seq: w.originSeq}, nil
+}
+
+// uniqueAsRetry turns a unique violation (two transactions creating the
+// same title concurrently) into a retry: the next attempt plans against the
+// committed winner and rejects properly.
+func uniqueAsRetry(err error) error {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && pg.Code == "23505" {
+		return fmt.Errorf("%w: %v", ErrRetryable, err)
+	}
+	return classify(err)
+}
+
+func payloadJSON(p json.RawMessage) []byte {
+	if len(p) == 0 {
+		return []byte("{}")
+	}
+	return p
+}
+
+func missingLocks(plan kbcore.Plan, held []string) []string {
+	h := map[string]bool{}
+	for _, l := range held {
+		h[l] = true
+	}
+	var need []string
+	for _, l := range plan.Locks {
+		if !h[l] {
+			need = append(need, l)
+		}
+	}
+	return need
+}
+
+func union(a, b []string) []string {
+	m := map[string]bool{}
+	var out []string
+	for _, x := range append(append([]string{}, a...), b...) {
+		if !m[x] {
+			m[x] = true
+			out = append(out, x)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// changesNames reports whether a plan may change a title or an alias.
+func changesNames(plan kbcore.Plan) bool {
+	for _, e := range plan.Effects {
+		switch e.Cmd.Type {
+		case kbcore.TypeCreatePage, kbcore.TypeRenamePage, kbcore.TypeSetAliases, kbcore.TypeMergePage, kbcore.TypeRestorePage:
+			return true
+		}
+	}
+	return false
+}
+
+// ---- the KB view inside a transaction ----
+
+type txKB struct {
+	ctx   context.Context
+	s     *Store
+	tx    pgx.Tx
+	ws    string
+	err   error
+	heads map[string]head    // page heads read in this transaction
+	names map[string]*string // "t:"/"a:" + name -> page id (nil = none)
+}
+
+type head struct {
+	ws  string
+	seq int64
+	ok  bool
+}
+
+// head reads a page's workspace and seq once per transaction; the pages
+// the transaction writes are locked, so their heads cannot change.
+func (k *txKB) head(pageID string) (string, int64, bool, error) {
+	if h, ok := k.heads[pageID]; ok {
+		return h.ws, h.seq, h.ok, nil
+	}
+	ws, seq, ok, err := pageHead(k.ctx, k.tx, pageID)
+	if err != nil {
+		return "", 0, false, err
+	}
+	if k.heads == nil {
+		k.heads = map[string]head{}
+	}
+	k.heads[pageID] = head{ws: ws, seq: seq, ok: ok}
+	return ws, seq, ok, nil
+}
+
+func (k *txKB) fail(err error) {
+	if k.err == nil {
+		k.err = err
+	}
+}
+
+func (k *txKB) Doc(pageID string) (kbcore.Doc, bool) {
+	ws, seq, ok, err := k.head(pageID)
+	if err != nil {
+		k.fail(err)
+		return kbcore.Doc{}, false
+	}
+	if !ok || ws != k.ws {
+		return kbcore.Doc{}, false
+	}
+	d, err := k.s.doc(k.ctx, k.tx, pageID, seq)
+	if err != nil {
+		k.fail(err)
+		return kbcore.Doc{}, false
+	}
+	return d, true
+}
+
+func (k *txKB) one(key, sql string, args ...any) (string, bool) {
+	if id, ok := k.names[key]; ok {
+		return deref(id), id != nil
+	}
+	var id string
+	err := k.tx.QueryRow(k.ctx, sql, args...).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		k.remember(key, nil)
+		return "", false
+	}
+	if err != nil {
+		k.fail(err)
+		return "", false
+	}
+	k.remember(key, &id)
+	return id, true
+}
+
+func (k *txKB) remember(key string, id *string) {
+	if k.names == nil {
+		k.names = map[string]*string{}
+	}
+	k.names[key] = id
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func (k *txKB) PageByTitle(title string) (string, bool) {
+	return k.one("t:"+title, `SELECT id::text FROM pages WHERE workspace_id = $1 AND title = $2 AND merged_into IS NULL`, k.ws, title)
+}
+
+func (k *txKB) PageByAlias(alias string) (string, bool) {
+	return k.one("a:"+alias, `SELECT a.page_id::text FROM aliases a JOIN pages p ON p.id = a.page_id
+		WHERE a.workspace_id = $1 AND a.alias = $2 AND p.merged_into IS NULL
+		ORDER BY a.page_id LIMIT 1`, k.ws, alias)
+}
+
+func (k *txKB) Referrers(title string) []kbcore.NodeAt {
+	rows, err := k.tx.Query(k.ctx, `SELECT DISTINCT l.page_id::text, l.node_id COLLATE "C"
+		FROM links l JOIN pages p ON p.id = l.page_id
+		WHERE l.workspace_id = $1 AND l.title = $2 AND p.merged_into IS NULL
+		ORDER BY 1, 2`, k.ws, title)
+	if err != nil {
+		k.fail(err)
+		return nil
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (kbcore.NodeAt, error) {
+		var n kbcore.NodeAt
+		err := r.Scan(&n.PageID, &n.NodeID)
+		return n, err
+	})
+	if err != nil {
+		k.fail(err)
+	}
+	return out
+}
+
+// ---- writing effects ----
+
+type writer struct {
+	ws, device string
+	kb         *txKB
+	plan       kbcore.Plan
+	batch      *pgx.Batch
+	originSeq  int64
+}
+
+// effects re-applies each effect on its page's current document (the plan
+// checked they all apply) and queues the writes: seq, page record, changed
+// node rows with their index rows, log and outbox rows, notification.
+func (w *writer) effects() (map[string]int64, map[string]kbcore.Doc, error) {
+	docs := map[string]kbcore.Doc{}
+	seqs := map[string]int64{}
+	created := map[string]string{} // title -> page id, for pages this plan creates
+	for _, e := range w.plan.Effects {
+		if e.Cmd.Type == kbcore.TypeCreatePage {
+			if d, ok := w.plan.Docs[e.PageID]; ok {
+				created[d.Page().Title] = e.PageID
+			}
+		}
+	}
+	for i, e := range w.plan.Effects {
+		d, ok := docs[e.PageID]
+		if !ok {
+			d, ok = w.kb.Doc(e.PageID)
+			if w.kb.err != nil {
+				return nil, nil, classify(w.kb.err)
+			}
+			if !ok {
+				d, _ = kbcore.NewDoc(kbcore.Page{ID: e.PageID}, nil)
+			}
+			_, seqs[e.PageID], _, _ = w.kb.head(e.PageID)
+		}
+		res := kbcore.Apply(d, e.Cmd)
+		if res.Rejected != nil { // impossible: Plan applied the same commands
+			return nil, nil, fmt.Errorf("store: effect %d (%s on %s) rejected on write: %s", i, e.Cmd.Type, e.PageID, res.Rejected.Message)
+		}
+		docs[e.PageID] = res.Doc
+		seqs[e.PageID]++
+		seq := seqs[e.PageID]
+		if i == 0 {
+			w.originSeq = seq
+		}
+		w.page(e, res, seq)
+		w.nodes(e.PageID, res, created)
+		inverse, _ := json.Marshal(res.Inverse)
+		var cause *string
+		if e.Cause != "" {
+			cause = &e.Cause
+		}
+		w.batch.Queue(`INSERT INTO command_log (workspace_id, id, page_id, seq, device_id, type, payload, inverse, outcome, cause)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'committed', $9)`,
+			w.ws, e.Cmd.ID, e.PageID, seq, w.device, e.Cmd.Type, payloadJSON(e.Cmd.Payload), inverse, cause)
+		w.batch.Queue(`INSERT INTO outbox (workspace_id, page_id, seq) VALUES ($1, $2, $3)`, w.ws, e.PageID, seq)
+		w.batch.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, e.PageID+":"+strconv.FormatInt(seq, 10))
+	}
+	return seqs, docs, nil
+}
+
+func (w *writer) page(e kbcore.Effect, res kbcore.Result, seq int64) {
+	p := res.Doc.Page()
+	var merged *string
+	if p.MergedInto != "" {
+		merged = &p.MergedInto
+	}
+	if seq == 1 && e.Cmd.Type == kbcore.TypeCreatePage {
+		w.batch.Queue(`INSERT INTO pages (workspace_id, id, title, dir, merged_into, seq) VALUES ($1, $2, $3, $4, $5, 1)`,
+			w.ws, p.ID, p.Title, p.Dir, merged)
+	} else if res.PageChanged {
+		w.batch.Queue(`UPDATE pages SET seq = $2, title = $3, dir = $4, merged_into = $5 WHERE id = $1`,
+			p.ID, seq, p.Title, p.Dir, merged)
+	} else {
+		w.batch.Queue(`UPDATE pages SET seq = $2 WHERE id = $1`, p.ID, seq)
+	}
+	if res.PageChanged {
+		w.batch.Queue(`DELETE FROM aliases WHERE page_id = $1`, p.ID)
+		for i, a := range p.Aliases {
+			w.batch.Queue(`INSERT INTO aliases (workspace_id, page_id, ord, alias) VALUES ($1, $2, $3, $4)`, w.ws, p.ID, i, a)
+		}
+	}
+}
+
+func (w *writer) nodes(pageID string, res kbcore.Result, created map[string]string) {
+	if len(res.Changed) == 0 {
+		return
+	}
+	w.batch.Queue(`DELETE FROM links WHERE page_id = $1 AND node_id = ANY($2)`, pageID, res.Changed)
+	w.batch.Queue(`DELETE FROM labels WHERE page_id = $1 AND node_id = ANY($2)`, pageID, res.Changed)
+	w.batch.Queue(`DELETE FROM deps WHERE page_id = $1 AND node_id = ANY($2)`, pageID, res.Changed)
+	var gone []string
+	for _, id := range res.Changed {
+		n, ok := res.Doc.Node(id)
+		if !ok {
+			gone = append(gone, id)
+			continue
+		}
+		var parent *string
+		if n.Parent != "" {
+			parent = &n.Parent
+		}
+		var outputs, cells []byte
+		if n.Kind == kbcore.KindCode {
+			outputs, _ = json.Marshal(n.Outputs)
+		}
+		if n.Kind == kbcore.KindTable {
+			cells, _ = json.Marshal(n.Cells)
+		}
+		w.batch.Queue(`INSERT INTO nodes (workspace_id, page_id, id, parent, rank, kind, text, outputs, cells)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (page_id, id) DO UPDATE SET parent = EXCLUDED.parent, rank = EXCLUDED.rank,
+				kind = EXCLUDED.kind, text = EXCLUDED.text, outputs = EXCLUDED.outputs, cells = EXCLUDED.cells`,
+			w.ws, pageID, n.ID, parent, n.Rank, n.Kind, n.Text, outputs, cells)
+		x := kbcore.IndexNode(n)
+		for i, r := range x.Refs {
+			title := kbcore.NormalizeTitle(r.Title)
+			var target *string
+			if id, ok := w.kb.PageByTitle(title); ok {
+				target = &id
+			} else if id, ok := w.kb.PageByAlias(title); ok {
+				target = &id
+			} else if id, ok := created[title]; ok {
+				target = &id
+			}
+			w.batch.Queue(`INSERT INTO links (workspace_id, page_id, node_id, ord, kind, title, target_page)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`, w.ws, pageID, n.ID, i, r.Kind, title, target)
+		}
+		if x.Label != nil {
+			w.batch.Queue(`INSERT INTO labels (workspace_id, page_id, node_id, key, text, number) VALUES ($1, $2, $3, $4, $5, $6)`,
+				w.ws, pageID, n.ID, x.Label.Key, x.Label.Text, x.Label.Number)
+		}
+		for i, d := range x.Deps {
+			w.batch.Queue(`INSERT INTO deps (workspace_id, page_id, node_id, ord, cell, on_cell, on_page, on_label)
+				VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, ''), nullif($8, ''))`,
+				w.ws, pageID, n.ID, i, d.Cell, d.On.Cell, d.On.Page, d.On.Label)
+		}
+	}
+	if len(gone) > 0 {
+		w.batch.Queue(`DELETE FROM nodes WHERE page_id = $1 AND id = ANY($2)`, pageID, gone)
+	}
+}
