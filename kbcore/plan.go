@@ -209,8 +209,45 @@ func (p *planner) run() *Rejection {
 		if rej := p.merge(before, res); rej != nil {
 			return rej
 		}
+	case TypeRestorePage:
+		if rej := p.unmerge(before, res); rej != nil {
+			return rej
+		}
 	}
 	return p.resolveRefs(env.PageID, res.Changed)
+}
+
+// unmerge takes back from the merge target what a merge gave it: the
+// restored page's roots (deleted on the target when still there) and its
+// title and aliases (dropped from the target's aliases). Refs rewritten to
+// the target's title stay: they still resolve.
+func (p *planner) unmerge(before Doc, res Result) *Rejection {
+	into := before.page.MergedInto
+	target, ok := p.doc(into)
+	if !ok || !target.page.Born() || target.page.Merged() {
+		return nil
+	}
+	for _, id := range res.Doc.childIDs("") {
+		if n, ok := target.get(id); ok && n.Parent == "" {
+			if rej := p.derive(into, TypeDelete, NodeRef{Node: ptr(id)}); rej != nil {
+				return rej
+			}
+		}
+	}
+	names := append([]string{before.page.Title}, before.page.Aliases...)
+	var kept []string
+	for _, a := range target.page.Aliases {
+		if !contains(names, a) {
+			kept = append(kept, a)
+		}
+	}
+	if len(kept) != len(target.page.Aliases) {
+		if kept == nil {
+			kept = []string{}
+		}
+		return p.derive(into, TypeSetAliases, SetAliases{Aliases: &kept})
+	}
+	return nil
 }
 
 // checkNames applies the title and alias rules of create-page, rename-page
@@ -234,6 +271,20 @@ func (p *planner) checkNames() *Rejection {
 		var pl SetAliases
 		if decodeStrict(env.Payload, &pl) == nil {
 			aliases = pl.Aliases
+		}
+	case TypeRestorePage:
+		// The page comes back to life with its title and aliases, which
+		// others may have taken meanwhile (its merge target has its title
+		// as an alias, for one).
+		if d, ok := p.kb.Doc(env.PageID); ok && d.page.Merged() {
+			pg := d.Page()
+			for _, name := range append([]string{pg.Title}, pg.Aliases...) {
+				// The merge target gives its names back (unmerge); anyone
+				// else holding one blocks the restore.
+				if other, ok := p.taken(name, env.PageID); ok && other != pg.MergedInto {
+					return reject(CodeTitleTaken, "name %q of the restored page is taken by page %s", name, other)
+				}
+			}
 		}
 	}
 	if title != nil {
@@ -368,11 +419,23 @@ func RewriteRefs(text, old, now string) (string, bool) {
 		default:
 			spelling = token.TagSpelling(now)
 		}
+		if !spellable(spelling, r.Kind, now) {
+			continue // the new title cannot be written this way: leave the ref
+		}
 		out = out[:r.Start] + spelling + out[r.End:]
 		limit = r.Start
 		changed = true
 	}
 	return out, changed
+}
+
+// spellable reports whether spelling tokenizes back to exactly one ref of
+// that kind and title covering all of it (a title holding "]]" cannot be
+// written as a link, for example).
+func spellable(spelling, kind, title string) bool {
+	refs := token.Tokenize(spelling).Refs
+	return len(refs) == 1 && refs[0].Kind == kind && refs[0].Title == title &&
+		refs[0].Start == 0 && refs[0].End == len(spelling)
 }
 
 // resolveRefs creates, implicitly, a page for every ref title in the changed

@@ -35,10 +35,22 @@ func (s *winServer) seq() int64      { return int64(len(s.log)) }
 func (s *winServer) doc() kbcore.Doc { return s.docs[len(s.docs)-1] }
 
 type winClient struct {
-	w       *kbcore.Window
-	outbox  []kbcore.Command
-	inbox   []winMsg
-	refetch bool // a refetch was asked for and its snapshot not delivered yet
+	w      *kbcore.Window
+	outbox []kbcore.Command
+	inbox  []winMsg
+	// asked is set by a refetch until the server reads the snapshot, which
+	// then travels in inflight until delivered (possibly after a newer one).
+	asked    bool
+	inflight []winSnap
+	lastSeq  int64
+}
+
+// winSnap is a snapshot read by the server: the page at seq and the
+// outcomes of the ids pending in the window when it asked.
+type winSnap struct {
+	doc      kbcore.Doc
+	seq      int64
+	outcomes map[string]kbcore.Outcome
 }
 
 type winSim struct {
@@ -74,8 +86,9 @@ func (s *winSim) receive(ci int, c kbcore.Command) {
 	}
 }
 
-// handle performs a window's actions.
-func (s *winSim) handle(ci int, what string, acts []kbcore.Action) {
+// handle performs a window's actions; wasAwaiting is the window's state
+// before the event.
+func (s *winSim) handle(ci int, what string, wasAwaiting bool, acts []kbcore.Action) {
 	cl := s.clients[ci]
 	for _, a := range acts {
 		switch a.Kind {
@@ -91,13 +104,13 @@ func (s *winSim) handle(ci int, what string, acts []kbcore.Action) {
 				s.t.Fatalf("window %d after %s: send:%s is not pending", ci, what, a.ID)
 			}
 		case kbcore.ActionRefetch:
-			if cl.refetch {
+			if wasAwaiting {
 				s.t.Fatalf("window %d after %s: a second refetch while awaiting", ci, what)
 			}
 			if !cl.w.Awaiting() {
 				s.t.Fatalf("window %d after %s: refetch but not awaiting", ci, what)
 			}
-			cl.refetch = true
+			cl.asked = true
 		case kbcore.ActionToast:
 			if a.Code == "" {
 				s.t.Fatalf("window %d after %s: toast without code", ci, what)
@@ -113,10 +126,12 @@ func (s *winSim) handle(ci int, what string, acts []kbcore.Action) {
 // document is the fold of the log up to its seq, and rendered is that
 // document with its pending commands applied in order, rejected ones skipped.
 func (s *winSim) check(ci int, what string) {
-	w := s.clients[ci].w
-	if w.Seq() < 0 || w.Seq() > s.srv.seq() {
-		s.t.Fatalf("window %d after %s: seq %d outside 0..%d", ci, what, w.Seq(), s.srv.seq())
+	cl := s.clients[ci]
+	w := cl.w
+	if w.Seq() < cl.lastSeq || w.Seq() > s.srv.seq() {
+		s.t.Fatalf("window %d after %s: seq %d outside %d..%d", ci, what, w.Seq(), cl.lastSeq, s.srv.seq())
 	}
+	cl.lastSeq = w.Seq()
 	if want := s.srv.docs[w.Seq()]; !w.Server().Equal(want) {
 		s.t.Fatalf("window %d after %s: server at seq %d:\nwant %s\ngot  %s", ci, what, w.Seq(), winJSON(want), winJSON(w.Server()))
 	}
@@ -139,22 +154,42 @@ func (s *winSim) check(ci int, what string) {
 	}
 }
 
-// snapshot delivers a fresh read of the page to window ci, with the
-// outcomes the server knows of its pending ids.
-func (s *winSim) snapshot(ci int) {
-	cl := s.clients[ci]
+// read is the server reading a snapshot for window ci: the page now, with
+// the outcomes it knows of the window's pending ids.
+func (s *winSim) read(ci int) winSnap {
 	outcomes := map[string]kbcore.Outcome{}
-	for _, p := range cl.w.Pending() {
+	for _, p := range s.clients[ci].w.Pending() {
 		if o, ok := s.srv.outcomes[p.ID]; ok {
 			outcomes[p.ID] = o
 		}
 	}
-	cl.refetch = false
-	acts := cl.w.Snapshot(s.srv.doc(), s.srv.seq(), outcomes)
-	s.handle(ci, fmt.Sprintf("snapshot at seq %d", s.srv.seq()), acts)
-	if cl.w.Awaiting() {
+	return winSnap{doc: s.srv.doc(), seq: s.srv.seq(), outcomes: outcomes}
+}
+
+// snapshot delivers a snapshot to window ci. One older than the window's
+// seq must be ignored; any other ends the wait.
+func (s *winSim) snapshot(ci int, sn winSnap) {
+	cl := s.clients[ci]
+	w := cl.w
+	stale := sn.seq < w.Seq()
+	before := winJSON(w.Rendered())
+	aw := w.Awaiting()
+	acts := w.Snapshot(sn.doc, sn.seq, sn.outcomes)
+	s.handle(ci, fmt.Sprintf("snapshot at seq %d", sn.seq), aw, acts)
+	switch {
+	case stale && (len(acts) > 0 || winJSON(w.Rendered()) != before || w.Awaiting() != aw):
+		s.t.Fatalf("window %d: a stale snapshot (seq %d < %d) changed something", ci, sn.seq, cl.lastSeq)
+	case !stale && w.Awaiting():
 		s.t.Fatalf("window %d still awaiting after a snapshot", ci)
 	}
+}
+
+// reconnect loses everything in flight between window ci and the server
+// and resynchronises the window with a fresh snapshot.
+func (s *winSim) reconnect(ci int) {
+	cl := s.clients[ci]
+	cl.outbox, cl.inbox, cl.asked = nil, nil, false
+	s.snapshot(ci, s.read(ci))
 }
 
 // deliver hands window ci its next message from the server.
@@ -162,18 +197,22 @@ func (s *winSim) deliver(ci int, drop bool) {
 	cl := s.clients[ci]
 	m := cl.inbox[0]
 	cl.inbox = cl.inbox[1:]
+	aw := cl.w.Awaiting()
 	if m.seq == 0 {
-		s.handle(ci, "reject "+m.id, cl.w.Reject(m.id, m.code))
+		s.handle(ci, "reject "+m.id, aw, cl.w.Reject(m.id, m.code))
 		return
 	}
 	if drop {
 		return
 	}
-	s.handle(ci, fmt.Sprintf("echo %d (%s %s %s)", m.seq, m.cmd.ID, m.cmd.Type, m.cmd.Payload), cl.w.Echo(m.seq, m.cmd))
+	s.handle(ci, fmt.Sprintf("echo %d (%s %s %s)", m.seq, m.cmd.ID, m.cmd.Type, m.cmd.Payload), aw, cl.w.Echo(m.seq, m.cmd))
 }
 
 // local makes a random user edit in window ci, on a live or a stale node.
-func (s *winSim) local(ci int) {
+// When it is accepted, the redo stack is empty and the undo stack is not
+// (probed with no ids, which changes nothing); with undoNow it is undone at
+// once, which must give back the rendered document from before.
+func (s *winSim) local(ci int, undoNow bool) {
 	w := s.clients[ci].w
 	var live []string
 	for _, n := range w.Rendered().Nodes() {
@@ -216,7 +255,37 @@ func (s *winSim) local(ci int) {
 	}
 	b, _ := json.Marshal(p)
 	c := kbcore.Command{ID: id, Type: typ, Payload: b}
-	s.handle(ci, fmt.Sprintf("local %s %s %s", c.ID, c.Type, c.Payload), w.Local(c))
+	before, aw := winJSON(w.Rendered()), w.Awaiting()
+	acts := w.Local(c)
+	s.handle(ci, fmt.Sprintf("local %s %s %s", c.ID, c.Type, c.Payload), aw, acts)
+	if len(acts) != 1 {
+		s.t.Fatalf("local: %d actions", len(acts))
+	}
+	if acts[0].Kind != kbcore.ActionSend {
+		if winJSON(w.Rendered()) != before {
+			s.t.Fatalf("a locally rejected command changed rendered")
+		}
+		return
+	}
+	if a := w.Redo(nil); len(a) != 1 || a[0].String() != "toast:nothing-to-redo" {
+		s.t.Fatalf("after an accepted local command, redo(no ids) gave %v", a)
+	}
+	if a := w.Undo(nil); len(a) != 1 || a[0].String() != "toast:missing-ids" {
+		s.t.Fatalf("after an accepted local command, undo(no ids) gave %v", a)
+	}
+	if undoNow {
+		ids := []string{s.id(ci), s.id(ci), s.id(ci)}
+		acts := w.Undo(ids)
+		s.handle(ci, fmt.Sprintf("undo %v", ids), w.Awaiting(), acts)
+		for _, a := range acts {
+			if a.Kind != kbcore.ActionSend {
+				s.t.Fatalf("undo right after %s: %v", c.Type, acts)
+			}
+		}
+		if winJSON(w.Rendered()) != before {
+			s.t.Fatalf("undo right after %s:\nwant %s\ngot  %s", c.Type, before, winJSON(w.Rendered()))
+		}
+	}
 }
 
 // undoRedo undoes or redoes in window ci, with fresh ids.
@@ -224,9 +293,9 @@ func (s *winSim) undoRedo(ci int) {
 	w := s.clients[ci].w
 	ids := []string{s.id(ci), s.id(ci), s.id(ci)}
 	if rapid.Bool().Draw(s.t, "undo?") {
-		s.handle(ci, fmt.Sprintf("undo %v", ids), w.Undo(ids))
+		s.handle(ci, fmt.Sprintf("undo %v", ids), w.Awaiting(), w.Undo(ids))
 	} else {
-		s.handle(ci, fmt.Sprintf("redo %v", ids), w.Redo(ids))
+		s.handle(ci, fmt.Sprintf("redo %v", ids), w.Awaiting(), w.Redo(ids))
 	}
 }
 
@@ -260,24 +329,38 @@ func TestRapidWindowsConverge(t *testing.T) {
 		for range steps {
 			ci := rapid.IntRange(0, n-1).Draw(t, "window")
 			cl := s.clients[ci]
-			switch op := rapid.IntRange(0, 9).Draw(t, "op"); {
+			switch op := rapid.IntRange(0, 14).Draw(t, "op"); {
 			case op < 3:
-				s.local(ci)
+				s.local(ci, false)
 			case op == 3:
+				s.local(ci, true)
+			case op == 4:
 				s.undoRedo(ci)
-			case op < 6:
+			case op < 8:
 				if len(cl.outbox) > 0 {
 					c := cl.outbox[0]
 					cl.outbox = cl.outbox[1:]
 					s.receive(ci, c)
 				}
-			case op < 9:
+			case op < 12:
 				if len(cl.inbox) > 0 {
 					s.deliver(ci, rapid.IntRange(0, 7).Draw(t, "drop") == 0)
 				}
+			case op == 12:
+				if cl.asked {
+					cl.asked = false
+					cl.inflight = append(cl.inflight, s.read(ci))
+				}
+			case op == 13:
+				if len(cl.inflight) > 0 {
+					i := rapid.IntRange(0, len(cl.inflight)-1).Draw(t, "snapshot")
+					sn := cl.inflight[i]
+					cl.inflight = append(cl.inflight[:i:i], cl.inflight[i+1:]...)
+					s.snapshot(ci, sn)
+				}
 			default:
-				if cl.refetch {
-					s.snapshot(ci)
+				if rapid.IntRange(0, 3).Draw(t, "reconnect?") == 0 {
+					s.reconnect(ci)
 				}
 			}
 		}
@@ -304,8 +387,14 @@ func TestRapidWindowsConverge(t *testing.T) {
 				}
 			}
 			for ci, cl := range s.clients {
-				if cl.refetch || (len(cl.inbox) == 0 && cl.w.Seq() < s.srv.seq()) {
-					s.snapshot(ci)
+				for _, sn := range cl.inflight {
+					s.snapshot(ci, sn)
+					progress = true
+				}
+				cl.inflight = nil
+				if cl.asked || (len(cl.inbox) == 0 && cl.w.Seq() < s.srv.seq()) {
+					cl.asked = false
+					s.snapshot(ci, s.read(ci))
 					progress = true
 				}
 			}

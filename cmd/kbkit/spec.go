@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -97,7 +98,9 @@ timeout or protocol error; a bad case) or the run could not start.`,
 }
 
 // runSpec is `kbkit spec run`; it returns the exit code.
-func runSpec(ctx context.Context, o specRunOptions, paths []string, stdout, stderr io.Writer) int {
+func runSpec(ctx context.Context, o specRunOptions, paths []string, stdout, rawStderr io.Writer) int {
+	// The adapter's stderr is forwarded from another goroutine.
+	stderr := &syncWriter{w: rawStderr}
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "kbkit spec run: "+format+"\n", args...)
 		return exitErrored
@@ -200,7 +203,7 @@ func runSpec(ctx context.Context, o specRunOptions, paths []string, stdout, stde
 
 	// Run.
 	var sum report.Summary
-	progress := report.NewProgress(stderr, len(selected))
+	progress := report.NewProgress(rawStderr, len(selected))
 	if err := w.Begin(len(selected)); err != nil {
 		return fail("%v", err)
 	}
@@ -298,4 +301,16 @@ func exportSpec(dir string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// syncWriter serialises writes.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
 }

@@ -231,8 +231,9 @@ func All(files []File) ([]Case, error) {
 
 // ---- documents in cases ----
 
-// ExpandDoc fills a case document's defaults: the default page when `page`
-// is omitted, `parent: null` and `kind: text` in nodes, and returns JSON.
+// ExpandDoc fills a case document's defaults: page when `page` is omitted
+// (a partial page record is completed from page), `parent: null` and
+// `kind: text` in nodes, and returns JSON.
 func ExpandDoc(doc any, page map[string]any) ([]byte, error) {
 	m, ok := doc.(map[string]any)
 	if !ok {
@@ -246,7 +247,7 @@ func ExpandDoc(doc any, page map[string]any) ([]byte, error) {
 		out["page"] = page
 	} else if p, ok := out["page"].(map[string]any); ok {
 		full := map[string]any{}
-		for k, v := range DefaultPage {
+		for k, v := range page {
 			full[k] = v
 		}
 		for k, v := range p {

@@ -175,7 +175,19 @@ type junitCase struct {
 type junitMsg struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr,omitempty"`
-	Body    string `xml:",chardata"`
+	Body    string `xml:",cdata"`
+}
+
+// xmlText replaces the characters XML 1.0 cannot hold with U+FFFD.
+func xmlText(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r',
+			r >= 0x20 && r <= 0xD7FF, r >= 0xE000 && r <= 0xFFFD, r >= 0x10000 && r <= 0x10FFFF:
+			return r
+		}
+		return '\uFFFD'
+	}, s)
 }
 
 func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
@@ -203,6 +215,7 @@ func (j *JUnit) Result(_ int, r Result) error {
 	if r.Expected != nil && r.Expected.Issue != "" {
 		body = strings.TrimRight("issue: "+r.Expected.Issue+"\n"+body, "\n")
 	}
+	body = xmlText(body)
 	switch r.Verdict {
 	case VerdictFail, VerdictUnexpectedPass:
 		c.Failure = &junitMsg{Message: r.Message, Type: string(r.Verdict), Body: body}

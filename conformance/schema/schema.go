@@ -86,10 +86,9 @@ type compiled struct {
 }
 
 var (
-	once        sync.Once
-	schemas     *compiled
-	compileErr  error
-	offlineOnly = offline{}
+	once       sync.Once
+	schemas    *compiled
+	compileErr error
 )
 
 // offline refuses every URL that AddResource did not register: the schemas
@@ -145,7 +144,7 @@ func compileAll(fsys fs.FS) (*compiled, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(offlineOnly)
+	c.UseLoader(offline{})
 	for name, doc := range files {
 		if err := c.AddResource(BaseURL+name, doc); err != nil {
 			return nil, fmt.Errorf("schema: %s: %w", name, err)

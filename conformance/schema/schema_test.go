@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"math/rand/v2"
 	"path"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/subspace/kbkit/conformance/cases"
 	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/kbcore/rank"
 	"github.com/subspace/kbkit/spec"
 )
 
@@ -161,7 +163,21 @@ func TestShippedCaseFilesValidate(t *testing.T) {
 }
 
 func TestCommandPayloadsAgreeWithReducer(t *testing.T) {
-	for _, c := range specCases(t) {
+	all := specCases(t)
+	ids := map[string]bool{}
+	for _, c := range all {
+		if c.Suite() == cases.SuiteCommands {
+			ids[c.ID] = true
+		}
+	}
+	for _, list := range []map[string]string{schemaPassesDespiteRejection, schemaFailsDespiteOtherVerdict} {
+		for id := range list {
+			if !ids[id] {
+				t.Errorf("exception list names %s, which is not a command case (renamed or removed?)", id)
+			}
+		}
+	}
+	for _, c := range all {
 		if c.Suite() != cases.SuiteCommands {
 			continue
 		}
@@ -365,9 +381,13 @@ func TestPayloadNegative(t *testing.T) {
 		{"restore", `{"nodes": [{"id": "b", "kind": "text", "parent": null, "rank": "A00000000000000000000000000", "text": "B"}]}`, []string{"payload.nodes[0].rank: is not a valid rank"}},
 		{"restore", `{"nodes": [{"id": "b", "kind": "text", "parent": null, "rank": "A00000000000000000000000000V", "text": "B"}]}`, nil},
 		{"restore", `{"nodes": [{"id": "b", "kind": "text", "parent": null, "rank": "a0", "text": "B", "outputs": []}]}`, []string{"payload.nodes[0].outputs: not allowed here"}},
-		{"restore", `{"nodes": [{"id": "k", "kind": "code", "parent": null, "rank": "a0", "text": "K"}]}`, []string{"payload.nodes[0].outputs: missing"}},
+		{"restore", `{"nodes": [{"id": "k", "kind": "code", "parent": null, "rank": "a0", "text": "K"}]}`, nil}, // outputs default to []
+		{"restore", `{"nodes": [{"id": "t", "kind": "table", "rank": "a0", "text": "T", "cells": {"A1": "1"}}]}`, nil},
+		{"restore", `{"nodes": [{"id": "b", "rank": "a0", "text": "B"}]}`, nil}, // kind text, parent null
+		{"restore", `{"nodes": [{"id": "b", "rank": "a0"}]}`, []string{"payload.nodes[0].text: missing"}},
+		{"restore", `{"nodes": [{"id": "b", "rank": "a0", "text": "B", "cells": {}}]}`, []string{"payload.nodes[0].cells: not allowed here"}},
+		{"restore", `{"nodes": [{"id": "k", "kind": "code", "rank": "a0", "text": "K", "outputs": [{"data": "1"}]}]}`, []string{"payload.nodes[0].outputs[0].mime: missing"}},
 		{"restore", `{"nodes": [{"id": "t", "kind": "table", "parent": null, "rank": "a0", "text": "T", "cells": {"a1": "1"}}]}`, []string{`payload.nodes[0].cells: key "a1" is not a cell name`}},
-		{"restore", `{"nodes": [{"id": "b", "rank": "a0", "text": "B"}]}`, []string{"payload.nodes[0].kind: missing", "payload.nodes[0].parent: missing"}},
 		{"create-page", `{"title": "Budget", "dir": null}`, nil},
 		{"create-page", `{"title": "  "}`, nil},       // title-empty is the reducer's
 		{"create-page", `{"title": "Budget\n"}`, nil}, // trimmed before the control check
@@ -467,7 +487,10 @@ cases:
 		{"neither doc nor rejected", "      doc: {nodes: []}\n", "", []string{"cases[0].then.doc: missing (case x/ok)"}},
 		{"bad rejection code", "      doc: {nodes: []}\n      inverse: [{type: restore, payload: {nodes: [{id: a, kind: text, parent: null, rank: a0, text: A}]}}]\n",
 			"      rejected: nope\n", []string{`cases[0].then.rejected: unknown rejection code "nope"`}},
-		{"inverse payload shape", "kind: text, parent: null, rank: a0", "kind: text, rank: a0", []string{"cases[0].then.inverse[0].payload.nodes[0].parent: missing (case x/ok)"}},
+		{"inverse payload shape", "parent: null, rank: a0, text: A}]}}]", "parent: null, rank: a0}]}}]", []string{"cases[0].then.inverse[0].payload.nodes[0].text: missing (case x/ok)"}},
+		{"inverse type", "inverse: [{type: restore,", "inverse: [{type: unrestore,", []string{`cases[0].then.inverse[0].type: unknown command type "unrestore"`}},
+		{"window seq", "seq: 5, cmd:", "seq: 0, cmd:", []string{"cases[2].steps[0].event.echo.seq: must be at least 1"}},
+		{"planner shape wins over cmd", "given: {pages: []}\n    when: {plan: {title: X}}", "given: {pages: []}\n    when: {cmd: 1}", nil},
 		{"case node field", "{id: a, rank: a0, text: A}]}}", "{id: a, rank: a0, txt: A}]}}", []string{"cases[0].given.doc.nodes[0].txt: unknown field"}},
 		{"case node outputs on text", "{id: a, rank: a0, text: A}]}}", "{id: a, rank: a0, text: A, outputs: []}]}}", []string{"cases[0].given.doc.nodes[0].outputs: not allowed here"}},
 		{"case node bad rank", "{id: a, rank: a0, text: A}]}}", "{id: a, rank: a00, text: A}]}}", []string{"cases[0].given.doc.nodes[0].rank: is not a valid rank"}},
@@ -517,5 +540,93 @@ func TestErrorsAreSortedAndDeduplicated(t *testing.T) {
 	}
 	if se.Error() != strings.Join(want, "; ") {
 		t.Errorf("Error() = %q", se.Error())
+	}
+}
+
+// TestPatternsAgreeWithKbcore compares the schemas' string rules with
+// kbcore's checks on random and edge-case strings: node ids, cell names,
+// ranks, titles and aliases.
+func TestPatternsAgreeWithKbcore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	pick := func(alphabet []rune, n int) string {
+		var sb strings.Builder
+		for range n {
+			sb.WriteRune(alphabet[rng.IntN(len(alphabet))])
+		}
+		return sb.String()
+	}
+	mustJSON := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	agree := func(what, s string, kbOK bool, err error) {
+		t.Helper()
+		if kbOK != (err == nil) {
+			t.Errorf("%s %q: kbcore says valid=%v, schema says %v", what, s, kbOK, err)
+		}
+	}
+
+	idChars := []rune("abcXYZ019_- .$é")
+	for _, s := range []string{"", "a", strings.Repeat("a", 64), strings.Repeat("a", 65), "a b", "é"} {
+		agree("node id", s, kbcore.ValidID(s), ValidatePayload("delete", mustJSON(map[string]any{"node": s})))
+	}
+	for range 500 {
+		s := pick(idChars, rng.IntN(6))
+		agree("node id", s, kbcore.ValidID(s), ValidatePayload("delete", mustJSON(map[string]any{"node": s})))
+	}
+
+	cellChars := []rune("ABZaz0019 $")
+	for _, s := range []string{"A1", "ZZZ999999", "ZZZ9999999", "A0", "A01", "ABCD1", "a1", "1A", "A"} {
+		agree("cell", s, kbcore.ValidCell(s), ValidatePayload("set-cell", mustJSON(map[string]any{"node": "t", "cell": s, "value": "1"})))
+	}
+	for range 2000 {
+		s := pick(cellChars, 1+rng.IntN(9))
+		agree("cell", s, kbcore.ValidCell(s), ValidatePayload("set-cell", mustJSON(map[string]any{"node": "t", "cell": s, "value": "1"})))
+	}
+
+	rankOf := func(s string) error {
+		return ValidatePayload("restore", mustJSON(map[string]any{"nodes": []any{map[string]any{"id": "a", "rank": s, "text": ""}}}))
+	}
+	smallest := "A" + strings.Repeat("0", 26)
+	for _, s := range []string{"a0", "a0V", "Zz", "a00", "a", "b0", "b00", "z" + strings.Repeat("z", 26), smallest, smallest + "V", smallest + "0", "a0-", ""} {
+		agree("rank", s, rank.Valid(s), rankOf(s))
+	}
+	rankChars := []rune(digits + "-_ ")
+	for range 3000 {
+		head := rune(digits[10+rng.IntN(52)])
+		s := string(head) + pick(rankChars[:62], rng.IntN(30))
+		if rng.IntN(10) == 0 {
+			s += pick(rankChars, 1)
+		}
+		agree("rank", s, rank.Valid(s), rankOf(s))
+	}
+
+	unborn, err := kbcore.NewDoc(kbcore.Page{ID: envPage}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	born, err := kbcore.NewDoc(kbcore.Page{ID: envPage, Title: "T"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	textChars := []rune("aZ é\u0301\t\n\v\f\r\x00\x1b\x1f\x7f\u0085\u00a0\u1680\u2000\u2001\u200a\u200b\u2028\u202f\u3000\ufeff")
+	for i := range 4000 {
+		s := pick(textChars, rng.IntN(6))
+		if i < len(textChars) {
+			s = string(textChars[i])
+		}
+		payload := mustJSON(map[string]any{"title": s})
+		res := kbcore.Apply(unborn, kbcore.Command{ID: "c1", Type: "create-page", Payload: payload})
+		kbOK := res.Rejected == nil || res.Rejected.Code != kbcore.CodeInvalidPayload
+		agree("title", s, kbOK, ValidatePayload("create-page", payload))
+
+		payload = mustJSON(map[string]any{"aliases": []string{s}})
+		res = kbcore.Apply(born, kbcore.Command{ID: "c1", Type: "set-aliases", Payload: payload})
+		kbOK = res.Rejected == nil || res.Rejected.Code != kbcore.CodeInvalidPayload
+		agree("alias", s, kbOK, ValidatePayload("set-aliases", payload))
 	}
 }

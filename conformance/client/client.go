@@ -1,0 +1,319 @@
+// Package client speaks spec/PROTOCOL.md (tRPC's HTTP and WebSocket wire
+// format) to any kbkit server: commands, page snapshots and the kb.onPage
+// subscription. It is the transport of the reference client, the simulator
+// and the load generator; it decides nothing (the Window does).
+//
+//	c := client.New("http://127.0.0.1:8080", token)
+//	seq, rej, err := c.Command(ctx, env) // err: not decided, retry with the same id
+//	sub, err := c.Subscribe(ctx, pageID, lastSeq)
+//	ev, err := sub.Next(ctx)
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/subspace/kbkit/kbcore"
+)
+
+// Error is a tRPC error answer.
+type Error struct {
+	HTTPStatus int
+	Code       string // tRPC code name, e.g. "CONFLICT", "NOT_FOUND"
+	Message    string
+	Retryable  bool
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("kbkit: %s (%d): %s", e.Code, e.HTTPStatus, e.Message)
+}
+
+// IsRetryable reports whether a command may be sent again with the same id:
+// the server did not decide it (network error, 5xx, 429, retryable flag).
+func IsRetryable(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Retryable || e.HTTPStatus >= 500 || e.HTTPStatus == http.StatusTooManyRequests
+	}
+	return err != nil && !errors.Is(err, context.Canceled)
+}
+
+// Client talks to one server as one device.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// New returns a client for the server at base (e.g. http://127.0.0.1:8080).
+func New(base, token string) *Client {
+	return &Client{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{Timeout: 30 * time.Second}}
+}
+
+type trpcError struct {
+	Message string `json:"message"`
+	Code    int    `json:"code"`
+	Data    struct {
+		Code       string             `json:"code"`
+		HTTPStatus int                `json:"httpStatus"`
+		Rejection  *kbcore.Rejection `json:"rejection"`
+		Retryable  bool               `json:"retryable"`
+	} `json:"data"`
+}
+
+type envelope struct {
+	Result *struct {
+		Data json.RawMessage `json:"data"`
+	} `json:"result"`
+	Error *trpcError `json:"error"`
+}
+
+func (c *Client) do(req *http.Request) (json.RawMessage, *trpcError, error) {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, nil, err
+	}
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return nil, nil, &Error{HTTPStatus: resp.StatusCode, Code: "INVALID_RESPONSE",
+			Message: fmt.Sprintf("undecodable response: %.200s", body), Retryable: resp.StatusCode >= 500}
+	}
+	if env.Error != nil {
+		if env.Error.Data.HTTPStatus == 0 {
+			env.Error.Data.HTTPStatus = resp.StatusCode
+		}
+		return nil, env.Error, nil
+	}
+	if env.Result == nil {
+		return nil, nil, &Error{HTTPStatus: resp.StatusCode, Code: "INVALID_RESPONSE", Message: "neither result nor error"}
+	}
+	return env.Result.Data, nil, nil
+}
+
+// Command posts kb.command. A rejection is a decision (rej set, err nil);
+// err means the command was not decided or not allowed (see IsRetryable).
+func (c *Client) Command(ctx context.Context, env kbcore.Envelope) (seq int64, rej *kbcore.Rejection, err error) {
+	body, _ := json.Marshal(env)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/trpc/kb.command", bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	data, terr, err := c.do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	if terr != nil {
+		if terr.Data.Code == "CONFLICT" && terr.Data.Rejection != nil {
+			return 0, terr.Data.Rejection, nil
+		}
+		return 0, nil, &Error{HTTPStatus: terr.Data.HTTPStatus, Code: terr.Data.Code, Message: terr.Message, Retryable: terr.Data.Retryable}
+	}
+	var out struct {
+		Seq int64 `json:"seq"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil || out.Seq <= 0 {
+		return 0, nil, &Error{Code: "INVALID_RESPONSE", Message: fmt.Sprintf("kb.command data %.200s", data)}
+	}
+	return out.Seq, nil, nil
+}
+
+// Snapshot is kb.page's answer.
+type Snapshot struct {
+	Doc      kbcore.Doc
+	Seq      int64
+	Outcomes map[string]kbcore.Outcome
+}
+
+// Page gets kb.page with the outcomes of the pending ids.
+func (c *Client) Page(ctx context.Context, pageID string, pending []string) (Snapshot, error) {
+	if pending == nil {
+		pending = []string{}
+	}
+	input, _ := json.Marshal(map[string]any{"page_id": pageID, "pending": pending})
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/trpc/kb.page?input="+url.QueryEscape(string(input)), nil)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	data, terr, err := c.do(req)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if terr != nil {
+		return Snapshot{}, &Error{HTTPStatus: terr.Data.HTTPStatus, Code: terr.Data.Code, Message: terr.Message, Retryable: terr.Data.Retryable}
+	}
+	var raw struct {
+		Doc      json.RawMessage           `json:"doc"`
+		Seq      int64                     `json:"seq"`
+		Outcomes map[string]kbcore.Outcome `json:"outcomes"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return Snapshot{}, &Error{Code: "INVALID_RESPONSE", Message: err.Error()}
+	}
+	d, err := kbcore.ParseDoc(raw.Doc)
+	if err != nil {
+		return Snapshot{}, &Error{Code: "INVALID_RESPONSE", Message: err.Error()}
+	}
+	return Snapshot{Doc: d, Seq: raw.Seq, Outcomes: raw.Outcomes}, nil
+}
+
+// Event is one command of a page's log as the subscription delivers it.
+type Event struct {
+	Seq int64          `json:"seq"`
+	Cmd kbcore.Command `json:"cmd"`
+}
+
+// ErrReconnect means the server asked clients to reconnect (shutdown).
+var ErrReconnect = errors.New("kbkit: server asked to reconnect")
+
+// Subscription is a kb.onPage subscription on its own WebSocket.
+type Subscription struct {
+	conn   *websocket.Conn
+	cancel context.CancelFunc
+	events chan Event
+	err    error
+	done   chan struct{}
+}
+
+// Subscribe opens a WebSocket and subscribes to pageID's commands with seq
+// greater than after (0 = from the start).
+func (c *Client) Subscribe(ctx context.Context, pageID string, after int64) (*Subscription, error) {
+	u := strings.Replace(c.base, "http", "ws", 1) + "/trpc"
+	h := http.Header{}
+	if c.token != "" {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		return nil, err
+	}
+	conn.SetReadLimit(64 << 20)
+	input := map[string]any{"page_id": pageID}
+	if after > 0 {
+		input["lastEventId"] = strconv.FormatInt(after, 10)
+	}
+	msg, _ := json.Marshal(map[string]any{"id": 1, "method": "subscription",
+		"params": map[string]any{"path": "kb.onPage", "input": input}})
+	if err := conn.Write(ctx, websocket.MessageText, msg); err != nil {
+		conn.CloseNow()
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	s := &Subscription{conn: conn, cancel: cancel, events: make(chan Event, 256), done: make(chan struct{})}
+	go s.read(rctx)
+	return s, nil
+}
+
+func (s *Subscription) read(ctx context.Context) {
+	defer close(s.done)
+	defer close(s.events)
+	for {
+		_, b, err := s.conn.Read(ctx)
+		if err != nil {
+			s.err = err
+			return
+		}
+		if string(b) == "PING" {
+			_ = s.conn.Write(ctx, websocket.MessageText, []byte("PONG"))
+			continue
+		}
+		var m struct {
+			ID     any    `json:"id"`
+			Method string `json:"method"`
+			Result *struct {
+				Type string          `json:"type"`
+				ID   string          `json:"id"`
+				Data json.RawMessage `json:"data"`
+			} `json:"result"`
+			Error *trpcError `json:"error"`
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			s.err = fmt.Errorf("kbkit: bad message %.200s: %w", b, err)
+			return
+		}
+		switch {
+		case m.Method == "reconnect":
+			s.err = ErrReconnect
+			return
+		case m.Error != nil:
+			s.err = &Error{HTTPStatus: m.Error.Data.HTTPStatus, Code: m.Error.Data.Code, Message: m.Error.Message}
+			return
+		case m.Result == nil:
+			continue
+		case m.Result.Type == "stopped":
+			s.err = io.EOF
+			return
+		case m.Result.Type != "data":
+			continue
+		}
+		var ev Event
+		if err := json.Unmarshal(m.Result.Data, &ev); err != nil {
+			s.err = fmt.Errorf("kbkit: bad event %.200s: %w", m.Result.Data, err)
+			return
+		}
+		select {
+		case s.events <- ev:
+		case <-ctx.Done():
+			s.err = ctx.Err()
+			return
+		}
+	}
+}
+
+// Next returns the next event; after an error, the subscription is over
+// and the caller resubscribes from its last seq.
+func (s *Subscription) Next(ctx context.Context) (Event, error) {
+	select {
+	case ev, ok := <-s.events:
+		if !ok {
+			<-s.done
+			if s.err == nil {
+				s.err = io.EOF
+			}
+			return Event{}, s.err
+		}
+		return ev, nil
+	case <-ctx.Done():
+		return Event{}, ctx.Err()
+	}
+}
+
+// Events is the channel of events; it closes when the subscription ends
+// (then Err says why).
+func (s *Subscription) Events() <-chan Event { return s.events }
+
+// Err is why the subscription ended, once Events is closed.
+func (s *Subscription) Err() error {
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
+}
+
+// Close ends the subscription and its socket.
+func (s *Subscription) Close() {
+	s.cancel()
+	s.conn.Close(websocket.StatusNormalClosure, "")
+	<-s.done
+}
