@@ -154,16 +154,19 @@ func (s *winSim) check(ci int, what string) {
 	}
 }
 
-// read is the server reading a snapshot for window ci: the page now, with
-// the outcomes it knows of the window's pending ids.
-func (s *winSim) read(ci int) winSnap {
+// read is the server reading a snapshot for window ci: the page lag
+// commands ago (the page and the outcomes are read one after the other, so
+// an outcome may be newer than the page), with the outcomes it knows of the
+// window's pending ids now.
+func (s *winSim) read(ci int, lag int64) winSnap {
+	seq := max(s.srv.seq()-lag, 0)
 	outcomes := map[string]kbcore.Outcome{}
 	for _, p := range s.clients[ci].w.Pending() {
 		if o, ok := s.srv.outcomes[p.ID]; ok {
 			outcomes[p.ID] = o
 		}
 	}
-	return winSnap{doc: s.srv.doc(), seq: s.srv.seq(), outcomes: outcomes}
+	return winSnap{doc: s.srv.docs[seq], seq: seq, outcomes: outcomes}
 }
 
 // snapshot delivers a snapshot to window ci. One older than the window's
@@ -189,7 +192,7 @@ func (s *winSim) snapshot(ci int, sn winSnap) {
 func (s *winSim) reconnect(ci int) {
 	cl := s.clients[ci]
 	cl.outbox, cl.inbox, cl.asked = nil, nil, false
-	s.snapshot(ci, s.read(ci))
+	s.snapshot(ci, s.read(ci, 0))
 }
 
 // deliver hands window ci its next message from the server.
@@ -349,7 +352,8 @@ func TestRapidWindowsConverge(t *testing.T) {
 			case op == 12:
 				if cl.asked {
 					cl.asked = false
-					cl.inflight = append(cl.inflight, s.read(ci))
+					lag := int64(rapid.IntRange(0, 2).Draw(t, "lag"))
+					cl.inflight = append(cl.inflight, s.read(ci, lag))
 				}
 			case op == 13:
 				if len(cl.inflight) > 0 {
@@ -394,7 +398,7 @@ func TestRapidWindowsConverge(t *testing.T) {
 				cl.inflight = nil
 				if cl.asked || (len(cl.inbox) == 0 && cl.w.Seq() < s.srv.seq()) {
 					cl.asked = false
-					s.snapshot(ci, s.read(ci))
+					s.snapshot(ci, s.read(ci, 0))
 					progress = true
 				}
 			}

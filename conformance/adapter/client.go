@@ -300,7 +300,7 @@ func (c *Client) roundTrip(ctx context.Context, typ string, body, reply any) err
 			}
 			var h header
 			if err := json.Unmarshal(l, &h); err != nil {
-				return fail(ErrProtocol, "not a JSON object: %s", clip(l))
+				return fail(ErrProtocol, "malformed line (%v): %s", err, clip(l))
 			}
 			switch {
 			case h.Type == "":

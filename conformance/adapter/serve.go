@@ -69,7 +69,7 @@ func (s Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 func (s Server) handle(ctx context.Context, line []byte) []byte {
 	var h header
 	if err := json.Unmarshal(line, &h); err != nil {
-		return errorReply(nil, CodeMalformed, "not a JSON object: "+err.Error())
+		return errorReply(nil, CodeMalformed, "malformed request: "+err.Error())
 	}
 	if h.MsgID == nil {
 		return errorReply(nil, CodeMalformed, "the request has no msg_id")

@@ -65,10 +65,10 @@ type trpcError struct {
 	Message string `json:"message"`
 	Code    int    `json:"code"`
 	Data    struct {
-		Code       string             `json:"code"`
-		HTTPStatus int                `json:"httpStatus"`
+		Code       string            `json:"code"`
+		HTTPStatus int               `json:"httpStatus"`
 		Rejection  *kbcore.Rejection `json:"rejection"`
-		Retryable  bool               `json:"retryable"`
+		Retryable  bool              `json:"retryable"`
 	} `json:"data"`
 }
 

@@ -315,13 +315,18 @@ func IsTerminal(w io.Writer) bool {
 }
 
 // Progress draws one self-erasing status line ("[n/total] ...") on a
-// terminal, at most ten times a second. A nil *Progress does nothing.
+// terminal, for long runs only: from half a second into the run, at most
+// ten times a second. A nil *Progress does nothing.
 type Progress struct {
 	w     io.Writer
 	total int
+	start time.Time
 	last  time.Time
 	shown bool
 }
+
+// progressDelay is how long a run goes before the progress line appears.
+const progressDelay = 500 * time.Millisecond
 
 // NewProgress returns a progress line on w, or nil when w is not a
 // terminal.
@@ -329,12 +334,13 @@ func NewProgress(w io.Writer, total int) *Progress {
 	if !IsTerminal(w) {
 		return nil
 	}
-	return &Progress{w: w, total: total}
+	return &Progress{w: w, total: total, start: time.Now()}
 }
 
 // Update redraws the line after n of total cases.
 func (p *Progress) Update(n int, s Summary, id string) {
-	if p == nil || (time.Since(p.last) < 100*time.Millisecond && n < p.total) {
+	if p == nil || time.Since(p.start) < progressDelay || n >= p.total ||
+		time.Since(p.last) < 100*time.Millisecond {
 		return
 	}
 	p.last = time.Now()

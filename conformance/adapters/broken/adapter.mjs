@@ -7,6 +7,7 @@
 import { serve } from "../node/adapter.mjs";
 
 serve((reply, req) => {
+  if (reply.type === "init_ok") return { ...reply, implementation: "kbkit-broken-example" };
   if (reply.type === "apply_ok" && reply.doc && req.cmd.type === "edit-text") {
     const text = req.cmd.payload.text;
     if (text.length > 3) {

@@ -1,0 +1,397 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/subspace/kbkit/conformance/adapter"
+	"github.com/subspace/kbkit/conformance/cases"
+)
+
+// The test binary doubles as kbkit (for `--impl "<test binary> adapter"`)
+// and as a misbehaving adapter; children inherit the environment.
+const (
+	envMain    = "KBKIT_TEST_MAIN"
+	envAdapter = "KBKIT_TEST_ADAPTER"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envAdapter) == "misbehaving" {
+		_ = adapter.Serve(context.Background(), os.Stdin, os.Stdout, misbehaving{})
+		os.Exit(0)
+	}
+	if os.Getenv(envMain) == "1" {
+		os.Exit(run(os.Args[1:]))
+	}
+	os.Setenv(envMain, "1")
+	os.Exit(m.Run())
+}
+
+// misbehaving is the reference, except that its tokenizer exits on
+// "crash me" and never answers "hang me".
+type misbehaving struct{ cases.Reference }
+
+func (m misbehaving) Tokenize(ctx context.Context, req cases.TokenizeRequest) (cases.TokenizeReply, error) {
+	if req.Text != nil {
+		switch *req.Text {
+		case "crash me":
+			os.Exit(3)
+		case "hang me":
+			time.Sleep(time.Hour)
+		}
+	}
+	return m.Reference.Tokenize(ctx, req)
+}
+
+// kbkit runs the CLI in process.
+func kbkit(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetIn(strings.NewReader(stdin))
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		if e, ok := err.(exitError); ok {
+			code = e.code
+		} else {
+			code = exitErrored
+			errb.WriteString(err.Error())
+		}
+	}
+	return code, out.String(), errb.String()
+}
+
+// self is a --impl word running this test binary as kbkit.
+func self(t *testing.T) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "'" + exe + "'"
+}
+
+func needNode(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		if os.Getenv("KBKIT_REQUIRE_NODE") != "" {
+			t.Fatal("node is not installed but KBKIT_REQUIRE_NODE is set (CI must run the Node adapter)")
+		}
+		t.Skip("node is not installed")
+	}
+}
+
+var tapPoint = regexp.MustCompile(`(?m)^(ok|not ok) (\d+) - (\S+)(.*)$`)
+
+// tapResults maps case id -> "ok" / "not ok" (+ directive).
+func tapResults(t *testing.T, tap string) map[string]string {
+	t.Helper()
+	if !strings.HasPrefix(tap, "TAP version 14\n1..") {
+		t.Fatalf("not TAP 14:\n%s", tap)
+	}
+	out := map[string]string{}
+	for _, m := range tapPoint.FindAllStringSubmatch(tap, -1) {
+		out[m[3]] = m[1] + m[4]
+	}
+	return out
+}
+
+func TestSpecRunBuiltin(t *testing.T) {
+	code, out, errOut := kbkit(t, "", "spec", "run")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, notOK(out), errOut)
+	}
+	if n := len(tapResults(t, out)); n < 100 {
+		t.Errorf("only %d cases", n)
+	}
+}
+
+// notOK keeps the failing part of a TAP report, for error messages.
+func notOK(tap string) string {
+	var b strings.Builder
+	in := false
+	for _, l := range strings.Split(tap, "\n") {
+		if strings.HasPrefix(l, "not ok") {
+			in = true
+		} else if strings.HasPrefix(l, "ok ") {
+			in = false
+		}
+		if in || strings.HasPrefix(l, "#") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+func TestSpecRunThroughKbkitAdapter(t *testing.T) {
+	_, direct, _ := kbkit(t, "", "spec", "run")
+	jsonPath := filepath.Join(t.TempDir(), "cases.jsonl")
+	code, out, errOut := kbkit(t, "", "spec", "run", "--impl", self(t)+" adapter", "--json", jsonPath)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, notOK(out), errOut)
+	}
+	want, got := tapResults(t, direct), tapResults(t, out)
+	if len(got) != len(want) {
+		t.Errorf("%d cases through the adapter, %d in process", len(got), len(want))
+	}
+	for id, r := range want {
+		if got[id] != r {
+			t.Errorf("%s: in process %q, through the adapter %q", id, r, got[id])
+		}
+	}
+	if !strings.Contains(errOut, "adapter kbkit") {
+		t.Errorf("stderr does not name the adapter: %s", errOut)
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != len(got) {
+		t.Errorf("%d JSON lines for %d cases", len(lines), len(got))
+	}
+	var rec struct {
+		ID, Suite, File, Status string
+		Line                    int
+		OK                      bool
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil || rec.ID == "" || rec.Suite == "" || rec.File == "" || rec.Line == 0 || rec.Status == "" {
+		t.Errorf("JSON line %q: %+v %v", lines[0], rec, err)
+	}
+}
+
+// TestKbkitOnPathFallback: "kbkit adapter" runs this binary when no kbkit
+// is on PATH.
+func TestKbkitOnPathFallback(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	code, out, errOut := kbkit(t, "", "spec", "run", "--impl", "kbkit adapter", "--suite", "tokenizer")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, notOK(out), errOut)
+	}
+	for id := range tapResults(t, out) {
+		if !strings.HasPrefix(id, "tokenizer") {
+			t.Errorf("--suite tokenizer ran %s", id)
+		}
+	}
+}
+
+func TestSpecRunWrongCase(t *testing.T) {
+	code, out, _ := kbkit(t, "", "spec", "run", "testdata/wrong.yaml")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want 1\n%s", code, out)
+	}
+	r := tapResults(t, out)
+	if r["wrong/link-title"] != "not ok" || r["wrong/right"] != "ok" {
+		t.Errorf("results %v", r)
+	}
+	for _, want := range []string{"file: testdata/wrong.yaml", "line: 3", `-     "title": "Budgets"`, `+     "title": "Budget"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestExpectations(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		code int
+		want map[string]string
+	}{
+		{"expect-todo.yaml", exitOK, map[string]string{
+			"wrong/link-title": "not ok # TODO expected failure: the case is wrong on purpose", "wrong/right": "ok"}},
+		{"expect-unexpected-pass.yaml", exitFailed, map[string]string{
+			"wrong/link-title": "not ok # TODO expected failure: claims both cases fail, but wrong/right passes", "wrong/right": "not ok"}},
+		{"expect-skip.yaml", exitOK, map[string]string{
+			"wrong/link-title": "ok # SKIP expected skip: not run at all", "wrong/right": "ok"}},
+	} {
+		code, out, errOut := kbkit(t, "", "spec", "run", "--expect", "testdata/"+tc.file, "testdata/wrong.yaml")
+		if code != tc.code {
+			t.Errorf("%s: exit %d, want %d\n%s%s", tc.file, code, tc.code, out, errOut)
+		}
+		if got := tapResults(t, out); !equalMaps(got, tc.want) {
+			t.Errorf("%s: results %q, want %q", tc.file, got, tc.want)
+		}
+		if tc.code == exitFailed && !strings.Contains(out, "unexpected pass") {
+			t.Errorf("%s: no 'unexpected pass' in\n%s", tc.file, out)
+		}
+	}
+	code, _, errOut := kbkit(t, "", "spec", "run", "--expect", "testdata/expect-invalid.yaml", "testdata/wrong.yaml")
+	if code != exitErrored || !strings.Contains(errOut, "expect-invalid.yaml") {
+		t.Errorf("invalid expectations: exit %d, %s", code, errOut)
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestNodeAdapter(t *testing.T) {
+	needNode(t)
+	dir := "../../conformance/adapters/node/"
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	code, out, errOut := kbkit(t, "", "spec", "run", "--impl", "node "+dir+"adapter.mjs",
+		"--expect", dir+"expectations.yaml", "--junit", junit)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, notOK(out), errOut)
+	}
+	r := tapResults(t, out)
+	ran := 0
+	for id, v := range r {
+		if v == "ok" {
+			ran++
+			if !strings.HasPrefix(id, "tokenizer") && !strings.HasPrefix(id, "edit-text/") {
+				t.Errorf("%s passed: the node adapter only does the tokenizer and edit-text", id)
+			}
+		}
+	}
+	if ran < 100 {
+		t.Errorf("only %d cases ran and passed", ran)
+	}
+	if _, err := os.Stat(junit); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestBrokenAdapter(t *testing.T) {
+	needNode(t)
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	code, out, errOut := kbkit(t, "", "spec", "run", "--impl", "node ../../conformance/adapters/broken/adapter.mjs",
+		"--junit", junit, "testdata/broken.yaml")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
+	}
+	failing := []string{"broken/long-text-fails", "broken/link-text-fails"}
+	want := map[string]string{
+		"broken/short-text-passes": "ok", "broken/long-text-fails": "not ok", "broken/link-text-fails": "not ok",
+		"broken/rejection-passes": "ok", "broken/tokenizer-passes": "ok",
+	}
+	if got := tapResults(t, out); !equalMaps(got, want) {
+		t.Errorf("TAP results %q, want %q", got, want)
+	}
+	data, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Cases []struct {
+				Name    string    `xml:"name,attr"`
+				Failure *struct{} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("JUnit: %v\n%s", err, data)
+	}
+	var gotFailing []string
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			if c.Failure != nil {
+				gotFailing = append(gotFailing, c.Name)
+			}
+		}
+	}
+	if strings.Join(gotFailing, " ") != strings.Join(failing, " ") || doc.Failures != 2 {
+		t.Errorf("JUnit failures %v (%d), want %v", gotFailing, doc.Failures, failing)
+	}
+}
+
+func TestCrashingAdapter(t *testing.T) {
+	t.Setenv(envAdapter, "misbehaving")
+	code, out, errOut := kbkit(t, "", "spec", "run", "--impl", self(t), "--timeout", "500ms", "testdata/crash.yaml")
+	if code != exitErrored {
+		t.Fatalf("exit %d, want 2\n%s\n%s", code, out, errOut)
+	}
+	want := map[string]string{
+		"crash/before": "ok", "crash/crashes": "not ok", "crash/after-restart": "ok",
+		"crash/hangs": "not ok", "crash/after-timeout": "ok",
+	}
+	if got := tapResults(t, out); !equalMaps(got, want) {
+		t.Errorf("results %q, want %q\n%s", got, want, out)
+	}
+	for _, w := range []string{"exit status 3", "adapter: timeout", "severity: error"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the report lacks %q:\n%s", w, out)
+		}
+	}
+	if !strings.Contains(errOut, "restarted 2 times") {
+		t.Errorf("stderr: %s", errOut)
+	}
+}
+
+func TestSpecRunUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--suite", "nope"},
+		{"--run", "("},
+		{"--impl", "'unterminated"},
+		{"--impl", "/nonexistent/adapter"},
+		{"testdata/missing.yaml"},
+		{"--expect", "testdata/missing.yaml"},
+	} {
+		code, _, errOut := kbkit(t, "", append([]string{"spec", "run"}, args...)...)
+		if code != exitErrored || errOut == "" {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
+
+func TestSpecRunFilters(t *testing.T) {
+	code, out, _ := kbkit(t, "", "spec", "run", "--run", "^wrong/right$", "testdata/wrong.yaml")
+	if r := tapResults(t, out); code != exitOK || len(r) != 1 || r["wrong/right"] != "ok" {
+		t.Errorf("--run: exit %d, %v", code, r)
+	}
+	code, out, _ = kbkit(t, "", "spec", "run", "--suite", "commands", "testdata/wrong.yaml")
+	if code != exitOK || !strings.Contains(out, "1..0\n") {
+		t.Errorf("--suite commands on tokenizer cases: exit %d\n%s", code, out)
+	}
+}
+
+func TestSpecExport(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errOut := kbkit(t, "", "spec", "export", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, f := range []string{"README.md", "ADAPTER.md", "EXPECTATIONS.md", "tokenizer.yaml", "commands/edit-text.yaml", "schema/expectations.schema.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// The exported directory is a runnable spec.
+	code, out, _ := kbkit(t, "", "spec", "run", dir)
+	if code != exitOK || len(tapResults(t, out)) < 100 {
+		t.Errorf("spec run on the export: exit %d\n%s", code, notOK(out))
+	}
+}
+
+func TestAdapterCommand(t *testing.T) {
+	in := `{"type":"init","msg_id":1,"protocol":1}` + "\n" + `{"type":"tokenize","msg_id":2,"text":"[[x]]"}` + "\n"
+	code, out, _ := kbkit(t, in, "adapter")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], `{"type":"init_ok","in_reply_to":1,`) ||
+		lines[1] != `{"type":"tokenize_ok","in_reply_to":2,"refs":[{"kind":"link","title":"x"}],"label":null,"deps":[]}` {
+		t.Errorf("replies:\n%s", out)
+	}
+}

@@ -1,0 +1,685 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/subspace/kbkit/server/store"
+)
+
+// Errors reported by Subscription.Err.
+var (
+	// ErrSlow: the subscriber's buffer was full when an event had to be
+	// delivered. Resubscribe with the last seq received.
+	ErrSlow = errors.New("dispatch: subscriber too slow, resubscribe after its last seq")
+	// ErrClosed: the subscription was closed by Close, or the hub shut down
+	// (Subscribe also returns it once the hub has shut down).
+	ErrClosed = errors.New("dispatch: closed")
+)
+
+// Defaults of the options.
+const (
+	DefaultPollInterval = time.Second
+	DefaultBuffer       = 64
+	// AppName is the application_name of the hub's LISTEN connection.
+	AppName = "kbkit-dispatch"
+)
+
+const (
+	batchSize      = 1000             // log entries per read
+	maxCatchUps    = 8                // concurrent page catch-ups (pool connections)
+	pingEvery      = 15 * time.Second // liveness check of an idle LISTEN connection
+	pingTimeout    = 5 * time.Second
+	connectTimeout = 10 * time.Second
+	minBackoff     = 50 * time.Millisecond
+	maxBackoff     = 5 * time.Second
+	headsChunk     = 1000 // page ids per heads query
+)
+
+// Event is one committed command of a page. Events are shared between the
+// subscribers of a page: do not modify them.
+type Event struct {
+	PageID string `json:"page_id"`
+	store.Entry
+}
+
+// Option configures a Hub.
+type Option func(*Hub)
+
+// Logger sets the logger (default slog.Default()).
+func Logger(l *slog.Logger) Option {
+	return func(h *Hub) {
+		if l != nil {
+			h.log = l
+		}
+	}
+}
+
+// PollInterval sets the period of the safety catch-up poll, which finds
+// commands whose notification was lost (default 1s).
+func PollInterval(d time.Duration) Option {
+	return func(h *Hub) {
+		if d > 0 {
+			h.poll = d
+		}
+	}
+}
+
+// Buffer sets the channel size of each subscription (default 64). A live
+// subscriber whose channel is full when an event arrives gets ErrSlow.
+func Buffer(n int) Option {
+	return func(h *Hub) {
+		if n > 0 {
+			h.buf = n
+		}
+	}
+}
+
+// Hub dispatches committed commands to the subscribers of one server
+// instance. It is safe for concurrent use.
+type Hub struct {
+	st   *store.Store
+	log  *slog.Logger
+	poll time.Duration
+	buf  int
+
+	ctx     context.Context // canceled when Run's ctx is done
+	cancel  context.CancelFunc
+	sem     chan struct{} // bounds concurrent page catch-ups
+	started atomic.Bool
+	wg      sync.WaitGroup // every goroutine of the hub; Add only under mu while !closed
+
+	mu     sync.Mutex
+	closed bool
+	pages  map[string]*page // pages with at least one subscriber
+	nsubs  int
+
+	// beforeListen, if set, is called before each LISTEN connection attempt
+	// (a test hook).
+	beforeListen func()
+}
+
+// page is the hub's state of one page with local subscribers; all fields
+// are guarded by Hub.mu.
+type page struct {
+	id string
+	// cursor: every seq <= cursor has been handed to the page's live
+	// subscribers (or predates them). Every live subscriber has next > cursor.
+	cursor int64
+	// target: the highest seq known to be committed (notifications, polls).
+	target int64
+	// pendingSince: when the oldest undelivered notification arrived.
+	pendingSince time.Time
+	subs         []*Subscription
+	running      bool // a catch-up goroutine owns the page
+	dirty        bool // catch up again: something may have been committed
+	removed      bool // no longer in Hub.pages
+}
+
+// Subscription is one subscriber's stream of a page's events.
+type Subscription struct {
+	h  *Hub
+	p  *page
+	ch chan *Event
+	// Guarded by Hub.mu, except next while replaying (owned by the replay
+	// goroutine until it turns the subscription live under Hub.mu).
+	next         int64 // the seq to deliver next
+	idx          int   // position in p.subs
+	err          error
+	done         bool
+	replaying    bool
+	cancelReplay context.CancelFunc
+	stopCtx      func() bool
+}
+
+// New returns a hub on st. Call Run to start it.
+func New(st *store.Store, opts ...Option) *Hub {
+	h := &Hub{
+		st:    st,
+		log:   slog.Default(),
+		poll:  DefaultPollInterval,
+		buf:   DefaultBuffer,
+		sem:   make(chan struct{}, maxCatchUps),
+		pages: map[string]*page{},
+	}
+	for _, o := range opts {
+		o(h)
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	return h
+}
+
+// C is the subscription's channel of events: seq after+1, after+2, ... in
+// order, without gaps or duplicates. It is closed when the subscription
+// ends; Err tells why.
+func (s *Subscription) C() <-chan *Event { return s.ch }
+
+// Err reports why C was closed: ErrSlow, ErrClosed or the error of the ctx
+// given to Subscribe. It is nil while the subscription is open.
+func (s *Subscription) Err() error {
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
+	return s.err
+}
+
+// Close ends the subscription (Err then reports ErrClosed). It may be
+// called more than once.
+func (s *Subscription) Close() {
+	s.h.mu.Lock()
+	s.closeLocked(ErrClosed)
+	s.h.mu.Unlock()
+}
+
+// closeLocked ends s with err; C is closed now if s is live, else by the
+// replay goroutine as it exits.
+func (s *Subscription) closeLocked(err error) {
+	if s.done {
+		return
+	}
+	s.done, s.err = true, err
+	if s.stopCtx != nil {
+		s.stopCtx()
+	}
+	h, p := s.h, s.p
+	last := len(p.subs) - 1
+	p.subs[s.idx] = p.subs[last]
+	p.subs[s.idx].idx = s.idx
+	p.subs[last] = nil
+	p.subs = p.subs[:last]
+	h.nsubs--
+	if len(p.subs) == 0 && !p.removed {
+		p.removed = true
+		delete(h.pages, p.id)
+	}
+	if s.replaying {
+		s.cancelReplay()
+	} else {
+		close(s.ch)
+	}
+}
+
+// Subscribers returns the number of open subscriptions.
+func (h *Hub) Subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.nsubs
+}
+
+// Lag returns the age of the oldest notification (or poll finding) of a
+// subscribed page whose commands have not been delivered yet; 0 if none.
+// Best effort, for metrics.
+func (h *Hub) Lag() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var oldest time.Time
+	for _, p := range h.pages {
+		if !p.pendingSince.IsZero() && (oldest.IsZero() || p.pendingSince.Before(oldest)) {
+			oldest = p.pendingSince
+		}
+	}
+	if oldest.IsZero() {
+		return 0
+	}
+	return time.Since(oldest)
+}
+
+// normalize returns the canonical text of a page id.
+func normalize(pageID string) (string, error) {
+	id, err := uuid.Parse(pageID)
+	if err != nil {
+		return "", fmt.Errorf("dispatch: page id %q: %w", pageID, err)
+	}
+	return id.String(), nil
+}
+
+// Subscribe returns the events of page pageID with seq > after: first the
+// ones already committed (replayed from the log), then live ones, in seq
+// order without gaps or duplicates. The subscription ends when ctx is done,
+// on Close, on ErrSlow, or when the hub shuts down. A page that does not
+// exist yet is fine (its events start with create-page).
+func (h *Hub) Subscribe(ctx context.Context, pageID string, after int64) (*Subscription, error) {
+	id, err := normalize(pageID)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if after < 0 {
+		after = 0
+	}
+	h.mu.Lock()
+	p := h.pages[id]
+	if p == nil && !h.closed {
+		h.mu.Unlock()
+		head, err := h.head(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		h.mu.Lock()
+		if p = h.pages[id]; p == nil && !h.closed {
+			// Any committed seq is a valid cursor. Notifications that came
+			// before the page was registered were dropped: catch up once.
+			p = &page{id: id, cursor: head, target: head}
+			h.pages[id] = p
+			h.kickLocked(p)
+		}
+	}
+	if h.closed {
+		h.mu.Unlock()
+		return nil, ErrClosed
+	}
+	s := &Subscription{h: h, p: p, ch: make(chan *Event, h.buf), next: after + 1, idx: len(p.subs)}
+	p.subs = append(p.subs, s)
+	h.nsubs++
+	if s.next <= p.cursor {
+		var rctx context.Context
+		rctx, s.cancelReplay = context.WithCancel(h.ctx)
+		s.replaying = true
+		h.wg.Add(1)
+		go h.replay(rctx, s)
+	}
+	if ctx.Done() != nil {
+		// Runs f in its own goroutine, also if ctx is already done.
+		s.stopCtx = context.AfterFunc(ctx, func() {
+			h.mu.Lock()
+			s.closeLocked(ctx.Err())
+			h.mu.Unlock()
+		})
+	}
+	h.mu.Unlock()
+	return s, nil
+}
+
+// head reads a page's committed seq (0 if the page does not exist yet).
+// pages.seq is updated in the transaction that logs the seq, so every seq
+// up to it is readable from the log.
+func (h *Hub) head(ctx context.Context, id string) (int64, error) {
+	var seq int64
+	err := h.st.Pool().QueryRow(ctx, `SELECT seq FROM pages WHERE id = $1`, id).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("dispatch: read page head: %w", err)
+	}
+	return seq, nil
+}
+
+// replay sends s its missing events from the log with blocking sends until
+// it has caught up with the page's cursor, then turns it live.
+func (h *Hub) replay(ctx context.Context, s *Subscription) {
+	defer h.wg.Done()
+	backoff := minBackoff
+	for {
+		h.mu.Lock()
+		if !s.done && ctx.Err() != nil { // the hub is shutting down
+			s.closeLocked(ErrClosed)
+		}
+		if s.done {
+			h.mu.Unlock()
+			close(s.ch)
+			return
+		}
+		if s.next > s.p.cursor {
+			s.replaying = false
+			s.cancelReplay()
+			s.cancelReplay = nil
+			h.mu.Unlock()
+			return
+		}
+		from := s.next - 1
+		h.mu.Unlock()
+
+		entries, err := h.st.Log(ctx, s.p.id, from, batchSize)
+		if err == nil && len(entries) == 0 {
+			err = fmt.Errorf("dispatch: log of page %s has nothing after seq %d", s.p.id, from)
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("dispatch: replay", "page", s.p.id, "after", from, "err", err)
+			}
+			sleep(ctx, backoff)
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		backoff = minBackoff
+	send:
+		for _, e := range entries {
+			if e.Seq != s.next {
+				break // impossible: the log is gapless
+			}
+			select {
+			case s.ch <- &Event{PageID: s.p.id, Entry: e}:
+				s.next++
+			case <-ctx.Done():
+				break send
+			}
+		}
+	}
+}
+
+// kickLocked makes the page catch up (again).
+func (h *Hub) kickLocked(p *page) {
+	p.dirty = true
+	if p.running || h.closed || p.removed {
+		return
+	}
+	p.running = true
+	h.wg.Add(1)
+	go h.catchUp(p)
+}
+
+// catchUp reads the page's log after its cursor and fans the entries out,
+// until nothing new is known. Kicks while it runs coalesce into one more
+// round.
+func (h *Hub) catchUp(p *page) {
+	defer h.wg.Done()
+	select {
+	case h.sem <- struct{}{}:
+		defer func() { <-h.sem }()
+	case <-h.ctx.Done():
+		h.mu.Lock()
+		p.running = false
+		h.mu.Unlock()
+		return
+	}
+	for {
+		h.mu.Lock()
+		if !p.dirty || p.removed || h.closed {
+			p.running = false
+			h.mu.Unlock()
+			return
+		}
+		p.dirty = false
+		from := p.cursor
+		h.mu.Unlock()
+
+		entries, err := h.st.Log(h.ctx, p.id, from, batchSize)
+
+		h.mu.Lock()
+		if err != nil {
+			p.running = false // the next notification or poll retries
+			h.mu.Unlock()
+			if h.ctx.Err() == nil {
+				h.log.Warn("dispatch: catch-up", "page", p.id, "after", from, "err", err)
+			}
+			return
+		}
+		if !p.removed {
+			h.fanoutLocked(p, entries)
+		}
+		if len(entries) == batchSize {
+			p.dirty = true
+		}
+		h.mu.Unlock()
+	}
+}
+
+// fanoutLocked hands entries (in seq order, from cursor+1) to the page's
+// live subscribers and advances the cursor.
+func (h *Hub) fanoutLocked(p *page, entries []store.Entry) {
+	for _, e := range entries {
+		if e.Seq <= p.cursor {
+			continue
+		}
+		if e.Seq != p.cursor+1 {
+			h.log.Error("dispatch: gap in page log", "page", p.id, "cursor", p.cursor, "seq", e.Seq)
+			break
+		}
+		var ev *Event
+		// Backwards, so that closeLocked's swap-remove moves an already
+		// visited subscriber into slot i.
+		for i := len(p.subs) - 1; i >= 0; i-- {
+			s := p.subs[i]
+			if s.replaying || s.next > e.Seq {
+				continue
+			}
+			if s.next < e.Seq { // impossible: live subscribers have next > cursor
+				h.log.Error("dispatch: live subscriber behind the cursor", "page", p.id, "next", s.next, "seq", e.Seq)
+				s.closeLocked(ErrSlow)
+				continue
+			}
+			if ev == nil {
+				ev = &Event{PageID: p.id, Entry: e}
+			}
+			select {
+			case s.ch <- ev:
+				s.next++
+			default:
+				s.closeLocked(ErrSlow)
+			}
+		}
+		p.cursor = e.Seq
+	}
+	if p.target < p.cursor {
+		p.target = p.cursor
+	}
+	if p.cursor >= p.target {
+		p.pendingSince = time.Time{}
+	}
+}
+
+// noteLocked records that seq of page id is committed.
+func (h *Hub) noteLocked(id string, seq int64, now time.Time) {
+	p := h.pages[id]
+	if p == nil || seq <= p.cursor {
+		return
+	}
+	if seq > p.target {
+		p.target = seq
+	}
+	if p.pendingSince.IsZero() {
+		p.pendingSince = now
+	}
+	h.kickLocked(p)
+}
+
+// notify handles one notification payload "<page id>:<seq>".
+func (h *Hub) notify(payload string) {
+	i := strings.LastIndexByte(payload, ':')
+	if i < 0 {
+		return
+	}
+	seq, err := strconv.ParseInt(payload[i+1:], 10, 64)
+	if err != nil {
+		return
+	}
+	id, err := normalize(payload[:i])
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	h.noteLocked(id, seq, time.Now())
+	h.mu.Unlock()
+}
+
+// checkAll reads the committed seq of every subscribed page and catches up
+// the pages that are behind: after each (re)connect and on every poll.
+func (h *Hub) checkAll(ctx context.Context) {
+	h.mu.Lock()
+	ids := make([]string, 0, len(h.pages))
+	for id := range h.pages {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), headsChunk)]
+		ids = ids[len(chunk):]
+		rows, err := h.st.Pool().Query(ctx, `SELECT id::text, seq FROM pages WHERE id = ANY($1::uuid[])`, chunk)
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("dispatch: poll page heads", "err", err)
+			}
+			return
+		}
+		type head struct {
+			id  string
+			seq int64
+		}
+		heads, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (head, error) {
+			var hd head
+			err := r.Scan(&hd.id, &hd.seq)
+			return hd, err
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("dispatch: poll page heads", "err", err)
+			}
+			return
+		}
+		now := time.Now()
+		h.mu.Lock()
+		for _, hd := range heads {
+			h.noteLocked(hd.id, hd.seq, now)
+		}
+		h.mu.Unlock()
+	}
+}
+
+// Run dispatches until ctx is done, then closes every subscription with
+// ErrClosed and returns ctx.Err(). It holds one dedicated connection
+// LISTENing on store.NotifyChannel, reconnecting with backoff when it is
+// lost, and polls every PollInterval. Run may be called once.
+func (h *Hub) Run(ctx context.Context) error {
+	if !h.started.CompareAndSwap(false, true) {
+		return errors.New("dispatch: Run called twice")
+	}
+	stop := context.AfterFunc(ctx, h.cancel)
+	defer stop()
+	defer h.shutdown()
+
+	h.mu.Lock()
+	if !h.closed {
+		h.wg.Add(1)
+		go h.poller()
+	}
+	h.mu.Unlock()
+
+	backoff := minBackoff
+	for h.ctx.Err() == nil {
+		conn, err := h.listen()
+		if err != nil {
+			if h.ctx.Err() == nil {
+				h.log.Warn("dispatch: listen", "err", err, "retry_in", backoff)
+			}
+			sleep(h.ctx, backoff)
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		connected := time.Now()
+		h.checkAll(h.ctx)
+		err = h.wait(conn)
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = conn.Close(cctx)
+		cancel()
+		if h.ctx.Err() != nil {
+			break
+		}
+		h.log.Warn("dispatch: listen connection lost", "err", err)
+		if time.Since(connected) > 10*maxBackoff {
+			backoff = minBackoff
+		}
+		sleep(h.ctx, backoff)
+		backoff = min(2*backoff, maxBackoff)
+	}
+	return ctx.Err()
+}
+
+// listen opens the dedicated connection and LISTENs.
+func (h *Hub) listen() (*pgx.Conn, error) {
+	if h.beforeListen != nil {
+		h.beforeListen()
+	}
+	cfg := h.st.Pool().Config().ConnConfig.Copy()
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["application_name"] = AppName
+	ctx, cancel := context.WithTimeout(h.ctx, connectTimeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{store.NotifyChannel}.Sanitize()); err != nil {
+		_ = conn.Close(context.Background())
+		return nil, err
+	}
+	return conn, nil
+}
+
+// wait handles notifications until the connection fails or the hub stops;
+// an idle connection is pinged every pingEvery.
+func (h *Hub) wait(conn *pgx.Conn) error {
+	for {
+		wctx, cancel := context.WithTimeout(h.ctx, pingEvery)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err == nil {
+			h.notify(n.Payload)
+			continue
+		}
+		if h.ctx.Err() != nil {
+			return h.ctx.Err()
+		}
+		if !pgconn.Timeout(err) || conn.IsClosed() {
+			return err
+		}
+		pctx, cancel := context.WithTimeout(h.ctx, pingTimeout)
+		err = conn.Ping(pctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("ping: %w", err)
+		}
+	}
+}
+
+func (h *Hub) poller() {
+	defer h.wg.Done()
+	t := time.NewTicker(h.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+			h.checkAll(h.ctx)
+		}
+	}
+}
+
+// shutdown stops the hub: no new subscriptions, every open one gets
+// ErrClosed, and every goroutine of the hub has exited when it returns.
+func (h *Hub) shutdown() {
+	h.cancel()
+	h.mu.Lock()
+	h.closed = true
+	for _, p := range h.pages {
+		for len(p.subs) > 0 {
+			p.subs[len(p.subs)-1].closeLocked(ErrClosed)
+		}
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,574 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/server/pgprovider"
+	"github.com/subspace/kbkit/server/store"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgprovider.RunTests(m)) }
+
+// never is a poll interval that never fires in a test: delivery then
+// depends on NOTIFY and the catch-up after (re)connect alone.
+const never = time.Hour
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func openStore(t *testing.T, dsn string) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
+// startHub runs a hub until the end of the test.
+func startHub(t *testing.T, h *Hub) *Hub {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Run returned %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+	return h
+}
+
+type writer struct {
+	st  *store.Store
+	dev store.Device
+}
+
+func newWriter(t *testing.T, st *store.Store) writer {
+	t.Helper()
+	pd, err := st.PairDevice(context.Background(), "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writer{st, pd.Device}
+}
+
+// submit commits one command, retrying transient failures.
+func (w writer) submit(t testing.TB, page, typ string, payload any) int64 {
+	b, _ := json.Marshal(payload)
+	env := kbcore.Envelope{ID: uuid.NewString(), DeviceID: w.dev.DeviceID, PageID: page, Type: typ, Payload: b}
+	for attempt := 0; ; attempt++ {
+		out, err := w.st.Submit(context.Background(), w.dev, env)
+		if err != nil && store.IsRetryable(err) && attempt < 20 {
+			continue
+		}
+		if err != nil {
+			t.Errorf("submit %s: %v", typ, err)
+			return 0
+		}
+		if out.Rejected != nil {
+			t.Errorf("submit %s: rejected %+v", typ, out.Rejected)
+			return 0
+		}
+		return out.Seq
+	}
+}
+
+// newPage creates a page with one text node "n": seqs 1 and 2.
+func (w writer) newPage(t *testing.T) string {
+	t.Helper()
+	page := uuid.NewString()
+	w.submit(t, page, "create-page", map[string]any{"title": "T " + page})
+	w.submit(t, page, "create-after", map[string]any{"node": "n", "text": ""})
+	return page
+}
+
+func (w writer) edit(t testing.TB, page, text string) int64 {
+	return w.submit(t, page, "edit-text", map[string]any{"node": "n", "text": text})
+}
+
+// expect reads the events after..last from sub, failing on any gap,
+// duplicate or reordering.
+func expect(t *testing.T, sub *Subscription, after, last int64) []*Event {
+	t.Helper()
+	var got []*Event
+	timeout := time.After(20 * time.Second)
+	for next := after + 1; next <= last; next++ {
+		select {
+		case ev, ok := <-sub.C():
+			if !ok {
+				t.Fatalf("channel closed at seq %d (want up to %d): %v", next, last, sub.Err())
+			}
+			if ev.Seq != next {
+				t.Fatalf("got seq %d, want %d", ev.Seq, next)
+			}
+			got = append(got, ev)
+		case <-timeout:
+			t.Fatalf("timeout waiting for seq %d (want up to %d)", next, last)
+		}
+	}
+	return got
+}
+
+// expectNothing checks that sub delivers nothing for a while.
+func expectNothing(t *testing.T, sub *Subscription, d time.Duration) {
+	t.Helper()
+	select {
+	case ev, ok := <-sub.C():
+		if ok {
+			t.Fatalf("unexpected event seq %d", ev.Seq)
+		}
+		t.Fatalf("unexpected close: %v", sub.Err())
+	case <-time.After(d):
+	}
+}
+
+func subscribe(t *testing.T, h *Hub, page string, after int64) *Subscription {
+	t.Helper()
+	sub, err := h.Subscribe(context.Background(), page, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sub.Close)
+	return sub
+}
+
+// (1) replay of existing commands, then live ones, in order.
+func TestReplayThenLive(t *testing.T) {
+	st := openStore(t, pgprovider.ForTest(t))
+	w := newWriter(t, st)
+	page := w.newPage(t)
+	for i := range 8 {
+		w.edit(t, page, fmt.Sprint("e", i))
+	}
+	h := startHub(t, New(st, Logger(quiet), PollInterval(never)))
+	sub := subscribe(t, h, page, 0)
+	evs := expect(t, sub, 0, 10)
+	if evs[0].Cmd.Type != "create-page" || evs[0].PageID != page || evs[1].Cmd.Type != "create-after" || evs[9].DeviceID != w.dev.DeviceID {
+		t.Fatalf("replayed %+v / %+v", evs[0], evs[9])
+	}
+	for i := range 20 {
+		if seq := w.edit(t, page, fmt.Sprint("live", i)); seq != int64(11+i) {
+			t.Fatalf("seq %d", seq)
+		}
+	}
+	evs = expect(t, sub, 10, 30)
+	var p struct{ Text string }
+	if err := json.Unmarshal(evs[19].Cmd.Payload, &p); err != nil || p.Text != "live19" {
+		t.Fatalf("payload %s", evs[19].Cmd.Payload)
+	}
+	expectNothing(t, sub, 100*time.Millisecond)
+	if n := h.Subscribers(); n != 1 {
+		t.Fatalf("Subscribers = %d", n)
+	}
+	sub.Close()
+	if _, ok := <-sub.C(); ok {
+		t.Fatal("C open after Close")
+	}
+	if !errors.Is(sub.Err(), ErrClosed) || h.Subscribers() != 0 {
+		t.Fatalf("after Close: err %v, subscribers %d", sub.Err(), h.Subscribers())
+	}
+}
+
+// (2) two hubs (two server instances) on one database, writes through
+// both, every subscriber of both hubs gets everything exactly once.
+func TestTwoInstancesConverge(t *testing.T) {
+	dsn := pgprovider.ForTest(t)
+	st1, st2 := openStore(t, dsn), openStore(t, dsn)
+	w1, w2 := newWriter(t, st1), newWriter(t, st2)
+	page := w1.newPage(t)
+	other := w2.newPage(t) // noise on another page
+	h1 := startHub(t, New(st1, Logger(quiet), PollInterval(never)))
+	h2 := startHub(t, New(st2, Logger(quiet), PollInterval(never)))
+
+	const workers, each = 4, 25
+	const last = 2 + workers*each
+	var subs []*Subscription
+	var afters []int64
+	for _, h := range []*Hub{h1, h2} {
+		for _, after := range []int64{0, 2, 1} {
+			subs = append(subs, subscribe(t, h, page, after))
+			afters = append(afters, after)
+		}
+	}
+	otherSub := subscribe(t, h2, other, 2)
+
+	var wg sync.WaitGroup
+	var mid sync.WaitGroup
+	mid.Add(1)
+	for i := range workers {
+		w := w1
+		if i%2 == 1 {
+			w = w2
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range each {
+				if i == 0 && j == each/2 {
+					mid.Done()
+				}
+				w.edit(t, page, fmt.Sprintf("w%d-%d", i, j))
+				if j%5 == 0 {
+					w.edit(t, other, fmt.Sprintf("o%d-%d", i, j))
+				}
+			}
+		}()
+	}
+	// Late subscribers join while commands are being committed: their
+	// replay races the live stream.
+	mid.Wait()
+	subs = append(subs, subscribe(t, h1, page, 0), subscribe(t, h2, page, 0))
+	afters = append(afters, 0, 0)
+
+	results := make([][]*Event, len(subs))
+	var rg sync.WaitGroup
+	for i, sub := range subs {
+		rg.Add(1)
+		go func() {
+			defer rg.Done()
+			var got []*Event
+			timeout := time.After(30 * time.Second)
+			for int64(len(got)) < last-afters[i] {
+				select {
+				case ev, ok := <-sub.C():
+					if !ok {
+						t.Errorf("sub %d closed after %d events: %v", i, len(got), sub.Err())
+						return
+					}
+					got = append(got, ev)
+				case <-timeout:
+					t.Errorf("sub %d: timeout after %d events", i, len(got))
+					return
+				}
+			}
+			results[i] = got
+		}()
+	}
+	wg.Wait()
+	rg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	for i, got := range results {
+		after := afters[i]
+		for k, ev := range got {
+			if ev.Seq != after+1+int64(k) || ev.PageID != page {
+				t.Fatalf("sub %d: event %d has seq %d page %s", i, k, ev.Seq, ev.PageID)
+			}
+		}
+	}
+	// Nothing beyond: exactly once.
+	for i, sub := range subs {
+		select {
+		case ev := <-sub.C():
+			t.Fatalf("sub %d: extra event %d", i, ev.Seq)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	expect(t, otherSub, 2, 2+workers*each/5)
+	if h1.Lag() != 0 || h2.Lag() != 0 {
+		t.Errorf("lag %v %v after delivery", h1.Lag(), h2.Lag())
+	}
+}
+
+// (3) resubscribing after N resumes exactly after N.
+func TestResume(t *testing.T) {
+	st := openStore(t, pgprovider.ForTest(t))
+	w := newWriter(t, st)
+	page := w.newPage(t)
+	for i := range 10 {
+		w.edit(t, page, fmt.Sprint(i))
+	}
+	h := startHub(t, New(st, Logger(quiet), PollInterval(never)))
+	sub := subscribe(t, h, page, 0)
+	expect(t, sub, 0, 7)
+	sub.Close()
+
+	for _, after := range []int64{7, 11, 12, 3} {
+		sub := subscribe(t, h, page, after)
+		expect(t, sub, after, 12)
+		expectNothing(t, sub, 50*time.Millisecond)
+		sub.Close()
+	}
+	// At the head: live only.
+	sub = subscribe(t, h, page, 12)
+	w.edit(t, page, "x")
+	expect(t, sub, 12, 13)
+	// Ahead of the head (the client's claim): events from after+1 only.
+	ahead := subscribe(t, h, page, 15)
+	for range 3 {
+		w.edit(t, page, "y")
+	}
+	expect(t, sub, 13, 16)
+	expect(t, ahead, 15, 16)
+	// A page that does not exist yet.
+	fresh := uuid.NewString()
+	fs := subscribe(t, h, fresh, 0)
+	w.submit(t, fresh, "create-page", map[string]any{"title": "Fresh " + fresh})
+	if evs := expect(t, fs, 0, 1); evs[0].Cmd.Type != "create-page" {
+		t.Fatalf("fresh page: %+v", evs[0])
+	}
+	if _, err := h.Subscribe(context.Background(), "not-a-uuid", 0); err == nil {
+		t.Fatal("bad page id accepted")
+	}
+}
+
+// (4) a subscriber that never reads gets ErrSlow and delays nobody.
+func TestSlowSubscriber(t *testing.T) {
+	st := openStore(t, pgprovider.ForTest(t))
+	w := newWriter(t, st)
+	page := w.newPage(t)
+	h := startHub(t, New(st, Logger(quiet), PollInterval(never), Buffer(16)))
+	slow := subscribe(t, h, page, 2)
+	fast := subscribe(t, h, page, 2)
+
+	const n = 60
+	got := make(chan int64, n)
+	go func() {
+		defer close(got)
+		for ev := range fast.C() {
+			got <- ev.Seq
+		}
+	}()
+	for i := range n {
+		start := time.Now()
+		w.edit(t, page, fmt.Sprint(i))
+		select {
+		case seq := <-got:
+			if seq != int64(3+i) {
+				t.Fatalf("fast got %d, want %d", seq, 3+i)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("fast subscriber did not get seq %d (slow: %v)", 3+i, slow.Err())
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("seq %d took %v", 3+i, d)
+		}
+	}
+	// The slow one got its buffer's worth, then ErrSlow.
+	var seqs []int64
+	for ev := range slow.C() {
+		seqs = append(seqs, ev.Seq)
+	}
+	if !errors.Is(slow.Err(), ErrSlow) || len(seqs) != 16 || seqs[0] != 3 || seqs[15] != 18 {
+		t.Fatalf("slow: err %v, seqs %v", slow.Err(), seqs)
+	}
+	if fast.Err() != nil || h.Subscribers() != 1 {
+		t.Fatalf("fast err %v, subscribers %d", fast.Err(), h.Subscribers())
+	}
+	// It resumes after its last seq.
+	again := subscribe(t, h, page, seqs[len(seqs)-1])
+	expect(t, again, 18, 2+n)
+}
+
+// A replay longer than the buffer is not ErrSlow: it is paced by the reader.
+func TestLongReplaySmallBuffer(t *testing.T) {
+	st := openStore(t, pgprovider.ForTest(t))
+	w := newWriter(t, st)
+	page := w.newPage(t)
+	for i := range 40 {
+		w.edit(t, page, fmt.Sprint(i))
+	}
+	h := startHub(t, New(st, Logger(quiet), PollInterval(never), Buffer(2)))
+	sub := subscribe(t, h, page, 0)
+	time.Sleep(100 * time.Millisecond) // let the replay fill the buffer
+	expect(t, sub, 0, 42)
+	w.edit(t, page, "live")
+	expect(t, sub, 42, 43)
+}
+
+// (5) a command committed while the LISTEN connection is down (no NOTIFY
+// reaches the hub; polling is off) is delivered after the reconnect.
+func TestCatchUpAfterReconnect(t *testing.T) {
+	st := openStore(t, pgprovider.ForTest(t))
+	w := newWriter(t, st)
+	page := w.newPage(t)
+
+	var mu sync.Mutex
+	attempts := 0
+	blocked := make(chan struct{})
+	release := make(chan struct{})
+	h := New(st, Logger(quiet), PollInterval(never))
+	h.beforeListen = func() {
+		mu.Lock()
+		attempts++
+		a := attempts
+		mu.Unlock()
+		if a == 2 {
+			close(blocked)
+			<-release
+		}
+	}
+	startHub(t, h)
+	sub := subscribe(t, h, page, 2)
+
+	ctx := context.Background()
+	listener := func() int32 {
+		var pid int32
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := st.Pool().QueryRow(ctx, `SELECT pid FROM pg_stat_activity
+				WHERE application_name = $1 AND datname = current_database() AND query LIKE 'LISTEN%'`, AppName).Scan(&pid)
+			if err == nil {
+				return pid
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no LISTEN connection: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	pid := listener()
+	w.edit(t, page, "before")
+	expect(t, sub, 2, 3) // via NOTIFY
+
+	var ok bool
+	if err := st.Pool().QueryRow(ctx, `SELECT pg_terminate_backend($1)`, pid).Scan(&ok); err != nil || !ok {
+		t.Fatalf("terminate %d: %v %v", pid, ok, err)
+	}
+	select {
+	case <-blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hub did not notice the lost connection")
+	}
+	w.edit(t, page, "while down 1")
+	w.edit(t, page, "while down 2")
+	expectNothing(t, sub, 200*time.Millisecond) // nobody is listening, no poll
+	if lag := h.Lag(); lag != 0 {
+		t.Logf("lag while down: %v (no notification seen)", lag)
+	}
+	close(release)
+	expect(t, sub, 3, 5)
+	if pid2 := listener(); pid2 == pid {
+		t.Fatalf("same LISTEN backend %d after reconnect", pid)
+	}
+	w.edit(t, page, "after")
+	expect(t, sub, 5, 6)
+}
+
+// The safety poll delivers even when notifications are lost.
+func TestPollWithoutListen(t *testing.T) {
+	st := openStore(t, pgprovider.ForTest(t))
+	w := newWriter(t, st)
+	page := w.newPage(t)
+	h := New(st, Logger(quiet), PollInterval(50*time.Millisecond))
+	h.beforeListen = func() { <-h.ctx.Done() } // never connects
+	startHub(t, h)
+	sub := subscribe(t, h, page, 1)
+	expect(t, sub, 1, 2)
+	w.edit(t, page, "x")
+	expect(t, sub, 2, 3)
+}
+
+func TestContextAndShutdown(t *testing.T) {
+	st := openStore(t, pgprovider.ForTest(t))
+	w := newWriter(t, st)
+	page := w.newPage(t)
+	h := New(st, Logger(quiet), PollInterval(never))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+
+	sctx, scancel := context.WithCancel(context.Background())
+	s1, err := h.Subscribe(sctx, page, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scancel()
+	if _, ok := <-s1.C(); ok {
+		t.Fatal("event after cancel")
+	}
+	if !errors.Is(s1.Err(), context.Canceled) {
+		t.Fatalf("err %v", s1.Err())
+	}
+	live, _ := h.Subscribe(context.Background(), page, 2)
+	replaying, _ := h.Subscribe(context.Background(), page, 0)
+	if h.Subscribers() != 2 {
+		t.Fatalf("Subscribers = %d", h.Subscribers())
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, s := range []*Subscription{live, replaying} {
+		for range s.C() {
+		}
+		if !errors.Is(s.Err(), ErrClosed) {
+			t.Fatalf("after shutdown: %v", s.Err())
+		}
+	}
+	if _, err := h.Subscribe(context.Background(), page, 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Subscribe after shutdown: %v", err)
+	}
+	if err := h.Run(context.Background()); err == nil {
+		t.Fatal("second Run accepted")
+	}
+}
+
+// TestIdleSubscriberMemory measures the heap cost of idle live
+// subscriptions (each with a cancelable ctx, as an HTTP request has).
+func TestIdleSubscriberMemory(t *testing.T) {
+	st := openStore(t, pgprovider.ForTest(t))
+	w := newWriter(t, st)
+	const pages, subsPerPage = 50, 100
+	const n = pages * subsPerPage
+	var ids []string
+	for range pages {
+		ids = append(ids, w.newPage(t))
+	}
+	h := startHub(t, New(st, Logger(quiet), PollInterval(never)))
+	// Register the pages first, so that only subscriptions are measured.
+	warm := make([]*Subscription, 0, pages)
+	for _, id := range ids {
+		warm = append(warm, subscribe(t, h, id, 2))
+	}
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	keep := make([]*Subscription, 0, n)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		ctx, c := context.WithCancel(parent)
+		_ = c
+		s, err := h.Subscribe(ctx, ids[i%pages], 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep = append(keep, s)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+	t.Logf("idle live subscriber (buffer %d, incl. its context): %.0f bytes of heap each (%d subscriptions, %d goroutines in the process)",
+		DefaultBuffer, per, n, runtime.NumGoroutine())
+	if per > 4096 {
+		t.Errorf("%.0f bytes per idle subscriber", per)
+	}
+	// They all still work.
+	w.edit(t, ids[0], "ping")
+	for i := 0; i < n; i += pages {
+		expect(t, keep[i], 2, 3)
+	}
+	runtime.KeepAlive(warm)
+}

@@ -1,0 +1,263 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// successEnvelope is tRPC's success response: {"result":{"data":...}}.
+type successEnvelope struct {
+	Result struct {
+		Data any `json:"data"`
+	} `json:"result"`
+}
+
+// errorEnvelope is tRPC's error response: {"error":{message, code, data}}.
+type errorEnvelope struct {
+	Error ErrorShape `json:"error"`
+}
+
+// callResult is one call's answer before it is written.
+type callResult struct {
+	data any
+	err  *callError
+	path string
+}
+
+func (c callResult) envelope() any {
+	if c.err != nil {
+		return errorEnvelope{Error: c.err.shape(c.path)}
+	}
+	var e successEnvelope
+	e.Result.Data = c.data
+	return e
+}
+
+func (c callResult) status() int {
+	if c.err != nil {
+		return c.err.status()
+	}
+	return http.StatusOK
+}
+
+// serveTRPC serves /trpc/<path>[,<path>...] as tRPC's HTTP adapter does,
+// and upgrades /trpc to a WebSocket.
+func (s *Server) serveTRPC(w http.ResponseWriter, r *http.Request) {
+	rest, _ := strings.CutPrefix(r.URL.Path, "/trpc")
+	rest = strings.TrimPrefix(rest, "/")
+	if rest == "" {
+		if isWebSocketUpgrade(r) {
+			s.serveWS(w, r)
+			return
+		}
+		s.writeOne(w, callResult{err: errorf(CodeNotFound, "No procedure path given: use /trpc/<procedure>, or a WebSocket on /trpc")})
+		return
+	}
+	if r.Method == http.MethodHead { // tRPC answers HEAD (lambda warm-up) with 204
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	batch := r.URL.Query().Get("batch") == "1"
+	paths := []string{rest}
+	if batch {
+		paths = strings.Split(rest, ",")
+	}
+	for i, p := range paths {
+		if u, err := url.PathUnescape(p); err == nil {
+			paths[i] = u
+		}
+	}
+	path0 := ""
+	if len(paths) == 1 {
+		path0 = paths[0]
+	}
+
+	// Request-level checks answer one error object, as tRPC does, even for
+	// a batch (httpBatchLink then fails every call with it).
+	token, _ := bearer(r)
+	dev, cerr := s.authenticate(r.Context(), token)
+	if cerr != nil {
+		s.count(path0, cerr)
+		s.writeOne(w, callResult{err: cerr, path: path0})
+		return
+	}
+	inputs, cerr := s.readInputs(w, r, batch, len(paths))
+	if cerr != nil {
+		s.count(path0, cerr)
+		s.writeOne(w, callResult{err: cerr, path: path0})
+		return
+	}
+
+	// Calls of a batch run in order, so that a window's commands batched
+	// by httpBatchLink keep their order.
+	results := make([]callResult, len(paths))
+	for i, p := range paths {
+		start := time.Now()
+		res := callResult{path: p}
+		typ, ok := procedures[p]
+		switch {
+		case !ok:
+			res.err = errorf(CodeNotFound, "No procedure found on path %q", p)
+		case typ == typeSubscription:
+			res.err = errorf(CodeMethodNotSupported, "%s is a subscription: subscribe on the WebSocket at /trpc", p)
+		case typ == typeQuery && r.Method != http.MethodGet, typ == typeMutation && r.Method != http.MethodPost:
+			res.err = errorf(CodeMethodNotSupported, "Unsupported %s-request to %s procedure at path %q", r.Method, typ, p)
+		default:
+			res.data, res.err = s.call(r.Context(), dev, p, inputs[i])
+		}
+		s.count(p, res.err)
+		s.logCall(r.Context(), "http", p, dev.DeviceID, res.err, time.Since(start))
+		results[i] = res
+	}
+	if !batch {
+		s.writeOne(w, results[0])
+		return
+	}
+	status := 0
+	body := make([]any, len(results))
+	for i, res := range results {
+		body[i] = res.envelope()
+		switch {
+		case status == 0:
+			status = res.status()
+		case status != res.status():
+			status = http.StatusMultiStatus
+		}
+		setRetryAfter(w, res.err)
+	}
+	writeJSON(w, status, body)
+}
+
+// readInputs reads the raw input of each call: GET ?input=, POST body;
+// a batch's input is an object keyed by call index ("0", "1", ...). An
+// absent input is nil.
+func (s *Server) readInputs(w http.ResponseWriter, r *http.Request, batch bool, n int) ([]json.RawMessage, *callError) {
+	var raw []byte
+	switch r.Method {
+	case http.MethodGet:
+		q := r.URL.Query()
+		if q.Has("input") {
+			raw = []byte(q.Get("input"))
+			if int64(len(raw)) > s.opts.MaxBody {
+				return nil, errorf(CodePayloadTooLarge, "input is larger than %d bytes", s.opts.MaxBody)
+			}
+		}
+	case http.MethodPost:
+		if ct := r.Header.Get("Content-Type"); ct != "" {
+			mt, _, err := mime.ParseMediaType(ct)
+			if err == nil && (strings.HasPrefix(mt, "multipart/") || mt == "application/octet-stream") {
+				return nil, errorf(CodeUnsupportedMedia, "unsupported content type %q: send application/json", mt)
+			}
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return nil, errorf(CodePayloadTooLarge, "request body is larger than %d bytes", s.opts.MaxBody)
+			}
+			return nil, errorf(CodeBadRequest, "reading the request body: %v", err)
+		}
+		if len(body) > 0 {
+			raw = body
+		}
+	default:
+		return nil, errorf(CodeMethodNotSupported, "Unsupported %s-request: queries are GET, mutations POST", r.Method)
+	}
+	inputs := make([]json.RawMessage, n)
+	if raw == nil {
+		return inputs, nil
+	}
+	if !json.Valid(raw) {
+		return nil, errorf(CodeParseError, "input is not valid JSON: %s", jsonSyntaxError(raw))
+	}
+	if !batch {
+		inputs[0] = raw
+		return inputs, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, errorf(CodeBadRequest, `"input" needs to be an object when doing a batch call`)
+	}
+	for k := range m {
+		i, err := strconv.Atoi(k)
+		if err != nil || i < 0 || i >= n || strconv.Itoa(i) != k {
+			return nil, errorf(CodeBadRequest, "input: key %q is not the index of a call of this batch", k)
+		}
+	}
+	for i := range inputs {
+		inputs[i] = m[strconv.Itoa(i)]
+	}
+	return inputs, nil
+}
+
+func jsonSyntaxError(raw []byte) string {
+	var v any
+	err := json.Unmarshal(raw, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return se.Error() + " at byte " + strconv.FormatInt(se.Offset, 10)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "invalid JSON"
+}
+
+func (s *Server) writeOne(w http.ResponseWriter, res callResult) {
+	setRetryAfter(w, res.err)
+	writeJSON(w, res.status(), res.envelope())
+}
+
+func setRetryAfter(w http.ResponseWriter, err *callError) {
+	if err == nil || err.retryAfter <= 0 {
+		return
+	}
+	secs := int((err.retryAfter + time.Second - 1) / time.Second)
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, secs)))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(errorEnvelope{Error: errorf(CodeInternalServerError, "encoding the response: %v", err).shape("")})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Vary", "trpc-accept")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func isWebSocketUpgrade(r *http.Request) bool {
+	return headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", "websocket")
+}
+
+func headerHasToken(h http.Header, key, token string) bool {
+	for _, v := range h.Values(key) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// count records a call in the calls metric.
+func (s *Server) count(path string, err *callError) {
+	if _, ok := procedures[path]; !ok {
+		path = "unknown"
+	}
+	code := "OK"
+	if err != nil {
+		code = err.code
+	}
+	s.metrics.calls.WithLabelValues(path, code).Inc()
+}

@@ -1,0 +1,255 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/subspace/kbkit/conformance/schema"
+	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/server/store"
+)
+
+// Procedure paths.
+const (
+	PathCommand      = "kb.command"
+	PathPage         = "kb.page"
+	PathOnPage       = "kb.onPage"
+	PathOnInvalidate = "kb.onInvalidate"
+)
+
+// Procedure types, as tRPC names them.
+const (
+	typeQuery        = "query"
+	typeMutation     = "mutation"
+	typeSubscription = "subscription"
+)
+
+var procedures = map[string]string{
+	PathCommand:      typeMutation,
+	PathPage:         typeQuery,
+	PathOnPage:       typeSubscription,
+	PathOnInvalidate: typeSubscription,
+}
+
+// CommandResult is kb.command's output: the command committed at Seq.
+// Duplicate says the id had been decided before and this is the original
+// outcome.
+type CommandResult struct {
+	Seq       int64 `json:"seq"`
+	Duplicate bool  `json:"duplicate,omitempty"`
+}
+
+// PageInput is kb.page's input.
+type PageInput struct {
+	PageID string `json:"page_id"`
+	// Pending are command ids whose outcomes the caller wants (at most
+	// maxPending).
+	Pending []string `json:"pending,omitempty"`
+}
+
+// PageResult is kb.page's output: the document at Seq in canonical JSON
+// and the outcomes of the pending ids that were decided (ids never seen
+// are absent).
+type PageResult = store.Snapshot
+
+// OnPageInput is kb.onPage's input. LastEventID is the seq of the last
+// event the client has, as a decimal string (tRPC v11 resends it after a
+// reconnect); events with a greater seq are sent.
+type OnPageInput struct {
+	PageID      string  `json:"page_id"`
+	LastEventID *string `json:"lastEventId,omitempty"`
+}
+
+// PageEvent is the payload of one kb.onPage event: a committed command of
+// the page. On the wire it is wrapped as a tRPC tracked event:
+// result {type: "data", id: "<seq>", data: {id: "<seq>", data: PageEvent}}.
+type PageEvent struct {
+	Seq int64          `json:"seq"`
+	Cmd kbcore.Command `json:"cmd"`
+}
+
+// TrackedEvent is the data of a tracked subscription message, as
+// @trpc/server's tracked(id, data) puts it on the wire.
+type TrackedEvent[T any] struct {
+	ID   string `json:"id"`
+	Data T      `json:"data"`
+}
+
+// OnInvalidateInput is kb.onInvalidate's input; Topics defaults to every
+// topic.
+type OnInvalidateInput struct {
+	Topics []string `json:"topics,omitempty"`
+}
+
+// Invalidation is the payload of one kb.onInvalidate event: something of
+// Topic changed, refetch it. PageID and Seq name the command that changed
+// it (empty and 0 when the server may have missed changes).
+type Invalidation struct {
+	Topic  string `json:"topic"`
+	PageID string `json:"page_id,omitempty"`
+	Seq    int64  `json:"seq,omitempty"`
+}
+
+// TopicDirectory is the workspace's directory of live pages: titles,
+// aliases, dirs, merges.
+const TopicDirectory = "directory"
+
+const maxPending = 1000
+
+// call runs a query or mutation for an authenticated device. The
+// subscription procedures are run by the WebSocket handler.
+func (s *Server) call(ctx context.Context, dev store.Device, path string, input json.RawMessage) (any, *callError) {
+	if err := s.limiter.allow(dev.DeviceID); err != nil {
+		if path == PathCommand {
+			s.metrics.commands.WithLabelValues("refused").Inc()
+		}
+		return nil, err
+	}
+	switch path {
+	case PathCommand:
+		return s.command(ctx, dev, input)
+	case PathPage:
+		return s.page(ctx, dev, input)
+	}
+	return nil, errorf(CodeNotFound, "No procedure found on path %q", path)
+}
+
+// command is kb.command: validate the envelope at the trust boundary,
+// check it is the device's, submit it.
+func (s *Server) command(ctx context.Context, dev store.Device, input json.RawMessage) (any, *callError) {
+	env, cerr := parseEnvelope(input)
+	if cerr == nil && env.DeviceID != dev.DeviceID {
+		cerr = errorf(CodeForbidden, "device_id %s is not the authenticated device", env.DeviceID)
+	}
+	if cerr != nil {
+		s.metrics.commands.WithLabelValues("refused").Inc()
+		return nil, cerr
+	}
+	start := time.Now()
+	out, err := s.st.Submit(ctx, dev, env)
+	if err != nil {
+		cerr := storeError(err)
+		switch cerr.code {
+		case CodeNotFound:
+			s.metrics.commands.WithLabelValues("refused").Inc()
+		case CodeServiceUnavailable:
+			s.metrics.commands.WithLabelValues("retryable").Inc()
+			s.log.Warn("kb.command: transient store failure", "id", env.ID, "page_id", env.PageID, "err", err)
+		default:
+			s.metrics.commands.WithLabelValues("error").Inc()
+			s.log.Error("kb.command: store failure", "id", env.ID, "page_id", env.PageID, "err", err)
+		}
+		return nil, cerr
+	}
+	s.metrics.commitSeconds.Observe(time.Since(start).Seconds())
+	switch {
+	case out.Rejected != nil:
+		s.metrics.commands.WithLabelValues("rejected").Inc()
+		return nil, &callError{code: CodeConflict,
+			message:   fmt.Sprintf("command rejected: %s: %s", out.Rejected.Code, out.Rejected.Message),
+			rejection: out.Rejected}
+	case out.Duplicate:
+		s.metrics.commands.WithLabelValues("duplicate").Inc()
+	default:
+		s.metrics.commands.WithLabelValues("committed").Inc()
+	}
+	return CommandResult{Seq: out.Seq, Duplicate: out.Duplicate}, nil
+}
+
+// parseEnvelope validates a kb.command input against
+// spec/schema/envelope.schema.json (payload included) and decodes it.
+func parseEnvelope(input json.RawMessage) (kbcore.Envelope, *callError) {
+	if len(input) == 0 {
+		return kbcore.Envelope{}, errorf(CodeBadRequest, "input: missing (the command envelope)")
+	}
+	if err := schema.ValidateEnvelope(input); err != nil {
+		if errors.Is(err, schema.ErrInvalid) {
+			return kbcore.Envelope{}, errorf(CodeBadRequest, "%v", err)
+		}
+		return kbcore.Envelope{}, errorf(CodeInternalServerError, "schema: %v", err)
+	}
+	var env kbcore.Envelope
+	if cerr := decodeStrict(input, &env); cerr != nil {
+		return kbcore.Envelope{}, cerr
+	}
+	return env, nil
+}
+
+// page is kb.page.
+func (s *Server) page(ctx context.Context, dev store.Device, input json.RawMessage) (any, *callError) {
+	var in PageInput
+	if cerr := decodeStrict(input, &in); cerr != nil {
+		return nil, cerr
+	}
+	if cerr := checkUUID("page_id", in.PageID); cerr != nil {
+		return nil, cerr
+	}
+	if len(in.Pending) > maxPending {
+		return nil, errorf(CodeBadRequest, "pending: more than %d ids", maxPending)
+	}
+	for i, id := range in.Pending {
+		if cerr := checkUUID(fmt.Sprintf("pending[%d]", i), id); cerr != nil {
+			return nil, cerr
+		}
+	}
+	snap, err := s.st.Page(ctx, dev, in.PageID, in.Pending)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return snap, nil
+}
+
+func checkUUID(field, v string) *callError {
+	if v == "" {
+		return errorf(CodeBadRequest, "%s: missing", field)
+	}
+	if !uuidRE.MatchString(v) {
+		return errorf(CodeBadRequest, "%s: %q is not a lower-case hyphenated uuid", field, v)
+	}
+	return nil
+}
+
+// parseOnPage decodes kb.onPage's input; lastEventID, when the tRPC
+// message carries one in params, overrides the input's.
+func parseOnPage(input json.RawMessage, lastEventID *string) (pageID string, after int64, _ *callError) {
+	var in OnPageInput
+	if cerr := decodeStrict(input, &in); cerr != nil {
+		return "", 0, cerr
+	}
+	if cerr := checkUUID("page_id", in.PageID); cerr != nil {
+		return "", 0, cerr
+	}
+	if lastEventID != nil {
+		in.LastEventID = lastEventID
+	}
+	if in.LastEventID != nil && *in.LastEventID != "" {
+		n, err := strconv.ParseInt(*in.LastEventID, 10, 64)
+		if err != nil || n < 0 {
+			return "", 0, errorf(CodeBadRequest, "lastEventId: %q is not a seq (a non-negative decimal integer)", *in.LastEventID)
+		}
+		after = n
+	}
+	return in.PageID, after, nil
+}
+
+func parseOnInvalidate(input json.RawMessage) (map[string]bool, *callError) {
+	var in OnInvalidateInput
+	if cerr := decodeStrict(input, &in); cerr != nil {
+		return nil, cerr
+	}
+	topics := map[string]bool{}
+	for i, t := range in.Topics {
+		if t != TopicDirectory {
+			return nil, errorf(CodeBadRequest, "topics[%d]: unknown topic %q (known: %s)", i, t, TopicDirectory)
+		}
+		topics[t] = true
+	}
+	if len(topics) == 0 {
+		topics[TopicDirectory] = true
+	}
+	return topics, nil
+}

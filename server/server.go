@@ -1,0 +1,299 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/subspace/kbkit/server/dispatch"
+	"github.com/subspace/kbkit/server/store"
+)
+
+// DefaultMaxBody is the default limit of a request body or WebSocket
+// message.
+const DefaultMaxBody = 256 << 10
+
+// RateLimit is a per-device token bucket: PerSecond calls refill it, up to
+// Burst. Every procedure call takes one token (a batch of n calls takes
+// n). PerSecond 0 turns the limit off.
+type RateLimit struct {
+	PerSecond float64
+	Burst     int
+}
+
+// Options configure a Server. The zero value is usable.
+type Options struct {
+	// RateLimit is the per-device limit; the zero value is off.
+	RateLimit RateLimit
+	// MaxBody bounds a request body, a GET input and a WebSocket message in
+	// bytes (default DefaultMaxBody).
+	MaxBody int64
+	// Logger receives structured logs (default slog.Default()).
+	Logger *slog.Logger
+	// Registry receives the metrics (default a new registry). If it is also
+	// a prometheus.Gatherer (a *prometheus.Registry is), /metrics serves it;
+	// otherwise /metrics serves prometheus.DefaultGatherer.
+	Registry prometheus.Registerer
+	// WriteTimeout bounds one WebSocket write (default 10s); a client that
+	// does not read is disconnected.
+	WriteTimeout time.Duration
+	// AuthCacheTTL is how long a verified token is remembered (default 30s;
+	// negative: never).
+	AuthCacheTTL time.Duration
+
+	now func() time.Time // for tests
+}
+
+// Server is kbkit's reference server: tRPC over HTTP and WebSocket on
+// /trpc, Prometheus metrics on /metrics, a health check on /healthz. It
+// is an http.Handler; the caller listens, and calls Shutdown before
+// shutting its http.Server down.
+type Server struct {
+	st      *store.Store
+	hub     *dispatch.Hub
+	opts    Options
+	log     *slog.Logger
+	metrics *metrics
+	limiter *limiter
+	mux     *http.ServeMux
+	auth    authCache
+
+	baseCtx context.Context
+	cancel  context.CancelFunc
+	closing atomic.Bool
+
+	mu    sync.Mutex
+	conns map[*wsConn]struct{}
+	wsWG  sync.WaitGroup
+
+	inval *invalidator
+}
+
+// New returns a Server on a store and a dispatch hub (the caller runs
+// hub.Run). hub may be nil: subscriptions then fail with
+// INTERNAL_SERVER_ERROR.
+func New(st *store.Store, hub *dispatch.Hub, opts Options) *Server {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 10 * time.Second
+	}
+	if opts.AuthCacheTTL == 0 {
+		opts.AuthCacheTTL = 30 * time.Second
+	}
+	if opts.now == nil {
+		opts.now = time.Now
+	}
+	var gatherer prometheus.Gatherer = prometheus.DefaultGatherer
+	if opts.Registry == nil {
+		reg := prometheus.NewRegistry()
+		opts.Registry, gatherer = reg, reg
+	} else if g, ok := opts.Registry.(prometheus.Gatherer); ok {
+		gatherer = g
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		st: st, hub: hub, opts: opts, log: opts.Logger,
+		limiter: newLimiter(opts.RateLimit, opts.now),
+		baseCtx: ctx, cancel: cancel,
+		conns: map[*wsConn]struct{}{},
+	}
+	s.metrics = newMetrics(opts.Registry, s)
+	s.inval = newInvalidator(s)
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("/trpc", s.serveTRPC)
+	s.mux.HandleFunc("/trpc/", s.serveTRPC)
+	s.mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	s.mux.HandleFunc("/healthz", s.serveHealth)
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Shutdown drains the WebSocket side: it refuses new connections, sends
+// {"id":null,"method":"reconnect"} on every open WebSocket, lets calls in
+// progress finish, then closes the sockets (status 1001). Clients
+// reconnect (to another instance) and resubscribe with their lastEventId.
+// HTTP requests are drained by the caller's http.Server.Shutdown, which
+// should be called after this. If ctx ends first, the remaining sockets
+// are closed at once and ctx's error is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	conns := make([]*wsConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	s.log.Info("server: shutting down", "websockets", len(conns))
+	for _, c := range conns {
+		go c.drain(ctx)
+	}
+	done := make(chan struct{})
+	go func() { s.wsWG.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		s.mu.Lock()
+		for c := range s.conns {
+			_ = c.ws.CloseNow()
+		}
+		s.mu.Unlock()
+	}
+	s.cancel()
+	return err
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if s.closing.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"status":"shutting down"}` + "\n"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.st.Pool().Ping(ctx); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		b, _ := json.Marshal(map[string]string{"status": "database unavailable", "error": err.Error()})
+		_, _ = w.Write(append(b, '\n'))
+		return
+	}
+	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+}
+
+// ---- authentication ----
+
+// bearer extracts the token of an "Authorization: Bearer TOKEN" header.
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", false
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
+}
+
+// authenticate finds the device of a token: UNAUTHORIZED when none has it.
+func (s *Server) authenticate(ctx context.Context, token string) (store.Device, *callError) {
+	if token == "" {
+		return store.Device{}, errorf(CodeUnauthorized, "missing bearer token (Authorization: Bearer TOKEN, or connectionParams {token} on a WebSocket)")
+	}
+	key := sha256.Sum256([]byte(token))
+	if d, ok := s.auth.get(key, s.opts.now()); ok {
+		return d, nil
+	}
+	d, err := s.st.Authenticate(ctx, token)
+	if err != nil {
+		if errors.Is(err, store.ErrUnauthorized) {
+			return store.Device{}, errorf(CodeUnauthorized, "unknown device token")
+		}
+		return store.Device{}, storeError(err)
+	}
+	if s.opts.AuthCacheTTL > 0 {
+		s.auth.put(key, d, s.opts.now().Add(s.opts.AuthCacheTTL))
+	}
+	return d, nil
+}
+
+type authCache struct {
+	mu sync.Mutex
+	m  map[[32]byte]authEntry
+}
+
+type authEntry struct {
+	dev     store.Device
+	expires time.Time
+}
+
+func (c *authCache) get(key [32]byte, now time.Time) (store.Device, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || now.After(e.expires) {
+		return store.Device{}, false
+	}
+	return e.dev, true
+}
+
+func (c *authCache) put(key [32]byte, d store.Device, expires time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) > 10000 {
+		c.m = map[[32]byte]authEntry{}
+	}
+	c.m[key] = authEntry{dev: d, expires: expires}
+}
+
+// ---- rate limiting ----
+
+// limiter keeps one token bucket per device.
+type limiter struct {
+	rate  float64
+	burst float64
+	now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func newLimiter(rl RateLimit, now func() time.Time) *limiter {
+	l := &limiter{rate: rl.PerSecond, burst: float64(rl.Burst), now: now, buckets: map[string]*bucket{}}
+	if l.burst < 1 {
+		l.burst = 1
+	}
+	return l
+}
+
+// allow takes one token of the device's bucket, or answers
+// TOO_MANY_REQUESTS with the time until the next token.
+func (l *limiter) allow(device string) *callError {
+	if l.rate <= 0 {
+		return nil
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.buckets[device]
+	if !ok {
+		if len(l.buckets) > 100000 {
+			l.buckets = map[string]*bucket{}
+		}
+		b = &bucket{tokens: l.burst, last: now}
+		l.buckets[device] = b
+	}
+	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return nil
+	}
+	wait := time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+	return &callError{code: CodeTooManyRequests, message: "rate limit exceeded for this device",
+		retryable: true, retryAfter: wait}
+}

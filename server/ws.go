@@ -1,0 +1,543 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/subspace/kbkit/server/dispatch"
+	"github.com/subspace/kbkit/server/store"
+)
+
+// wsMessage is any message a tRPC client sends on the WebSocket: a
+// request {id, jsonrpc?, method, params: {path, input, lastEventId?}},
+// {id, method: "subscription.stop"}, or the connection parameters
+// {method: "connectionParams", data}.
+type wsMessage struct {
+	ID      json.RawMessage `json:"id"`
+	JSONRPC string          `json:"jsonrpc,omitempty"`
+	Method  string          `json:"method"`
+	Params  *wsParams       `json:"params"`
+	Data    json.RawMessage `json:"data"`
+}
+
+type wsParams struct {
+	Path        string          `json:"path"`
+	Input       json.RawMessage `json:"input"`
+	LastEventID *string         `json:"lastEventId"`
+}
+
+// wsResponse is a server reply: {id, jsonrpc?, result} or {id, jsonrpc?,
+// error}; wsResult.Type is started, data or stopped.
+type wsResponse struct {
+	ID      json.RawMessage `json:"id"`
+	JSONRPC string          `json:"jsonrpc,omitempty"`
+	Result  *wsResult       `json:"result,omitempty"`
+	Error   *ErrorShape     `json:"error,omitempty"`
+}
+
+type wsResult struct {
+	Type string `json:"type"`
+	// ID is the tracked event id (kb.onPage: the seq as a string).
+	ID   string `json:"id,omitempty"`
+	Data any    `json:"data,omitempty"`
+}
+
+// reconnectMessage asks tRPC clients to reconnect (sent on Shutdown).
+var reconnectMessage = []byte(`{"id":null,"method":"reconnect"}`)
+
+// wsConn is one WebSocket connection. Its read loop answers PING at once
+// and queues every other message; one worker handles the queue in order,
+// so a window's commands sent on the socket keep their order. Each
+// subscription streams from its own goroutine.
+type wsConn struct {
+	s      *Server
+	ws     *websocket.Conn
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	dev        store.Device // valid once authed
+	authed     bool
+	needParams bool // ?connectionParams=1: the first message carries them
+
+	queue    chan wsMessage
+	pending  atomic.Int64 // queued + running messages
+	draining atomic.Bool
+
+	mu    sync.Mutex
+	subs  map[string]*wsSub
+	subWG sync.WaitGroup
+}
+
+type wsSub struct {
+	cancel  context.CancelFunc
+	stopped atomic.Bool // by subscription.stop
+}
+
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	if s.closing.Load() {
+		s.writeOne(w, callResult{err: &callError{code: CodeServiceUnavailable, message: "server shutting down, reconnect",
+			retryable: true, retryAfter: time.Second}})
+		return
+	}
+	c := &wsConn{s: s, subs: map[string]*wsSub{}, queue: make(chan wsMessage, 64)}
+	c.needParams = r.URL.Query().Get("connectionParams") == "1"
+	if tok, ok := bearer(r); ok {
+		dev, cerr := s.authenticate(r.Context(), tok)
+		if cerr != nil {
+			s.writeOne(w, callResult{err: cerr})
+			return
+		}
+		c.dev, c.authed = dev, true
+	} else if !c.needParams {
+		_, cerr := s.authenticate(r.Context(), "")
+		s.writeOne(w, callResult{err: cerr})
+		return
+	}
+	// Origins are not checked: authentication is a bearer token or
+	// connectionParams, never an ambient credential such as a cookie, so a
+	// foreign page gains nothing from opening a socket.
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		s.log.Debug("websocket: accept failed", "err", err)
+		return
+	}
+	ws.SetReadLimit(s.opts.MaxBody)
+	c.ws = ws
+	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
+
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		_ = ws.Write(c.ctx, websocket.MessageText, reconnectMessage)
+		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
+		c.cancel()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.wsWG.Add(1)
+	s.mu.Unlock()
+	s.metrics.websockets.Inc()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.metrics.websockets.Dec()
+		s.wsWG.Done()
+	}()
+	c.run()
+}
+
+func (c *wsConn) run() {
+	workerDone := make(chan struct{})
+	go func() { defer close(workerDone); c.worker() }()
+	defer func() {
+		c.cancel()
+		<-workerDone
+		c.subWG.Wait()
+		_ = c.ws.CloseNow()
+	}()
+	for {
+		_, data, err := c.ws.Read(c.ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) == websocket.StatusMessageTooBig || errors.Is(err, websocket.ErrMessageTooBig) {
+				c.s.log.Info("websocket: message larger than the limit, closed", "device_id", c.dev.DeviceID, "limit", c.s.opts.MaxBody)
+			}
+			return
+		}
+		switch string(data) {
+		case "PING":
+			c.writeRaw([]byte("PONG"))
+			continue
+		case "PONG":
+			continue
+		}
+		if c.needParams {
+			if !c.connectionParams(data) {
+				return
+			}
+			continue
+		}
+		msgs, cerr := parseWSMessages(data)
+		if cerr != nil {
+			c.send(wsResponse{Error: ptr(cerr.shape(""))})
+			continue
+		}
+		for _, m := range msgs {
+			if c.draining.Load() && m.Method != "subscription.stop" {
+				c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeServiceUnavailable,
+					message: "server shutting down, reconnect", retryable: true}).shape(m.path()))})
+				continue
+			}
+			c.pending.Add(1)
+			select {
+			case c.queue <- m:
+			case <-c.ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func (m wsMessage) path() string {
+	if m.Params == nil {
+		return ""
+	}
+	return m.Params.Path
+}
+
+// connectionParams handles the first message of a ?connectionParams=1
+// connection: {"method":"connectionParams","data":{"token":"..."}}. Other
+// keys of data are ignored (connectionParams is tRPC's general bag). A
+// failure answers {id: null, error} and closes the socket.
+func (c *wsConn) connectionParams(data []byte) bool {
+	c.needParams = false
+	var m wsMessage
+	var cerr *callError
+	if err := json.Unmarshal(data, &m); err != nil || m.Method != "connectionParams" {
+		cerr = errorf(CodeParseError, "Malformed TRPCConnectionParamsMessage: the first message must be {\"method\":\"connectionParams\",\"data\":{\"token\":...}}")
+	} else {
+		var params map[string]any
+		if len(m.Data) > 0 && !bytes.Equal(m.Data, []byte("null")) {
+			if err := json.Unmarshal(m.Data, &params); err != nil {
+				cerr = errorf(CodeParseError, "connectionParams: data must be an object: %v", err)
+			}
+		}
+		if cerr == nil {
+			switch tok := params["token"].(type) {
+			case string:
+				var dev store.Device
+				if dev, cerr = c.s.authenticate(c.ctx, tok); cerr == nil {
+					c.dev, c.authed = dev, true
+				}
+			case nil:
+				if !c.authed {
+					_, cerr = c.s.authenticate(c.ctx, "")
+				}
+			default:
+				cerr = errorf(CodeBadRequest, "connectionParams.token: expected a string")
+			}
+		}
+	}
+	if cerr != nil {
+		c.s.count("unknown", cerr)
+		c.send(wsResponse{Error: ptr(cerr.shape(""))})
+		_ = c.ws.Close(websocket.StatusPolicyViolation, cerr.code)
+		return false
+	}
+	return true
+}
+
+// parseWSMessages parses one message or an array of them (wsLink batches).
+func parseWSMessages(data []byte) ([]wsMessage, *callError) {
+	data = bytes.TrimSpace(data)
+	if !json.Valid(data) {
+		return nil, errorf(CodeParseError, "message is not valid JSON: %s", jsonSyntaxError(data))
+	}
+	var raws []json.RawMessage
+	if len(data) > 0 && data[0] == '[' {
+		if err := json.Unmarshal(data, &raws); err != nil {
+			return nil, errorf(CodeParseError, "%v", err)
+		}
+	} else {
+		raws = []json.RawMessage{data}
+	}
+	msgs := make([]wsMessage, 0, len(raws))
+	for _, raw := range raws {
+		var m wsMessage
+		if cerr := decodeStrict(raw, &m); cerr != nil {
+			return nil, errorf(CodeParseError, "%s", cerr.message)
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}
+
+func (c *wsConn) worker() {
+	for {
+		select {
+		case m := <-c.queue:
+			c.handle(m)
+			c.pending.Add(-1)
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// handle answers one request message.
+func (c *wsConn) handle(m wsMessage) {
+	reply := func(res *wsResult, cerr *callError) {
+		r := wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: res}
+		if cerr != nil {
+			r.Result, r.Error = nil, ptr(cerr.shape(m.path()))
+		}
+		c.send(r)
+	}
+	idKey, ok := requestID(m.ID)
+	if !ok {
+		reply(nil, errorf(CodeParseError, "`id` is required: a number or a string"))
+		return
+	}
+	if m.Method == "subscription.stop" {
+		c.mu.Lock()
+		sub := c.subs[idKey]
+		c.mu.Unlock()
+		if sub != nil {
+			sub.stopped.Store(true)
+			sub.cancel()
+		}
+		return
+	}
+	if m.Params == nil {
+		reply(nil, errorf(CodeParseError, "params: missing ({path, input})"))
+		return
+	}
+	switch m.Method {
+	case typeQuery, typeMutation, typeSubscription:
+	default:
+		reply(nil, errorf(CodeParseError, "method: %q is not query, mutation, subscription or subscription.stop", m.Method))
+		return
+	}
+	path := m.Params.Path
+	start := time.Now()
+	var cerr *callError
+	defer func() {
+		c.s.count(path, cerr)
+		c.s.logCall(c.ctx, "ws", path, c.dev.DeviceID, cerr, time.Since(start))
+	}()
+	if typ, ok := procedures[path]; !ok || typ != m.Method {
+		cerr = errorf(CodeNotFound, "No %q-procedure on path %q", m.Method, path)
+		reply(nil, cerr)
+		return
+	}
+	if m.Method != typeSubscription {
+		var data any
+		data, cerr = c.s.call(c.ctx, c.dev, path, m.Params.Input)
+		if cerr != nil {
+			reply(nil, cerr)
+			return
+		}
+		reply(&wsResult{Type: "data", Data: data}, nil)
+		return
+	}
+	cerr = c.subscribe(m, idKey)
+	if cerr != nil {
+		reply(nil, cerr)
+	}
+}
+
+// requestID checks a request id (a JSON number or string) and returns it
+// as a map key.
+func requestID(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", false
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", false
+	}
+	switch v.(type) {
+	case string, float64:
+		return string(raw), true
+	}
+	return "", false
+}
+
+// subscribe starts a kb.onPage or kb.onInvalidate subscription: it answers
+// {type: "started"} and streams from a goroutine until stopped.
+func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
+	c.mu.Lock()
+	_, dup := c.subs[idKey]
+	c.mu.Unlock()
+	if dup {
+		return errorf(CodeBadRequest, "Duplicate id %s", idKey)
+	}
+	if cerr := c.s.limiter.allow(c.dev.DeviceID); cerr != nil {
+		return cerr
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	sub := &wsSub{cancel: cancel}
+	var stream func()
+	switch m.Params.Path {
+	case PathOnPage:
+		pageID, after, cerr := parseOnPage(m.Params.Input, m.Params.LastEventID)
+		if cerr != nil {
+			cancel()
+			return cerr
+		}
+		ws, err := c.s.st.PageWorkspace(ctx, pageID)
+		if err != nil || ws != c.dev.WorkspaceID {
+			cancel()
+			if err == nil {
+				err = store.ErrForbidden
+			}
+			return storeError(err)
+		}
+		if c.s.hub == nil {
+			cancel()
+			return errorf(CodeInternalServerError, "this server has no dispatcher: subscriptions are unavailable")
+		}
+		hs, err := c.s.hub.Subscribe(ctx, pageID, after)
+		if err != nil {
+			cancel()
+			if ctx.Err() != nil {
+				return &callError{code: CodeServiceUnavailable, message: "connection closing", retryable: true}
+			}
+			c.s.log.Warn("websocket: subscribe failed", "page_id", pageID, "err", err)
+			return &callError{code: CodeServiceUnavailable, message: "subscription unavailable, retry", retryable: true, retryAfter: time.Second}
+		}
+		stream = func() { c.streamPage(ctx, m, sub, hs, pageID, after) }
+	case PathOnInvalidate:
+		topics, cerr := parseOnInvalidate(m.Params.Input)
+		if cerr != nil {
+			cancel()
+			return cerr
+		}
+		is := c.s.inval.subscribe(c.dev.WorkspaceID, topics)
+		stream = func() { c.streamInvalidations(ctx, m, sub, is) }
+	default:
+		cancel()
+		return errorf(CodeNotFound, "No %q-procedure on path %q", m.Method, m.Params.Path)
+	}
+	c.mu.Lock()
+	c.subs[idKey] = sub
+	c.mu.Unlock()
+	c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "started"}})
+	c.subWG.Add(1)
+	go func() {
+		defer c.subWG.Done()
+		defer func() {
+			cancel()
+			c.mu.Lock()
+			delete(c.subs, idKey)
+			c.mu.Unlock()
+		}()
+		stream()
+	}()
+	return nil
+}
+
+// streamPage sends a page's events as tRPC tracked events, in seq order
+// without gaps. When the hub drops a subscriber that fell behind
+// (dispatch.ErrSlow), it resubscribes after the last seq sent: the client
+// never sees it.
+func (c *wsConn) streamPage(ctx context.Context, m wsMessage, sub *wsSub, hs *dispatch.Subscription, pageID string, after int64) {
+	for {
+		select {
+		case ev, ok := <-hs.C():
+			if ok {
+				if ev.PageID != pageID || ev.Seq <= after {
+					continue
+				}
+				id := strconv.FormatInt(ev.Seq, 10)
+				if !c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "data", ID: id,
+					Data: TrackedEvent[PageEvent]{ID: id, Data: PageEvent{Seq: ev.Seq, Cmd: ev.Cmd}}}}) {
+					hs.Close()
+					return
+				}
+				after = ev.Seq
+				continue
+			}
+			err := hs.Err()
+			hs.Close()
+			if errors.Is(err, dispatch.ErrSlow) && ctx.Err() == nil {
+				var serr error
+				if hs, serr = c.s.hub.Subscribe(ctx, pageID, after); serr == nil {
+					continue
+				}
+				err = serr
+			}
+			c.endSubscription(ctx, m, sub, err)
+			return
+		case <-ctx.Done():
+			hs.Close()
+			c.endSubscription(ctx, m, sub, ctx.Err())
+			return
+		}
+	}
+}
+
+func (c *wsConn) streamInvalidations(ctx context.Context, m wsMessage, sub *wsSub, is *invSub) {
+	defer c.s.inval.unsubscribe(is)
+	for {
+		select {
+		case inv := <-is.ch:
+			if !c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "data", Data: inv}}) {
+				return
+			}
+		case <-ctx.Done():
+			c.endSubscription(ctx, m, sub, ctx.Err())
+			return
+		}
+	}
+}
+
+// endSubscription answers {type: "stopped"} to a subscription.stop, an
+// error when the stream failed while the connection is up, and nothing
+// when the connection is closing (the client reconnects and resubscribes).
+func (c *wsConn) endSubscription(ctx context.Context, m wsMessage, sub *wsSub, err error) {
+	switch {
+	case sub.stopped.Load():
+		c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "stopped"}})
+	case c.ctx.Err() != nil || c.draining.Load():
+	default:
+		c.s.log.Warn("websocket: subscription ended", "path", m.path(), "err", err)
+		c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeServiceUnavailable,
+			message: fmt.Sprintf("subscription ended (%v): subscribe again with the last event id", err), retryable: true}).shape(m.path()))})
+	}
+}
+
+// send writes one reply; false if the connection failed (it is then
+// closed).
+func (c *wsConn) send(v wsResponse) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		c.s.log.Error("websocket: encoding a reply", "err", err)
+		return false
+	}
+	return c.writeRaw(b)
+}
+
+func (c *wsConn) writeRaw(b []byte) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.opts.WriteTimeout)
+	defer cancel()
+	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
+		c.cancel()
+		_ = c.ws.CloseNow()
+		return false
+	}
+	return true
+}
+
+// drain is Shutdown for one connection: send reconnect, refuse new calls,
+// let queued calls finish, close with 1001 (going away).
+func (c *wsConn) drain(ctx context.Context) {
+	c.draining.Store(true)
+	c.writeRaw(reconnectMessage)
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for c.pending.Load() > 0 && ctx.Err() == nil && c.ctx.Err() == nil {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		case <-c.ctx.Done():
+		}
+	}
+	// The read loop sees the close and ends the connection; subscriptions
+	// end without "stopped" (the client resubscribes elsewhere).
+	_ = c.ws.Close(websocket.StatusGoingAway, "server shutting down, reconnect")
+	c.cancel()
+}
+
+func ptr[T any](v T) *T { return &v }
