@@ -137,7 +137,7 @@ func (w *Window) issue(cmds []Command, stack *[]undoEntry) ([]Action, bool) {
 		revert = append(res.Inverse, revert...)
 		ids = append(ids, c.ID)
 	}
-	if len(ids) > 0 {
+	if len(revert) > 0 { // create-page has nothing to undo: no entry
 		e := undoEntry{ids: ids, cmd: revert}
 		if stack == nil {
 			w.undo = append(w.undo, e)
@@ -263,6 +263,14 @@ func (w *Window) step(from, to *[]undoEntry, ids []string, empty string) []Actio
 	e := (*from)[len(*from)-1]
 	if len(ids) < len(e.cmd) {
 		return []Action{{Kind: ActionToast, Code: ToastMissingIDs}}
+	}
+	// An id already pending (or given twice) would stop the step half way
+	// and lose the entry; refuse it up front and keep the entry, as Local
+	// changes nothing for a pending id.
+	for i, id := range ids[:len(e.cmd)] {
+		if w.isPending(id) || contains(ids[:i], id) {
+			return []Action{{Kind: ActionToast, Code: ToastDuplicateID}}
+		}
 	}
 	*from = (*from)[:len(*from)-1]
 	cmds := make([]Command, len(e.cmd))

@@ -43,6 +43,7 @@ type winClient struct {
 	asked    bool
 	inflight []winSnap
 	lastSeq  int64
+	sent     map[string]bool // every id the window ever sent
 }
 
 // winSnap is a snapshot read by the server: the page at seq and the
@@ -97,6 +98,7 @@ func (s *winSim) handle(ci int, what string, wasAwaiting bool, acts []kbcore.Act
 			for _, p := range cl.w.Pending() {
 				if p.ID == a.ID {
 					cl.outbox = append(cl.outbox, p)
+					cl.sent[p.ID] = true
 					found = true
 				}
 			}
@@ -144,6 +146,13 @@ func (s *winSim) check(ci int, what string) {
 		seen[p.ID] = true
 		if r := kbcore.Apply(d, p); r.Rejected == nil {
 			d = r.Doc
+		}
+	}
+	// An own command the server committed after the window's seq is not in
+	// the window's server document yet, so it must still be pending.
+	for id := range cl.sent {
+		if o := s.srv.outcomes[id]; o.Seq > w.Seq() && !seen[id] {
+			s.t.Fatalf("window %d after %s: %s committed at seq %d > %d but no longer pending", ci, what, id, o.Seq, w.Seq())
 		}
 	}
 	if !w.Rendered().Equal(d) {
@@ -326,7 +335,7 @@ func TestRapidWindowsConverge(t *testing.T) {
 			known: []string{"a", "b", "k"}}
 		n := rapid.IntRange(2, 3).Draw(t, "windows")
 		for range n {
-			s.clients = append(s.clients, &winClient{w: kbcore.NewWindow(start, 0)})
+			s.clients = append(s.clients, &winClient{w: kbcore.NewWindow(start, 0), sent: map[string]bool{}})
 		}
 		steps := rapid.IntRange(1, 120).Draw(t, "steps")
 		for range steps {

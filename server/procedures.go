@@ -19,6 +19,7 @@ const (
 	PathPage         = "kb.page"
 	PathOnPage       = "kb.onPage"
 	PathOnInvalidate = "kb.onInvalidate"
+	PathWhoami       = "kb.whoami"
 )
 
 // Procedure types, as tRPC names them.
@@ -33,6 +34,7 @@ var procedures = map[string]string{
 	PathPage:         typeQuery,
 	PathOnPage:       typeSubscription,
 	PathOnInvalidate: typeSubscription,
+	PathWhoami:       typeQuery,
 }
 
 // CommandResult is kb.command's output: the command committed at Seq.
@@ -64,19 +66,13 @@ type OnPageInput struct {
 	LastEventID *string `json:"lastEventId,omitempty"`
 }
 
-// PageEvent is the payload of one kb.onPage event: a committed command of
-// the page. On the wire it is wrapped as a tRPC tracked event:
-// result {type: "data", id: "<seq>", data: {id: "<seq>", data: PageEvent}}.
+// PageEvent is the data of one kb.onPage event: a committed command of
+// the page. The message is {id, result: {type: "data", id: "<seq>",
+// data: PageEvent}}: result.id is the tracked event id that @trpc/client
+// v11 keeps and resends as lastEventId (spec/PROTOCOL.md).
 type PageEvent struct {
 	Seq int64          `json:"seq"`
 	Cmd kbcore.Command `json:"cmd"`
-}
-
-// TrackedEvent is the data of a tracked subscription message, as
-// @trpc/server's tracked(id, data) puts it on the wire.
-type TrackedEvent[T any] struct {
-	ID   string `json:"id"`
-	Data T      `json:"data"`
 }
 
 // OnInvalidateInput is kb.onInvalidate's input; Topics defaults to every
@@ -114,6 +110,12 @@ func (s *Server) call(ctx context.Context, dev store.Device, path string, input 
 		return s.command(ctx, dev, input)
 	case PathPage:
 		return s.page(ctx, dev, input)
+	case PathWhoami:
+		var in struct{}
+		if cerr := decodeStrict(input, &in); cerr != nil {
+			return nil, cerr
+		}
+		return dev, nil
 	}
 	return nil, errorf(CodeNotFound, "No procedure found on path %q", path)
 }

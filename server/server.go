@@ -51,7 +51,8 @@ type Options struct {
 	// negative: never).
 	AuthCacheTTL time.Duration
 
-	now func() time.Time // for tests
+	now        func() time.Time // for tests
+	eventDelay time.Duration    // for tests: a slow WebSocket writer
 }
 
 // Server is kbkit's reference server: tRPC over HTTP and WebSocket on
@@ -77,6 +78,8 @@ type Server struct {
 	wsWG  sync.WaitGroup
 
 	inval *invalidator
+
+	resubscribes atomic.Int64 // slow subscribers resubscribed (for tests)
 }
 
 // New returns a Server on a store and a dispatch hub (the caller runs

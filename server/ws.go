@@ -440,9 +440,12 @@ func (c *wsConn) streamPage(ctx context.Context, m wsMessage, sub *wsSub, hs *di
 				if ev.PageID != pageID || ev.Seq <= after {
 					continue
 				}
+				if d := c.s.opts.eventDelay; d > 0 {
+					time.Sleep(d)
+				}
 				id := strconv.FormatInt(ev.Seq, 10)
 				if !c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "data", ID: id,
-					Data: TrackedEvent[PageEvent]{ID: id, Data: PageEvent{Seq: ev.Seq, Cmd: ev.Cmd}}}}) {
+					Data: PageEvent{Seq: ev.Seq, Cmd: ev.Cmd}}}) {
 					hs.Close()
 					return
 				}
@@ -452,6 +455,8 @@ func (c *wsConn) streamPage(ctx context.Context, m wsMessage, sub *wsSub, hs *di
 			err := hs.Err()
 			hs.Close()
 			if errors.Is(err, dispatch.ErrSlow) && ctx.Err() == nil {
+				c.s.log.Debug("websocket: resubscribing a slow subscriber", "page_id", pageID, "after", after)
+				c.s.resubscribes.Add(1)
 				var serr error
 				if hs, serr = c.s.hub.Subscribe(ctx, pageID, after); serr == nil {
 					continue

@@ -11,5 +11,8 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(newSpecCmd())
 	root.AddCommand(newAdapterCmd())
+	root.AddCommand(newServeCmd())
+	root.AddCommand(newPgCmd())
+	root.AddCommand(newDeviceCmd())
 	return root
 }

@@ -317,3 +317,29 @@ func (s *Subscription) Close() {
 	s.conn.Close(websocket.StatusNormalClosure, "")
 	<-s.done
 }
+
+// Device is the authenticated device, as kb.whoami answers.
+type Device struct {
+	WorkspaceID string `json:"workspace_id"`
+	DeviceID    string `json:"device_id"`
+}
+
+// Whoami asks which device the token belongs to (kb.whoami).
+func (c *Client) Whoami(ctx context.Context) (Device, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/trpc/kb.whoami", nil)
+	if err != nil {
+		return Device{}, err
+	}
+	data, terr, err := c.do(req)
+	if err != nil {
+		return Device{}, err
+	}
+	if terr != nil {
+		return Device{}, &Error{HTTPStatus: terr.Data.HTTPStatus, Code: terr.Data.Code, Message: terr.Message, Retryable: terr.Data.Retryable}
+	}
+	var d Device
+	if err := json.Unmarshal(data, &d); err != nil || d.DeviceID == "" {
+		return Device{}, &Error{Code: "INVALID_RESPONSE", Message: fmt.Sprintf("kb.whoami data %.200s", data)}
+	}
+	return d, nil
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/subspace/kbkit/server"
+	"github.com/subspace/kbkit/server/dispatch"
+	"github.com/subspace/kbkit/server/pgprovider"
+	"github.com/subspace/kbkit/server/store"
+)
+
+// serveOptions are the flags of `kbkit serve`.
+type serveOptions struct {
+	addr      string
+	dsn       string
+	workspace string
+	rate      float64
+	burst     int
+	maxBody   int64
+	logLevel  string
+	drain     time.Duration
+}
+
+// serveInfo is the one JSON line `kbkit serve` prints on stdout.
+type serveInfo struct {
+	URL         string `json:"url"`
+	WorkspaceID string `json:"workspace_id"`
+	DeviceID    string `json:"device_id"`
+	Token       string `json:"token"`
+	DSN         string `json:"dsn"`
+}
+
+func newServeCmd() *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the reference server (tRPC over HTTP and WebSocket, spec/PROTOCOL.md)",
+		Long: `Runs kbkit's reference server on --addr.
+
+Without --dsn it starts a throwaway local PostgreSQL (see "kbkit pg up":
+KBKIT_PG_DSN, else Docker, else the PostgreSQL binaries of this machine)
+and creates a fresh database in it; everything is deleted on exit. With
+--dsn it uses that database (migrating it if needed) and keeps it.
+
+It then pairs a device of workspace --workspace and prints one JSON line on
+stdout, so scripts can read it:
+
+  {"url":"http://127.0.0.1:8080","workspace_id":"...","device_id":"...","token":"kbk_...","dsn":"postgres://..."}
+
+Logs are JSON lines on stderr. SIGINT or SIGTERM shuts down gracefully:
+WebSocket clients are told to reconnect, requests in flight finish.
+
+Endpoints: /trpc (tRPC HTTP and WebSocket), /metrics (Prometheus), /healthz.`,
+		Example: `  kbkit serve
+  kbkit serve --addr 127.0.0.1:0 | head -1 | jq -r .token
+  kbkit serve --dsn postgres://kbkit:secret@db:5432/kbkit --addr 0.0.0.0:8080 --rate-limit 50`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx := c.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			return runServe(ctx, o, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen on HOST:PORT (port 0 picks a free one; the JSON line has the real URL)")
+	f.StringVar(&o.dsn, "dsn", "", "PostgreSQL DSN of the database to use (default: start a throwaway local PostgreSQL)")
+	f.StringVar(&o.workspace, "workspace", "dev", "workspace of the device paired at start")
+	f.Float64Var(&o.rate, "rate-limit", 0, "per-device limit in calls per second (0 = no limit)")
+	f.IntVar(&o.burst, "rate-burst", 0, "per-device burst (default: twice the rate, at least 1)")
+	f.Int64Var(&o.maxBody, "max-body", server.DefaultMaxBody, "largest request body or WebSocket message, in bytes")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.DurationVar(&o.drain, "drain-timeout", 10*time.Second, "how long a graceful shutdown may take")
+	return cmd
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) (err error) {
+	log, err := newLogger(stderr, o.logLevel)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	dsn := o.dsn
+	if dsn == "" {
+		log.Info("starting a local PostgreSQL (no --dsn)")
+		popts := pgprovider.OptionsFromEnv()
+		popts.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+		pg, err := pgprovider.Start(ctx, popts)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := pg.Stop(sctx); err != nil {
+				log.Error("stopping PostgreSQL", "err", err)
+			}
+		}()
+		var drop func(context.Context) error
+		dsn, drop, err = pg.NewDatabase(ctx, "")
+		if err != nil {
+			return err
+		}
+		if pg.Kind() == pgprovider.KindDSN { // a borrowed server: leave no database behind
+			defer func() {
+				dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if err := drop(dctx); err != nil {
+					log.Error("dropping the database", "err", err)
+				}
+			}()
+		}
+	}
+
+	octx, cancel := context.WithTimeout(ctx, time.Minute)
+	st, err := store.Open(octx, dsn)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	dev, err := st.PairDevice(pctx, o.workspace)
+	cancel()
+	if err != nil {
+		return err
+	}
+
+	hub := dispatch.New(st, dispatch.Logger(log))
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
+	defer func() { stopHub(); <-hubDone }()
+
+	burst := o.burst
+	if burst <= 0 {
+		burst = max(1, int(2*o.rate))
+	}
+	srv := server.New(st, hub, server.Options{
+		RateLimit: server.RateLimit{PerSecond: o.rate, Burst: burst},
+		MaxBody:   o.maxBody,
+		Logger:    log,
+	})
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+
+	info := serveInfo{URL: "http://" + urlHost(ln.Addr()), WorkspaceID: dev.WorkspaceID,
+		DeviceID: dev.DeviceID, Token: dev.Token, DSN: dsn}
+	line, _ := json.Marshal(info)
+	if _, err := fmt.Fprintln(stdout, string(line)); err != nil {
+		log.Warn("writing the JSON line to stdout", "err", err)
+	}
+	log.Info("serving", "url", info.URL, "workspace", o.workspace)
+
+	select {
+	case <-ctx.Done():
+		log.Info("signal received, shutting down", "timeout", o.drain.String())
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), o.drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("closing WebSockets", "err", err)
+	}
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Warn("draining HTTP", "err", err)
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("serve", "err", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// urlHost is the host:port to put in a URL for a listener: an unspecified
+// address (0.0.0.0, ::) becomes loopback, which reaches it locally.
+func urlHost(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	ip := tcp.IP
+	if ip == nil || ip.IsUnspecified() {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	host := ip.String()
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return fmt.Sprintf("%s:%d", host, tcp.Port)
+}

@@ -1,0 +1,338 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/subspace/kbkit/conformance/client"
+	"github.com/subspace/kbkit/kbcore"
+)
+
+// Checker names, as reports print them.
+const (
+	CheckProtocol    = "protocol"
+	CheckConvergence = "convergence"
+	CheckProjection  = "projection"
+	CheckGapless     = "gapless"
+	CheckExactlyOnce = "exactly-once"
+	CheckRollback    = "rollback"
+	CheckRefetch     = "refetch"
+	CheckLinear      = "linearizability"
+)
+
+// Checkers lists every checker in report order.
+var Checkers = []string{CheckProtocol, CheckConvergence, CheckProjection, CheckGapless,
+	CheckExactlyOnce, CheckRollback, CheckRefetch, CheckLinear}
+
+type pageState struct {
+	id   string
+	log  []client.Event
+	snap client.Snapshot
+	fold kbcore.Doc
+	err  string
+}
+
+// readLog reads a page's whole log through a fresh subscription.
+func (s *sim) readLog(c *client.Client, page string, head int64) ([]client.Event, error) {
+	var out []client.Event
+	for attempt := 0; len(out) == 0 || out[len(out)-1].Seq < head; attempt++ {
+		if attempt > 20 {
+			return out, fmt.Errorf("log of %s ends at seq %d, head is %d", page, lastSeq(out), head)
+		}
+		sub, err := c.Subscribe(s.ctx, page, lastSeq(out))
+		if err != nil {
+			s.pause(attempt)
+			continue
+		}
+		for lastSeq(out) < head {
+			ctx, cancel := context.WithTimeout(s.ctx, s.opts.EchoTimeout)
+			ev, err := sub.Next(ctx)
+			cancel()
+			if err != nil {
+				break
+			}
+			if ev.Seq <= lastSeq(out) {
+				continue
+			}
+			out = append(out, ev)
+		}
+		sub.Close()
+		if head == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+func lastSeq(evs []client.Event) int64 {
+	if len(evs) == 0 {
+		return 0
+	}
+	return evs[len(evs)-1].Seq
+}
+
+func (s *sim) check() ([]CheckResult, string) {
+	c := s.wins[0].c
+	pages := map[string]*pageState{}
+	for _, id := range s.pages {
+		ps := &pageState{id: id}
+		pages[id] = ps
+		snap, err := s.retryPage(c, id, nil)
+		if err != nil {
+			ps.err = fmt.Sprintf("kb.page %s: %v", id, err)
+			continue
+		}
+		ps.snap = snap
+		if ps.log, err = s.readLog(c, id, snap.Seq); err != nil {
+			ps.err = err.Error()
+		}
+		ps.fold, _ = kbcore.NewDoc(kbcore.Page{ID: id}, nil)
+		for _, ev := range ps.log {
+			ps.fold = kbcore.Apply(ps.fold, ev.Cmd).Doc
+		}
+	}
+	var out []CheckResult
+	add := func(name string, problems []string) {
+		r := CheckResult{Name: name, Passed: len(problems) == 0}
+		if len(problems) > 8 {
+			problems = append(problems[:8], fmt.Sprintf("... and %d more", len(problems)-8))
+		}
+		r.Detail = strings.Join(problems, "\n")
+		out = append(out, r)
+	}
+
+	var protocol []string
+	protocol = append(protocol, s.failures...)
+	for _, ps := range pages {
+		if ps.err != "" {
+			protocol = append(protocol, ps.err)
+		}
+	}
+	add(CheckProtocol, protocol)
+
+	var conv []string
+	for _, w := range s.wins {
+		ps := pages[s.pages[w.page]]
+		if n := len(w.w.Pending()); n > 0 {
+			conv = append(conv, fmt.Sprintf("window %d still has %d pending commands", w.idx, n))
+		}
+		if !w.w.Rendered().Equal(ps.fold) {
+			conv = append(conv, fmt.Sprintf("window %d (page %s, seq %d) renders a document that differs from the fold of the server's log (seq %d):\n%s",
+				w.idx, shortID(ps.id), w.w.Seq(), lastSeq(ps.log), docDiff(ps.fold, w.w.Rendered())))
+		}
+	}
+	add(CheckConvergence, conv)
+
+	var proj []string
+	for _, id := range s.pages {
+		ps := pages[id]
+		if ps.err == "" && !ps.snap.Doc.Equal(ps.fold) {
+			proj = append(proj, fmt.Sprintf("kb.page %s (seq %d) differs from the fold of its log:\n%s", shortID(id), ps.snap.Seq, docDiff(ps.fold, ps.snap.Doc)))
+		}
+	}
+	add(CheckProjection, proj)
+
+	var gapless []string
+	inLog := map[string]int{}
+	for _, id := range s.pages {
+		ps := pages[id]
+		for i, ev := range ps.log {
+			if ev.Seq != int64(i+1) {
+				gapless = append(gapless, fmt.Sprintf("page %s: position %d holds seq %d", shortID(id), i+1, ev.Seq))
+				break
+			}
+			inLog[ev.Cmd.ID]++
+		}
+		if ps.err == "" && lastSeq(ps.log) != ps.snap.Seq {
+			gapless = append(gapless, fmt.Sprintf("page %s: log ends at %d but kb.page says seq %d", shortID(id), lastSeq(ps.log), ps.snap.Seq))
+		}
+	}
+	add(CheckGapless, gapless)
+
+	var once []string
+	for id, n := range inLog {
+		if n > 1 {
+			once = append(once, fmt.Sprintf("command %s appears %d times in the logs", id, n))
+		}
+	}
+	for _, o := range s.sortedOps() {
+		switch {
+		case o.ret != 0 && o.rejected == "" && inLog[o.id] != 1:
+			once = append(once, fmt.Sprintf("acknowledged command %s (%s, seq %d) appears %d times in the log", o.id, o.cmd.Type, o.seq, inLog[o.id]))
+		case o.rejected != "" && inLog[o.id] > 0:
+			once = append(once, fmt.Sprintf("rejected command %s (%s: %s) is in the log", o.id, o.cmd.Type, o.rejected))
+		}
+	}
+	add(CheckExactlyOnce, once)
+
+	var rollback []string
+	for _, o := range s.sortedOps() {
+		if o.rejected == "" {
+			continue
+		}
+		for _, w := range s.wins {
+			for _, p := range w.w.Pending() {
+				if p.ID == o.id {
+					rollback = append(rollback, fmt.Sprintf("window %d still holds rejected command %s", w.idx, o.id))
+				}
+			}
+			if o.cmd.Type == kbcore.TypeCreateAfter {
+				if _, ok := w.w.Rendered().Node(createdID(o.cmd)); ok && s.pages[w.page] == o.page {
+					rollback = append(rollback, fmt.Sprintf("window %d renders node %s of rejected command %s", w.idx, createdID(o.cmd), o.id))
+				}
+			}
+		}
+	}
+	add(CheckRollback, rollback)
+
+	var refetch []string
+	if s.stats.Dropped > 0 && s.stats.Refetches == 0 && s.stats.Gaps > 0 {
+		refetch = append(refetch, fmt.Sprintf("%d gaps were seen but no window refetched", s.stats.Gaps))
+	}
+	if s.stats.Gaps > s.stats.Refetches {
+		refetch = append(refetch, fmt.Sprintf("%d gaps but only %d refetches", s.stats.Gaps, s.stats.Refetches))
+	}
+	if s.opts.Faults && s.faults.Drop > 0 && s.stats.Dropped > 0 && s.stats.Refetches == 0 && s.stats.Gaps == 0 && s.stats.Cuts == 0 {
+		// Like Antithesis' "sometimes": the fault was drawn and injected but
+		// never exercised the refetch path.
+		refetch = append(refetch, fmt.Sprintf("%d echoes were dropped but no gap or refetch followed", s.stats.Dropped))
+	}
+	add(CheckRefetch, refetch)
+
+	lin, vis := s.linearizability(pages)
+	add(CheckLinear, lin)
+	return out, vis
+}
+
+func createdID(c kbcore.Command) string {
+	var p kbcore.CreateAfter
+	if err := jsonUnmarshal(c.Payload, &p); err == nil && p.Node != nil {
+		return *p.Node
+	}
+	return c.ID
+}
+
+func docDiff(want, got kbcore.Doc) string {
+	a, _ := want.MarshalJSON()
+	b, _ := got.MarshalJSON()
+	return fmt.Sprintf("  fold: %.600s\n  got:  %.600s", a, b)
+}
+
+// ---- linearizability ----
+
+type linInput struct {
+	cmd  kbcore.Command
+	from string // "client" or "log"
+}
+
+type linOutput struct {
+	seq      int64
+	rejected string
+}
+
+type linState struct {
+	doc kbcore.Doc
+	seq int64
+}
+
+var plannerCodes = map[string]bool{kbcore.CodeTitleTaken: true, kbcore.CodeAliasTaken: true,
+	kbcore.CodePageNotFound: true, "protocol-error": true}
+
+func pageModel(page string) porcupine.Model {
+	return porcupine.Model{
+		Init: func() interface{} {
+			d, _ := kbcore.NewDoc(kbcore.Page{ID: page}, nil)
+			return linState{doc: d}
+		},
+		Step: func(state, input, output interface{}) (bool, interface{}) {
+			st := state.(linState)
+			in := input.(linInput)
+			out := output.(linOutput)
+			res := kbcore.Apply(st.doc, in.cmd)
+			if out.rejected != "" {
+				if plannerCodes[out.rejected] {
+					return true, st // decided by the planner, not the page reducer
+				}
+				return res.Rejected != nil && res.Rejected.Code == out.rejected, st
+			}
+			if res.Rejected != nil || out.seq != st.seq+1 {
+				return false, st
+			}
+			return true, linState{doc: res.Doc, seq: out.seq}
+		},
+		Equal: func(a, b interface{}) bool {
+			x, y := a.(linState), b.(linState)
+			return x.seq == y.seq && x.doc.Equal(y.doc)
+		},
+		Hash: func(s interface{}) uint64 { return uint64(s.(linState).seq) },
+		DescribeOperation: func(input, output interface{}) string {
+			in, out := input.(linInput), output.(linOutput)
+			res := fmt.Sprintf("seq %d", out.seq)
+			if out.rejected != "" {
+				res = "rejected " + out.rejected
+			}
+			return fmt.Sprintf("%s %s %.80s -> %s", in.cmd.Type, shortID(in.cmd.ID), in.cmd.Payload, res)
+		},
+		DescribeState: func(s interface{}) string {
+			st := s.(linState)
+			b, _ := st.doc.MarshalJSON()
+			return fmt.Sprintf("seq %d: %.400s", st.seq, b)
+		},
+	}
+}
+
+// linearizability checks each page's history with Porcupine: the clients'
+// commands with their call and decision times, and the log's other commands
+// (derived, setup) anywhere in the run; the model is the page reducer.
+func (s *sim) linearizability(pages map[string]*pageState) ([]string, string) {
+	var problems []string
+	vis := ""
+	end := time.Since(s.start).Nanoseconds() + 1
+	for _, id := range s.pages {
+		ps := pages[id]
+		var hist []porcupine.Operation
+		client := map[string]bool{}
+		for _, o := range s.sortedOps() {
+			if o.page != id || o.ret == 0 {
+				continue
+			}
+			client[o.id] = true
+			hist = append(hist, porcupine.Operation{ClientId: 0, Input: linInput{cmd: o.cmd, from: "client"},
+				Call: o.call, Output: linOutput{seq: o.seq, rejected: o.rejected}, Return: o.ret})
+		}
+		for _, ev := range ps.log {
+			if client[ev.Cmd.ID] {
+				continue
+			}
+			hist = append(hist, porcupine.Operation{ClientId: 1, Input: linInput{cmd: ev.Cmd, from: "log"},
+				Call: 0, Output: linOutput{seq: ev.Seq}, Return: end})
+		}
+		model := pageModel(id)
+		res, info := porcupine.CheckOperationsVerbose(model, hist, 20*time.Second)
+		switch res {
+		case porcupine.Ok:
+		case porcupine.Unknown:
+			problems = append(problems, fmt.Sprintf("page %s: the check timed out (%d operations)", shortID(id), len(hist)))
+		default:
+			p := fmt.Sprintf("page %s: no linearization of %d operations is consistent with the reducer", shortID(id), len(hist))
+			if s.opts.OutDir != "" {
+				path := filepath.Join(s.opts.OutDir, fmt.Sprintf("seed-%d-page-%s.html", s.seed, shortID(id)))
+				if f, err := os.Create(path); err == nil {
+					if porcupine.Visualize(model, info, f) == nil {
+						vis = path
+						p += " (visualization: " + path + ")"
+					}
+					f.Close()
+				}
+			}
+			problems = append(problems, p)
+		}
+	}
+	return problems, vis
+}

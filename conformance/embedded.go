@@ -1,0 +1,191 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/subspace/kbkit/server"
+	"github.com/subspace/kbkit/server/dispatch"
+	"github.com/subspace/kbkit/server/pgprovider"
+	"github.com/subspace/kbkit/server/store"
+)
+
+// EmbeddedOptions configure an in-process reference server.
+type EmbeddedOptions struct {
+	// Instances is the number of server instances sharing the database
+	// (default 2); windows are spread over them.
+	Instances int
+	// Postgres, when set, lets the simulator restart the database (a
+	// fault); it must be the server the DSN points to.
+	Postgres *pgprovider.Server
+	// Logger receives the servers' logs (default: discarded).
+	Logger *slog.Logger
+	// Wrap, when set, wraps each instance's handler: the tests use it to
+	// build deliberately broken servers.
+	Wrap func(http.Handler) http.Handler
+}
+
+// Embedded is a Target running kbkit's reference server in process, on
+// loopback ports.
+type Embedded struct {
+	dsn  string
+	opts EmbeddedOptions
+	mu   sync.Mutex
+	inst []*instance
+}
+
+type instance struct {
+	addr   string
+	st     *store.Store
+	srv    *server.Server
+	http   *http.Server
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewEmbedded starts the instances on dsn (migrating it).
+func NewEmbedded(ctx context.Context, dsn string, opts EmbeddedOptions) (*Embedded, error) {
+	if opts.Instances <= 0 {
+		opts.Instances = 2
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	e := &Embedded{dsn: dsn, opts: opts}
+	for i := 0; i < opts.Instances; i++ {
+		in, err := e.start(ctx, "127.0.0.1:0")
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("%w: start instance %d: %v", ErrCannotRun, i, err)
+		}
+		e.inst = append(e.inst, in)
+	}
+	return e, nil
+}
+
+func (e *Embedded) start(ctx context.Context, addr string) (*instance, error) {
+	st, err := store.Open(ctx, e.dsn)
+	if err != nil {
+		return nil, err
+	}
+	var ln net.Listener
+	for attempt := 0; ; attempt++ {
+		ln, err = net.Listen("tcp", addr)
+		if err == nil || attempt > 50 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // the old listener's port is being released
+	}
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	hub := dispatch.New(st, dispatch.Logger(e.opts.Logger))
+	rctx, cancel := context.WithCancel(context.Background())
+	in := &instance{addr: ln.Addr().String(), st: st, cancel: cancel, done: make(chan struct{})}
+	go func() { _ = hub.Run(rctx) }()
+	in.srv = server.New(st, hub, server.Options{Logger: e.opts.Logger})
+	var h http.Handler = in.srv
+	if e.opts.Wrap != nil {
+		h = e.opts.Wrap(h)
+	}
+	in.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(in.done)
+		_ = in.http.Serve(ln)
+	}()
+	return in, nil
+}
+
+func (in *instance) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = in.srv.Shutdown(ctx)
+	_ = in.http.Close()
+	<-in.done
+	in.cancel()
+	in.st.Close()
+}
+
+// Endpoints implements Target.
+func (e *Embedded) Endpoints() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]string, len(e.inst))
+	for i, in := range e.inst {
+		out[i] = "http://" + in.addr
+	}
+	return out
+}
+
+// Devices pairs n devices in a fresh workspace.
+func (e *Embedded) Devices(ctx context.Context, n int) ([]string, error) {
+	e.mu.Lock()
+	st := e.inst[0].st
+	e.mu.Unlock()
+	ws := "sim-" + uuid.NewString()
+	var out []string
+	for i := 0; i < n; i++ {
+		var d store.PairedDevice
+		var err error
+		for attempt := 0; attempt < 50; attempt++ {
+			if d, err = st.PairDevice(ctx, ws); err == nil || !store.IsRetryable(err) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: pair device: %v", ErrCannotRun, err)
+		}
+		out = append(out, d.Token)
+	}
+	return out, nil
+}
+
+// RestartInstance kills instance i (its sockets drop) and starts it again
+// on the same address.
+func (e *Embedded) RestartInstance(ctx context.Context, i int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := e.inst[i]
+	old.stop()
+	in, err := e.start(ctx, old.addr)
+	if err != nil {
+		return err
+	}
+	e.inst[i] = in
+	return nil
+}
+
+// CanRestartPostgres reports whether the target was given its Postgres.
+func (e *Embedded) CanRestartPostgres() bool { return e.opts.Postgres != nil }
+
+// RestartPostgres restarts the database, when the target was given one.
+func (e *Embedded) RestartPostgres(ctx context.Context) error {
+	if e.opts.Postgres == nil {
+		return errors.New("conformance: no Postgres to restart")
+	}
+	return e.opts.Postgres.Restart(ctx)
+}
+
+// Close stops every instance.
+func (e *Embedded) Close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, in := range e.inst {
+		in.stop()
+	}
+	e.inst = nil
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

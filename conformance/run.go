@@ -1,0 +1,54 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Run runs the simulator from a Go test: every seed is a subtest named
+// seed=N, and a failing checker fails it with the seed, the checker's
+// findings and the tail of the history. Use it to put kbkit's convergence
+// suite in an implementation's own tests.
+func Run(t *testing.T, target Target, opts Options) []SeedReport {
+	t.Helper()
+	opts.defaults()
+	var reports []SeedReport
+	for i := 0; i < opts.Seeds; i++ {
+		seed := opts.Seed + int64(i)
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			o := opts
+			o.Logf = t.Logf
+			r := RunSeed(context.Background(), target, o, seed)
+			reports = append(reports, r)
+			if r.Err != "" {
+				t.Fatalf("seed %d could not run: %s\n%s", seed, r.Err, tail(r.History, 40))
+			}
+			for _, c := range r.Checks {
+				if !c.Passed {
+					t.Errorf("seed %d: checker %s failed:\n%s", seed, c.Name, c.Detail)
+				}
+			}
+			if r.Failed() {
+				t.Logf("faults: %s\nhistory (last 60 events):\n%s\nreplay with: kbkit conformance run --seed %d --windows %d --pages %d --steps %d%s",
+					r.Faults, tail(r.History, 60), seed, o.Windows, o.Pages, o.Steps, faultsFlag(o.Faults))
+			}
+		})
+	}
+	return reports
+}
+
+func faultsFlag(on bool) string {
+	if on {
+		return " --faults"
+	}
+	return ""
+}
+
+func tail(lines []string, n int) string {
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

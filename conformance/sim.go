@@ -1,0 +1,861 @@
+package conformance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/subspace/kbkit/conformance/client"
+	"github.com/subspace/kbkit/kbcore"
+)
+
+// Options of a simulation run.
+type Options struct {
+	Seed    int64 // the first seed; seeds Seed, Seed+1, ... are run
+	Seeds   int   // how many seeds (default 1)
+	Windows int   // windows per seed (default 4)
+	Pages   int   // pages per seed (default 3)
+	Devices int   // devices per seed (default 2)
+	Steps   int   // scheduler steps per seed (default 100)
+	Faults  bool  // draw faults per seed (swarm style)
+	// EchoTimeout bounds the wait for an echo the server must send.
+	EchoTimeout time.Duration
+	// OutDir receives Porcupine's visualisation of a failed seed ("" = none).
+	OutDir string
+	// Logf receives progress and history lines (nil = silent).
+	Logf func(format string, args ...any)
+	// Progress is called after each seed.
+	Progress func(done, total int, r SeedReport)
+}
+
+func (o *Options) defaults() {
+	if o.Seeds <= 0 {
+		o.Seeds = 1
+	}
+	if o.Windows <= 0 {
+		o.Windows = 4
+	}
+	if o.Pages <= 0 {
+		o.Pages = 3
+	}
+	if o.Devices <= 0 {
+		o.Devices = 2
+	}
+	if o.Steps <= 0 {
+		o.Steps = 100
+	}
+	if o.EchoTimeout <= 0 {
+		o.EchoTimeout = 10 * time.Second
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// Faults are the fault rates drawn for one seed.
+type Faults struct {
+	Drop, Duplicate, Reorder, Cut, LoseResponse float64
+	RestartInstance, RestartPostgres              bool
+}
+
+func (f Faults) String() string {
+	return fmt.Sprintf("drop=%.2f dup=%.2f reorder=%.2f cut=%.2f lose=%.2f restart-instance=%v restart-postgres=%v",
+		f.Drop, f.Duplicate, f.Reorder, f.Cut, f.LoseResponse, f.RestartInstance, f.RestartPostgres)
+}
+
+// Stats count what happened in a seed.
+type Stats struct {
+	Commands   int `json:"commands"`
+	Committed  int `json:"committed"`
+	Rejected   int `json:"rejected"`
+	LocalToast int `json:"local_toasts"`
+	Retries    int `json:"retries"`
+	Gaps       int `json:"gaps"`
+	Refetches  int `json:"refetches"`
+	Dropped    int `json:"dropped_echoes"`
+	Duplicated int `json:"duplicated_echoes"`
+	Reordered  int `json:"reordered_echoes"`
+	Cuts       int `json:"socket_cuts"`
+	LostResp   int `json:"lost_responses"`
+	Restarts   int `json:"restarts"`
+}
+
+// CheckResult is one checker's verdict on a seed.
+type CheckResult struct {
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// SeedReport is the outcome of one seed.
+type SeedReport struct {
+	Seed     int64         `json:"seed"`
+	Faults   string        `json:"faults"`
+	Checks   []CheckResult `json:"checks"`
+	Stats    Stats         `json:"stats"`
+	Duration time.Duration `json:"duration_ns"`
+	// History is the tail of the scheduler's log, for a failing seed.
+	History []string `json:"history,omitempty"`
+	// Visualization is the path of Porcupine's HTML for a failed
+	// linearizability check.
+	Visualization string `json:"visualization,omitempty"`
+	// Err is set when the seed could not run (not a checker failure).
+	Err string `json:"error,omitempty"`
+}
+
+// Failed reports whether a checker failed.
+func (r SeedReport) Failed() bool {
+	for _, c := range r.Checks {
+		if !c.Passed {
+			return true
+		}
+	}
+	return false
+}
+
+// win is one simulated window: a kbcore.Window, its device's client and its
+// subscription.
+type win struct {
+	idx    int
+	page   int
+	dev    int
+	c      *client.Client
+	w      *kbcore.Window
+	sub    *client.Subscription
+	inbox  []client.Event
+	recv   int64 // highest seq taken from the subscription
+	acked  map[string]bool
+	gapped bool // a dropped echo is not yet followed by a refetch
+}
+
+type sim struct {
+	ctx     context.Context
+	opts    Options
+	seed    int64
+	rng     *mrand.Rand
+	faults  Faults
+	target  Target
+	nonce   string
+	devices []deviceInfo
+	pages   []string // page ids of this seed
+	titles  []string // current titles
+	merged  []bool
+	known   map[string]int64 // lower bound of each page's head seq
+	wins    []*win
+	idSeq   int
+	stats   Stats
+	hist    []string
+	ops     map[string]*op // every command sent, by id
+	opOrder []string
+	failures []string // protocol errors: non-retryable answers
+	start   time.Time
+}
+
+type deviceInfo struct {
+	token    string
+	deviceID string
+	clients  []*client.Client // one per endpoint
+}
+
+// op is one command in the client history (for the checkers and Porcupine).
+type op struct {
+	id       string
+	page     string
+	cmd      kbcore.Command
+	call     int64 // ns since start of the first send
+	ret      int64 // ns since start of the decision (0 = undecided)
+	seq      int64
+	rejected string
+}
+
+func (s *sim) logf(format string, args ...any) {
+	line := fmt.Sprintf("%6.3fs ", time.Since(s.start).Seconds()) + fmt.Sprintf(format, args...)
+	s.hist = append(s.hist, line)
+	if len(s.hist) > 400 {
+		s.hist = s.hist[len(s.hist)-300:]
+	}
+}
+
+func (s *sim) newID() string {
+	s.idSeq++
+	return uuid.NewSHA1(uuid.NameSpaceOID, []byte(fmt.Sprintf("%s:%d:%d", s.nonce, s.seed, s.idSeq))).String()
+}
+
+func (s *sim) chance(p float64) bool { return p > 0 && s.rng.Float64() < p }
+
+// RunSeeds runs opts.Seeds seeds against target and returns their reports.
+// An error means the run could not proceed at all.
+func RunSeeds(ctx context.Context, target Target, opts Options) ([]SeedReport, error) {
+	opts.defaults()
+	var reports []SeedReport
+	for i := 0; i < opts.Seeds; i++ {
+		r := RunSeed(ctx, target, opts, opts.Seed+int64(i))
+		reports = append(reports, r)
+		if opts.Progress != nil {
+			opts.Progress(i+1, opts.Seeds, r)
+		}
+		if r.Err != "" && ctx.Err() != nil {
+			return reports, ctx.Err()
+		}
+	}
+	return reports, nil
+}
+
+// RunSeed runs one seed.
+func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedReport {
+	opts.defaults()
+	nonce := make([]byte, 4)
+	_, _ = rand.Read(nonce)
+	s := &sim{
+		ctx: ctx, opts: opts, seed: seed, target: target,
+		rng:   mrand.New(mrand.NewPCG(uint64(seed), 0x6b626b6974)),
+		nonce: hex.EncodeToString(nonce), known: map[string]int64{}, ops: map[string]*op{},
+		start: time.Now(),
+	}
+	rep := SeedReport{Seed: seed}
+	s.drawFaults()
+	rep.Faults = s.faults.String()
+	defer s.close()
+	if err := s.setup(); err != nil {
+		rep.Err = err.Error()
+		rep.History = s.hist
+		return rep
+	}
+	for i := 0; i < opts.Steps && ctx.Err() == nil; i++ {
+		if err := s.step(i); err != nil {
+			rep.Err = err.Error()
+			rep.History = s.hist
+			return rep
+		}
+	}
+	if err := s.quiesce(); err != nil {
+		rep.Err = err.Error()
+		rep.History = s.hist
+		rep.Stats = s.stats
+		return rep
+	}
+	rep.Checks, rep.Visualization = s.check()
+	rep.Stats = s.stats
+	rep.Duration = time.Since(s.start)
+	if rep.Failed() {
+		rep.History = s.hist
+	}
+	return rep
+}
+
+func (s *sim) drawFaults() {
+	if !s.opts.Faults {
+		return
+	}
+	// Swarm testing: each seed enables a random subset of faults.
+	pick := func(p float64) float64 {
+		if s.rng.IntN(2) == 0 {
+			return 0
+		}
+		return p
+	}
+	s.faults = Faults{
+		Drop: pick(0.08), Duplicate: pick(0.08), Reorder: pick(0.05),
+		Cut: pick(0.02), LoseResponse: pick(0.06),
+	}
+	if _, ok := s.target.(Restarter); ok {
+		s.faults.RestartInstance = s.rng.IntN(3) == 0
+	}
+	if r, ok := s.target.(PostgresRestarter); ok && r.CanRestartPostgres() {
+		s.faults.RestartPostgres = s.rng.IntN(10) == 0
+	}
+	if s.faults == (Faults{}) {
+		s.faults.Drop = 0.08 // a faulty seed always has some fault
+	}
+}
+
+func (s *sim) close() {
+	for _, w := range s.wins {
+		if w.sub != nil {
+			w.sub.Close()
+		}
+	}
+}
+
+// ---- setup ----
+
+func (s *sim) setup() error {
+	tokens, err := s.target.Devices(s.ctx, s.opts.Devices)
+	if err != nil {
+		return err
+	}
+	eps := s.target.Endpoints()
+	if len(eps) == 0 {
+		return fmt.Errorf("%w: target has no endpoint", ErrCannotRun)
+	}
+	for _, tok := range tokens {
+		d := deviceInfo{token: tok}
+		for _, ep := range eps {
+			d.clients = append(d.clients, client.New(ep, tok))
+		}
+		me, err := d.clients[0].Whoami(s.ctx)
+		if err != nil {
+			return fmt.Errorf("%w: whoami: %v", ErrCannotRun, err)
+		}
+		d.deviceID = me.DeviceID
+		s.devices = append(s.devices, d)
+	}
+	for k := 0; k < s.opts.Pages; k++ {
+		page := s.newID()
+		title := fmt.Sprintf("S%d-%s P%d", s.seed, s.nonce, k)
+		s.pages = append(s.pages, page)
+		s.titles = append(s.titles, title)
+		s.merged = append(s.merged, false)
+		if err := s.direct(0, page, kbcore.TypeCreatePage, map[string]any{"title": title}); err != nil {
+			return err
+		}
+		for j := 0; j < 3; j++ {
+			if err := s.direct(0, page, kbcore.TypeCreateAfter, map[string]any{"text": fmt.Sprintf("seed %d", j)}); err != nil {
+				return err
+			}
+		}
+	}
+	for i := 0; i < s.opts.Windows; i++ {
+		w := &win{idx: i, page: i % len(s.pages), dev: i % len(s.devices), acked: map[string]bool{}}
+		w.c = s.devices[w.dev].clients[i%len(eps)]
+		snap, err := s.retryPage(w.c, s.pages[w.page], nil)
+		if err != nil {
+			return fmt.Errorf("%w: open window %d: %v", ErrCannotRun, i, err)
+		}
+		w.w = kbcore.NewWindow(snap.Doc, snap.Seq)
+		w.recv = snap.Seq
+		s.wins = append(s.wins, w)
+	}
+	s.logf("setup: %d devices, %d pages, %d windows, faults: %s", len(s.devices), len(s.pages), len(s.wins), s.faults)
+	return nil
+}
+
+// direct sends a setup command outside any window, retrying until decided.
+func (s *sim) direct(dev int, page, typ string, payload any) error {
+	b, _ := json.Marshal(payload)
+	env := kbcore.Envelope{ID: s.newID(), DeviceID: s.devices[dev].deviceID, PageID: page, Type: typ, Payload: b}
+	for attempt := 0; ; attempt++ {
+		seq, rej, err := s.devices[dev].clients[0].Command(s.ctx, env)
+		switch {
+		case err == nil && rej == nil:
+			if seq > s.known[page] {
+				s.known[page] = seq
+			}
+			return nil
+		case err == nil:
+			return fmt.Errorf("%w: setup %s rejected: %s", ErrCannotRun, typ, rej.Message)
+		case !client.IsRetryable(err) || attempt > 50:
+			return fmt.Errorf("%w: setup %s: %v", ErrCannotRun, typ, err)
+		}
+		s.pause(attempt)
+	}
+}
+
+func (s *sim) pause(attempt int) {
+	d := time.Duration(min(attempt+1, 20)) * 25 * time.Millisecond
+	select {
+	case <-time.After(d):
+	case <-s.ctx.Done():
+	}
+}
+
+func (s *sim) retryPage(c *client.Client, page string, pending []string) (client.Snapshot, error) {
+	for attempt := 0; ; attempt++ {
+		snap, err := c.Page(s.ctx, page, pending)
+		if err == nil || !client.IsRetryable(err) || attempt > 80 || s.ctx.Err() != nil {
+			return snap, err
+		}
+		s.stats.Retries++
+		s.pause(attempt)
+	}
+}
+
+// ---- the scheduler ----
+
+func (s *sim) step(i int) error {
+	w := s.wins[s.rng.IntN(len(s.wins))]
+	switch r := s.rng.IntN(100); {
+	case r < 40:
+		s.local(w)
+	case r < 65:
+		return s.send(w)
+	case r < 90:
+		return s.deliver(w, false)
+	case r < 94:
+		s.undoRedo(w)
+	case r < 96:
+		return s.pageOp(w)
+	default:
+		return s.fault(i)
+	}
+	return nil
+}
+
+func (s *sim) handle(w *win, acts []kbcore.Action) error {
+	for _, a := range acts {
+		switch a.Kind {
+		case kbcore.ActionToast:
+			s.logf("w%d toast %s", w.idx, a.Code)
+		case kbcore.ActionRefetch:
+			s.stats.Refetches++
+			w.gapped = false
+			if err := s.refetch(w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *sim) refetch(w *win) error {
+	var ids []string
+	for _, c := range w.w.Pending() {
+		ids = append(ids, c.ID)
+	}
+	snap, err := s.retryPage(w.c, s.pages[w.page], ids)
+	if err != nil {
+		s.failures = append(s.failures, fmt.Sprintf("w%d kb.page: %v", w.idx, err))
+		return nil
+	}
+	s.logf("w%d refetch -> seq %d (%d outcomes)", w.idx, snap.Seq, len(snap.Outcomes))
+	for id, o := range snap.Outcomes {
+		s.decide(id, o.Seq, o.Rejected)
+	}
+	if snap.Seq > s.known[s.pages[w.page]] {
+		s.known[s.pages[w.page]] = snap.Seq
+	}
+	return s.handle(w, w.w.Snapshot(snap.Doc, snap.Seq, snap.Outcomes))
+}
+
+// decide records the server's verdict on an id.
+func (s *sim) decide(id string, seq int64, rej *kbcore.Rejection) {
+	o := s.ops[id]
+	if o == nil || o.ret != 0 {
+		return
+	}
+	o.ret = time.Since(s.start).Nanoseconds()
+	if rej != nil {
+		o.rejected = rej.Code
+		s.stats.Rejected++
+	} else {
+		o.seq = seq
+		s.stats.Committed++
+	}
+}
+
+// local makes the user of window w do something.
+func (s *sim) local(w *win) {
+	c := s.drawCommand(w)
+	acts := w.w.Local(c)
+	if len(acts) > 0 && acts[0].Kind == kbcore.ActionToast {
+		s.stats.LocalToast++
+	}
+	s.logf("w%d local %s %s -> %v", w.idx, c.Type, c.Payload, acts)
+	_ = s.handle(w, acts)
+}
+
+func (s *sim) undoRedo(w *win) {
+	ids := []string{s.newID(), s.newID(), s.newID(), s.newID()}
+	var acts []kbcore.Action
+	if s.rng.IntN(3) == 0 {
+		acts = w.w.Redo(ids)
+		s.logf("w%d redo -> %v", w.idx, acts)
+	} else {
+		acts = w.w.Undo(ids)
+		s.logf("w%d undo -> %v", w.idx, acts)
+	}
+	_ = s.handle(w, acts)
+}
+
+// pageOp renames the window's page, or (rarely) merges it into another.
+func (s *sim) pageOp(w *win) error {
+	if s.merged[w.page] {
+		return nil
+	}
+	var c kbcore.Command
+	if s.rng.IntN(5) == 0 && len(s.pages) > 1 {
+		into := (w.page + 1 + s.rng.IntN(len(s.pages)-1)) % len(s.pages)
+		if s.merged[into] {
+			return nil
+		}
+		c = kbcore.Command{ID: s.newID(), Type: kbcore.TypeMergePage, Payload: mustJSON(map[string]any{"into": s.pages[into]})}
+	} else {
+		title := fmt.Sprintf("S%d-%s P%d r%d", s.seed, s.nonce, w.page, s.idSeq)
+		c = kbcore.Command{ID: s.newID(), Type: kbcore.TypeRenamePage, Payload: mustJSON(map[string]any{"title": title})}
+	}
+	acts := w.w.Local(c)
+	s.logf("w%d local %s %s -> %v", w.idx, c.Type, c.Payload, acts)
+	return s.handle(w, acts)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// send posts window w's first pending command that is not acknowledged.
+func (s *sim) send(w *win) error {
+	var c *kbcore.Command
+	for _, p := range w.w.Pending() {
+		if !w.acked[p.ID] {
+			c = &p
+			break
+		}
+	}
+	if c == nil {
+		return nil
+	}
+	page := s.pages[w.page]
+	o := s.ops[c.ID]
+	if o == nil {
+		o = &op{id: c.ID, page: page, cmd: *c, call: time.Since(s.start).Nanoseconds()}
+		s.ops[c.ID] = o
+		s.opOrder = append(s.opOrder, c.ID)
+		s.stats.Commands++
+	}
+	env := kbcore.Envelope{ID: c.ID, DeviceID: s.devices[w.dev].deviceID, PageID: page, Type: c.Type, Payload: c.Payload}
+	seq, rej, err := w.c.Command(s.ctx, env)
+	if err == nil && s.chance(s.faults.LoseResponse) {
+		s.stats.LostResp++
+		s.logf("w%d send %s: response lost (fault)", w.idx, c.ID[:8])
+		return nil // the retry must be deduplicated
+	}
+	switch {
+	case err != nil && client.IsRetryable(err):
+		s.stats.Retries++
+		s.logf("w%d send %s: retryable: %v", w.idx, c.ID[:8], err)
+		return nil
+	case err != nil:
+		s.failures = append(s.failures, fmt.Sprintf("w%d %s %s: %v", w.idx, c.Type, c.ID, err))
+		s.logf("w%d send %s: protocol error: %v", w.idx, c.ID[:8], err)
+		// Unblock the window: treat it as rejected so the run can finish.
+		w.acked[c.ID] = true
+		return s.handle(w, w.w.Reject(c.ID, "protocol-error"))
+	case rej != nil:
+		s.decide(c.ID, 0, rej)
+		s.logf("w%d send %s %s: rejected %s", w.idx, c.ID[:8], c.Type, rej.Code)
+		return s.handle(w, w.w.Reject(c.ID, rej.Code))
+	}
+	s.decide(c.ID, seq, nil)
+	w.acked[c.ID] = true
+	if seq > s.known[page] {
+		s.known[page] = seq
+	}
+	s.logf("w%d send %s %s: seq %d", w.idx, c.ID[:8], c.Type, seq)
+	if c.Type == kbcore.TypeRenamePage || c.Type == kbcore.TypeMergePage || c.Type == kbcore.TypeRestorePage {
+		// Derived commands land on other pages: learn their heads.
+		s.refreshHeads(w.c)
+	}
+	return nil
+}
+
+func (s *sim) refreshHeads(c *client.Client) {
+	for k, page := range s.pages {
+		snap, err := s.retryPage(c, page, nil)
+		if err != nil {
+			continue
+		}
+		if snap.Seq > s.known[page] {
+			s.known[page] = snap.Seq
+		}
+		p := snap.Doc.Page()
+		s.titles[k] = p.Title
+		s.merged[k] = p.MergedInto != ""
+	}
+}
+
+// nextEvent returns the next event of w's subscription, (re)subscribing as
+// needed and waiting at most EchoTimeout.
+func (s *sim) nextEvent(w *win) (client.Event, bool, error) {
+	if len(w.inbox) > 0 {
+		ev := w.inbox[0]
+		w.inbox = w.inbox[1:]
+		return ev, true, nil
+	}
+	deadline := time.Now().Add(s.opts.EchoTimeout)
+	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		if w.sub == nil {
+			sub, err := w.c.Subscribe(s.ctx, s.pages[w.page], w.w.Seq())
+			if err != nil {
+				s.logf("w%d subscribe: %v", w.idx, err)
+				s.pause(attempt)
+				continue
+			}
+			w.sub, w.recv = sub, w.w.Seq()
+		}
+		ctx, cancel := context.WithDeadline(s.ctx, deadline)
+		ev, err := w.sub.Next(ctx)
+		cancel()
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && s.ctx.Err() == nil {
+				break
+			}
+			s.logf("w%d subscription ended: %v", w.idx, err)
+			w.sub.Close()
+			w.sub = nil
+			continue
+		}
+		if ev.Seq <= w.recv {
+			continue // a resubscription replays what we already have
+		}
+		w.recv = ev.Seq
+		return ev, true, nil
+	}
+	return client.Event{}, false, nil
+}
+
+// deliver gives window w its next echo, if the server is known to have one,
+// with the seed's echo faults.
+func (s *sim) deliver(w *win, quiet bool) error {
+	page := s.pages[w.page]
+	if max(w.recv, w.w.Seq()) >= s.known[page] && len(w.inbox) == 0 {
+		return nil
+	}
+	ev, ok, err := s.nextEvent(w)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		s.failures = append(s.failures, fmt.Sprintf("w%d: no echo after seq %d within %s (server head at least %d)",
+			w.idx, w.recv, s.opts.EchoTimeout, s.known[page]))
+		s.known[page] = w.recv // stop waiting for it
+		return nil
+	}
+	if !quiet {
+		switch {
+		case s.chance(s.faults.Drop):
+			s.stats.Dropped++
+			w.gapped = true
+			s.logf("w%d echo %d dropped (fault)", w.idx, ev.Seq)
+			return nil
+		case s.chance(s.faults.Reorder) && w.recv < s.known[page]:
+			next, ok, err := s.nextEvent(w)
+			if err == nil && ok {
+				s.stats.Reordered++
+				s.logf("w%d echoes %d and %d reordered (fault)", w.idx, ev.Seq, next.Seq)
+				if err := s.echo(w, next); err != nil {
+					return err
+				}
+			}
+		case s.chance(s.faults.Duplicate):
+			s.stats.Duplicated++
+			s.logf("w%d echo %d duplicated (fault)", w.idx, ev.Seq)
+			if err := s.echo(w, ev); err != nil {
+				return err
+			}
+		}
+	}
+	return s.echo(w, ev)
+}
+
+func (s *sim) echo(w *win, ev client.Event) error {
+	before := w.w.Seq()
+	if ev.Seq > before+1 && !w.w.Awaiting() {
+		s.stats.Gaps++
+	}
+	acts := w.w.Echo(ev.Seq, ev.Cmd)
+	s.logf("w%d echo %d %s %s (seq %d -> %d) %v", w.idx, ev.Seq, ev.Cmd.Type, shortID(ev.Cmd.ID), before, w.w.Seq(), acts)
+	if o := s.ops[ev.Cmd.ID]; o != nil && o.ret == 0 {
+		s.decide(ev.Cmd.ID, ev.Seq, nil)
+	}
+	return s.handle(w, acts)
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// fault injects a connection-level fault.
+func (s *sim) fault(step int) error {
+	if !s.opts.Faults {
+		return nil
+	}
+	switch {
+	case s.faults.RestartPostgres && step == s.opts.Steps/2:
+		if r, ok := s.target.(PostgresRestarter); ok {
+			s.logf("restarting Postgres (fault)")
+			s.stats.Restarts++
+			if err := r.RestartPostgres(s.ctx); err != nil {
+				return fmt.Errorf("%w: restart Postgres: %v", ErrCannotRun, err)
+			}
+		}
+	case s.faults.RestartInstance && s.rng.IntN(4) == 0:
+		if r, ok := s.target.(Restarter); ok {
+			i := s.rng.IntN(len(s.target.Endpoints()))
+			s.logf("restarting instance %d (fault)", i)
+			s.stats.Restarts++
+			if err := r.RestartInstance(s.ctx, i); err != nil {
+				return fmt.Errorf("%w: restart instance: %v", ErrCannotRun, err)
+			}
+		}
+	case s.chance(s.faults.Cut * 20):
+		w := s.wins[s.rng.IntN(len(s.wins))]
+		if w.sub != nil {
+			s.stats.Cuts++
+			s.logf("w%d socket cut (fault)", w.idx)
+			w.sub.Close()
+			w.sub, w.inbox = nil, nil
+			w.recv = w.w.Seq()
+		}
+	}
+	return nil
+}
+
+// ---- quiesce ----
+
+// quiesce sends every pending command until decided and delivers every echo,
+// without faults, until every window is at its page's head.
+func (s *sim) quiesce() error {
+	s.logf("quiesce")
+	for round := 0; round < 200; round++ {
+		busy := false
+		for _, w := range s.wins {
+			for tries := 0; ; tries++ {
+				before := len(w.w.Pending())
+				unacked := false
+				for _, p := range w.w.Pending() {
+					if !w.acked[p.ID] {
+						unacked = true
+					}
+				}
+				if !unacked || tries > 100 {
+					break
+				}
+				if err := s.send(w); err != nil {
+					return err
+				}
+				if len(w.w.Pending()) == before {
+					if p := w.w.Pending(); len(p) > 0 && !w.acked[p[len(p)-1].ID] {
+						s.pause(tries)
+					}
+				}
+			}
+		}
+		s.refreshHeads(s.wins[0].c)
+		for _, w := range s.wins {
+			page := s.pages[w.page]
+			for w.w.Seq() < s.known[page] {
+				busy = true
+				if max(w.recv, w.w.Seq()) >= s.known[page] && len(w.inbox) == 0 {
+					// Everything was received but something was dropped on
+					// the way: the window must notice the gap itself.
+					if !w.w.Awaiting() {
+						s.logf("w%d stalled at seq %d: resubscribing", w.idx, w.w.Seq())
+						if w.sub != nil {
+							w.sub.Close()
+						}
+						w.sub, w.inbox, w.recv = nil, nil, w.w.Seq()
+						continue
+					}
+					if err := s.refetch(w); err != nil {
+						return err
+					}
+					continue
+				}
+				before := w.w.Seq()
+				if err := s.deliver(w, true); err != nil {
+					return err
+				}
+				if w.w.Seq() == before && w.w.Awaiting() {
+					if err := s.refetch(w); err != nil {
+						return err
+					}
+				}
+			}
+			if len(w.w.Pending()) > 0 {
+				busy = true
+			}
+		}
+		if !busy {
+			return nil
+		}
+	}
+	var stuck []string
+	for _, w := range s.wins {
+		if n := len(w.w.Pending()); n > 0 || w.w.Seq() < s.known[s.pages[w.page]] {
+			stuck = append(stuck, fmt.Sprintf("w%d: seq %d/%d, %d pending", w.idx, w.w.Seq(), s.known[s.pages[w.page]], n))
+		}
+	}
+	s.failures = append(s.failures, "quiesce did not settle: "+strings.Join(stuck, "; "))
+	return nil
+}
+
+// ---- command generation ----
+
+func (s *sim) drawCommand(w *win) kbcore.Command {
+	d := w.w.Rendered()
+	nodes := d.Nodes()
+	pick := func() string {
+		if len(nodes) == 0 || s.rng.IntN(12) == 0 {
+			return "ghost-" + fmt.Sprint(s.rng.IntN(3))
+		}
+		// Bias to the first nodes so that windows race on the same ones.
+		i := s.rng.IntN(len(nodes))
+		if s.rng.IntN(2) == 0 {
+			i = s.rng.IntN(min(3, len(nodes)))
+		}
+		return nodes[i].ID
+	}
+	id := s.newID()
+	var typ string
+	var p map[string]any
+	switch r := s.rng.IntN(100); {
+	case r < 40:
+		n := pick()
+		text := "x"
+		if node, ok := d.Node(n); ok {
+			text = node.Text + string(rune('a'+s.rng.IntN(26)))
+			if s.rng.IntN(15) == 0 {
+				text += " see [[" + s.titles[s.rng.IntN(len(s.titles))] + "]]"
+			}
+		}
+		typ, p = kbcore.TypeEditText, map[string]any{"node": n, "text": text}
+	case r < 62:
+		p = map[string]any{"text": fmt.Sprintf("n%d", s.idSeq)}
+		if len(nodes) > 0 && s.rng.IntN(3) > 0 {
+			p["after"] = pick()
+		} else if len(nodes) > 0 && s.rng.IntN(2) == 0 {
+			p["parent"] = pick()
+		}
+		typ = kbcore.TypeCreateAfter
+	case r < 72:
+		var parent, after any
+		if s.rng.IntN(2) == 0 && len(nodes) > 0 {
+			parent = pick()
+		}
+		pid, _ := parent.(string)
+		if kids := d.Children(pid); len(kids) > 0 && s.rng.IntN(3) > 0 {
+			after = kids[s.rng.IntN(len(kids))].ID
+		}
+		typ, p = kbcore.TypeMoveNode, map[string]any{"node": pick(), "parent": parent, "after": after}
+	case r < 81:
+		typ, p = kbcore.TypeIndent, map[string]any{"node": pick()}
+	case r < 88:
+		typ, p = kbcore.TypeOutdent, map[string]any{"node": pick()}
+	default:
+		typ, p = kbcore.TypeDelete, map[string]any{"node": pick()}
+	}
+	return kbcore.Command{ID: id, Type: typ, Payload: mustJSON(p)}
+}
+
+// sortedOps returns the history in first-send order.
+func (s *sim) sortedOps() []*op {
+	out := make([]*op, 0, len(s.opOrder))
+	for _, id := range s.opOrder {
+		out = append(out, s.ops[id])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].call < out[j].call })
+	return out
+}
