@@ -161,8 +161,17 @@ func (s *sim) check() ([]CheckResult, string) {
 			once = append(once, fmt.Sprintf("command %s appears %d times in the logs", id, n))
 		}
 	}
+	logAt := map[string]map[int64]string{} // page -> seq -> id
+	for _, id := range s.pages {
+		logAt[id] = map[int64]string{}
+		for _, ev := range pages[id].log {
+			logAt[id][ev.Seq] = ev.Cmd.ID
+		}
+	}
 	for _, o := range s.sortedOps() {
 		switch {
+		case o.ret != 0 && o.rejected == "" && logAt[o.page][o.seq] != o.id:
+			once = append(once, fmt.Sprintf("command %s (%s) was acknowledged with seq %d, but the log holds %q there", o.id, o.cmd.Type, o.seq, logAt[o.page][o.seq]))
 		case o.ret != 0 && o.rejected == "" && inLog[o.id] != 1:
 			once = append(once, fmt.Sprintf("acknowledged command %s (%s, seq %d) appears %d times in the log", o.id, o.cmd.Type, o.seq, inLog[o.id]))
 		case o.rejected != "" && inLog[o.id] > 0:

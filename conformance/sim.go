@@ -64,7 +64,7 @@ func (o *Options) defaults() {
 // Faults are the fault rates drawn for one seed.
 type Faults struct {
 	Drop, Duplicate, Reorder, Cut, LoseResponse float64
-	RestartInstance, RestartPostgres              bool
+	RestartInstance, RestartPostgres            bool
 }
 
 func (f Faults) String() string {
@@ -138,26 +138,26 @@ type win struct {
 }
 
 type sim struct {
-	ctx     context.Context
-	opts    Options
-	seed    int64
-	rng     *mrand.Rand
-	faults  Faults
-	target  Target
-	nonce   string
-	devices []deviceInfo
-	pages   []string // page ids of this seed
-	titles  []string // current titles
-	merged  []bool
-	known   map[string]int64 // lower bound of each page's head seq
-	wins    []*win
-	idSeq   int
-	stats   Stats
-	hist    []string
-	ops     map[string]*op // every command sent, by id
-	opOrder []string
+	ctx      context.Context
+	opts     Options
+	seed     int64
+	rng      *mrand.Rand
+	faults   Faults
+	target   Target
+	nonce    string
+	devices  []deviceInfo
+	pages    []string // page ids of this seed
+	titles   []string // current titles
+	merged   []bool
+	known    map[string]int64 // lower bound of each page's head seq
+	wins     []*win
+	idSeq    int
+	stats    Stats
+	hist     []string
+	ops      map[string]*op // every command sent, by id
+	opOrder  []string
 	failures []string // protocol errors: non-retryable answers
-	start   time.Time
+	start    time.Time
 }
 
 type deviceInfo struct {
