@@ -42,6 +42,9 @@ type Embedded struct {
 	opts EmbeddedOptions
 	mu   sync.Mutex
 	inst []*instance
+	// faultMu serialises restarts: seeds running in parallel may each
+	// draw one, and an instance must not start while Postgres restarts.
+	faultMu sync.Mutex
 }
 
 type instance struct {
@@ -108,7 +111,8 @@ func (e *Embedded) start(ctx context.Context, addr string) (*instance, error) {
 }
 
 func (in *instance) stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// A killed instance: a short drain, then every socket is cut.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_ = in.srv.Shutdown(ctx)
 	_ = in.http.Close()
@@ -130,16 +134,17 @@ func (e *Embedded) Endpoints() []string {
 
 // Devices pairs n devices in a fresh workspace.
 func (e *Embedded) Devices(ctx context.Context, n int) ([]string, error) {
-	e.mu.Lock()
-	st := e.inst[0].st
-	e.mu.Unlock()
 	ws := "sim-" + uuid.NewString()
 	var out []string
 	for i := 0; i < n; i++ {
 		var d store.PairedDevice
 		var err error
 		for attempt := 0; attempt < 50; attempt++ {
-			if d, err = st.PairDevice(ctx, ws); err == nil || !store.IsRetryable(err) {
+			e.mu.Lock() // an instance being restarted has a closed store
+			st := e.inst[0].st
+			d, err = st.PairDevice(ctx, ws)
+			e.mu.Unlock()
+			if err == nil || !store.IsRetryable(err) {
 				break
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -155,16 +160,24 @@ func (e *Embedded) Devices(ctx context.Context, n int) ([]string, error) {
 // RestartInstance kills instance i (its sockets drop) and starts it again
 // on the same address.
 func (e *Embedded) RestartInstance(ctx context.Context, i int) error {
+	e.faultMu.Lock()
+	defer e.faultMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	old := e.inst[i]
 	old.stop()
-	in, err := e.start(ctx, old.addr)
-	if err != nil {
-		return err
+	// The database may be briefly unavailable: keep trying, as an
+	// orchestrator restarting a crashed instance would.
+	var err error
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+		var in *instance
+		if in, err = e.start(ctx, old.addr); err == nil {
+			e.inst[i] = in
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	e.inst[i] = in
-	return nil
+	return err
 }
 
 // CanRestartPostgres reports whether the target was given its Postgres.
@@ -175,6 +188,8 @@ func (e *Embedded) RestartPostgres(ctx context.Context) error {
 	if e.opts.Postgres == nil {
 		return errors.New("conformance: no Postgres to restart")
 	}
+	e.faultMu.Lock()
+	defer e.faultMu.Unlock()
 	return e.opts.Postgres.Restart(ctx)
 }
 

@@ -10,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,10 +28,16 @@ type Options struct {
 	Devices int   // devices per seed (default 2)
 	Steps   int   // scheduler steps per seed (default 100)
 	Faults  bool  // draw faults per seed (swarm style)
+	// Parallel is how many seeds run at once (default 4). Seeds use
+	// disjoint workspaces; a single seed is always sequential, so a seed
+	// run alone replays exactly.
+	Parallel int
 	// EchoTimeout bounds the wait for an echo the server must send.
 	EchoTimeout time.Duration
 	// OutDir receives Porcupine's visualisation of a failed seed ("" = none).
 	OutDir string
+	// Trace sends every history line to Logf as it happens.
+	Trace bool
 	// Logf receives progress and history lines (nil = silent).
 	Logf func(format string, args ...any)
 	// Progress is called after each seed.
@@ -52,6 +59,9 @@ func (o *Options) defaults() {
 	}
 	if o.Steps <= 0 {
 		o.Steps = 100
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 4
 	}
 	if o.EchoTimeout <= 0 {
 		o.EchoTimeout = 10 * time.Second
@@ -138,26 +148,27 @@ type win struct {
 }
 
 type sim struct {
-	ctx      context.Context
-	opts     Options
-	seed     int64
-	rng      *mrand.Rand
-	faults   Faults
-	target   Target
-	nonce    string
-	devices  []deviceInfo
-	pages    []string // page ids of this seed
-	titles   []string // current titles
-	merged   []bool
-	known    map[string]int64 // lower bound of each page's head seq
-	wins     []*win
-	idSeq    int
-	stats    Stats
-	hist     []string
-	ops      map[string]*op // every command sent, by id
-	opOrder  []string
-	failures []string // protocol errors: non-retryable answers
-	start    time.Time
+	ctx         context.Context
+	opts        Options
+	seed        int64
+	rng         *mrand.Rand
+	faults      Faults
+	target      Target
+	nonce       string
+	devices     []deviceInfo
+	pages       []string // page ids of this seed
+	titles      []string // current titles
+	merged      []bool
+	known       map[string]int64 // lower bound of each page's head seq
+	wins        []*win
+	idSeq       int
+	stats       Stats
+	hist        []string
+	ops         map[string]*op // every command sent, by id
+	opOrder     []string
+	failures    []string // protocol errors: non-retryable answers
+	start       time.Time
+	pgRestarted bool
 }
 
 type deviceInfo struct {
@@ -179,6 +190,9 @@ type op struct {
 
 func (s *sim) logf(format string, args ...any) {
 	line := fmt.Sprintf("%6.3fs ", time.Since(s.start).Seconds()) + fmt.Sprintf(format, args...)
+	if s.opts.Trace {
+		s.opts.Logf("seed %d: %s", s.seed, line)
+	}
 	s.hist = append(s.hist, line)
 	if len(s.hist) > 400 {
 		s.hist = s.hist[len(s.hist)-300:]
@@ -196,18 +210,63 @@ func (s *sim) chance(p float64) bool { return p > 0 && s.rng.Float64() < p }
 // An error means the run could not proceed at all.
 func RunSeeds(ctx context.Context, target Target, opts Options) ([]SeedReport, error) {
 	opts.defaults()
-	var reports []SeedReport
-	for i := 0; i < opts.Seeds; i++ {
-		r := RunSeed(ctx, target, opts, opts.Seed+int64(i))
-		reports = append(reports, r)
-		if opts.Progress != nil {
-			opts.Progress(i+1, opts.Seeds, r)
+	reports := make([]SeedReport, opts.Seeds)
+	next := make(chan int)
+	results := make(chan int)
+	var wg sync.WaitGroup
+	for p := 0; p < min(opts.Parallel, opts.Seeds); p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				reports[i] = RunSeed(ctx, target, opts, opts.Seed+int64(i))
+				results <- i
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for i := 0; i < opts.Seeds && ctx.Err() == nil; i++ {
+			next <- i
 		}
-		if r.Err != "" && ctx.Err() != nil {
-			return reports, ctx.Err()
+	}()
+	go func() { wg.Wait(); close(results) }()
+	done := 0
+	for i := range results {
+		done++
+		if opts.Progress != nil {
+			opts.Progress(done, opts.Seeds, reports[i])
 		}
 	}
+	if ctx.Err() != nil {
+		return reports[:done], ctx.Err()
+	}
+	sometimesRefetch(reports)
 	return reports, nil
+}
+
+// sometimesRefetch fails a run in which echoes were dropped on several
+// seeds but no window ever refetched (Antithesis' "sometimes"): the fault
+// injection did not reach the gap path, so the run proved nothing about it.
+func sometimesRefetch(reports []SeedReport) {
+	var dropped, refetches, seeds int
+	for _, r := range reports {
+		dropped += r.Stats.Dropped
+		refetches += r.Stats.Refetches
+		if r.Stats.Dropped > 0 {
+			seeds++
+		}
+	}
+	if seeds < 3 || refetches > 0 {
+		return
+	}
+	last := &reports[len(reports)-1]
+	for i := range last.Checks {
+		if last.Checks[i].Name == CheckRefetch {
+			last.Checks[i].Passed = false
+			last.Checks[i].Detail = fmt.Sprintf("%d echoes were dropped over %d seeds but no window ever refetched", dropped, seeds)
+		}
+	}
 }
 
 // RunSeed runs one seed.
@@ -302,7 +361,13 @@ func (s *sim) setup() error {
 		for _, ep := range eps {
 			d.clients = append(d.clients, client.New(ep, tok))
 		}
-		me, err := d.clients[0].Whoami(s.ctx)
+		var me client.Device
+		for attempt := 0; ; attempt++ {
+			if me, err = d.clients[0].Whoami(s.ctx); err == nil || !client.IsRetryable(err) || attempt > 80 {
+				break
+			}
+			s.pause(attempt)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: whoami: %v", ErrCannotRun, err)
 		}
@@ -373,6 +438,9 @@ func (s *sim) retryPage(c *client.Client, page string, pending []string) (client
 		snap, err := c.Page(s.ctx, page, pending)
 		if err == nil || !client.IsRetryable(err) || attempt > 80 || s.ctx.Err() != nil {
 			return snap, err
+		}
+		if attempt%10 == 0 {
+			s.logf("kb.page %s: retrying: %v", shortID(page), err)
 		}
 		s.stats.Retries++
 		s.pause(attempt)
@@ -502,15 +570,18 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// send posts window w's first pending command that is not acknowledged.
-func (s *sim) send(w *win) error {
-	var c *kbcore.Command
+func (s *sim) firstUnacked(w *win) *kbcore.Command {
 	for _, p := range w.w.Pending() {
 		if !w.acked[p.ID] {
-			c = &p
-			break
+			return &p
 		}
 	}
+	return nil
+}
+
+// send posts window w's first pending command that is not acknowledged.
+func (s *sim) send(w *win) error {
+	c := s.firstUnacked(w)
 	if c == nil {
 		return nil
 	}
@@ -581,16 +652,25 @@ func (s *sim) nextEvent(w *win) (client.Event, bool, error) {
 		w.inbox = w.inbox[1:]
 		return ev, true, nil
 	}
+	// The wait for an echo starts when a subscription is up; an instance
+	// being restarted may refuse subscriptions for a while (bounded too).
 	deadline := time.Now().Add(s.opts.EchoTimeout)
+	hardStop := time.Now().Add(3 * s.opts.EchoTimeout)
 	for attempt := 0; time.Now().Before(deadline); attempt++ {
 		if w.sub == nil {
 			sub, err := w.c.Subscribe(s.ctx, s.pages[w.page], w.w.Seq())
 			if err != nil {
 				s.logf("w%d subscribe: %v", w.idx, err)
 				s.pause(attempt)
+				if d := time.Now().Add(s.opts.EchoTimeout); d.Before(hardStop) {
+					deadline = d
+				}
 				continue
 			}
 			w.sub, w.recv = sub, w.w.Seq()
+			if d := time.Now().Add(s.opts.EchoTimeout); d.After(deadline) && d.Before(hardStop) {
+				deadline = d
+			}
 		}
 		ctx, cancel := context.WithDeadline(s.ctx, deadline)
 		ev, err := w.sub.Next(ctx)
@@ -683,7 +763,8 @@ func (s *sim) fault(step int) error {
 		return nil
 	}
 	switch {
-	case s.faults.RestartPostgres && step == s.opts.Steps/2:
+	case s.faults.RestartPostgres && step >= s.opts.Steps/2 && !s.pgRestarted:
+		s.pgRestarted = true
 		if r, ok := s.target.(PostgresRestarter); ok {
 			s.logf("restarting Postgres (fault)")
 			s.stats.Restarts++
@@ -722,24 +803,17 @@ func (s *sim) quiesce() error {
 	for round := 0; round < 200; round++ {
 		busy := false
 		for _, w := range s.wins {
-			for tries := 0; ; tries++ {
-				before := len(w.w.Pending())
-				unacked := false
-				for _, p := range w.w.Pending() {
-					if !w.acked[p.ID] {
-						unacked = true
-					}
-				}
-				if !unacked || tries > 100 {
+			for tries := 0; tries < 200; {
+				c := s.firstUnacked(w)
+				if c == nil {
 					break
 				}
 				if err := s.send(w); err != nil {
 					return err
 				}
-				if len(w.w.Pending()) == before {
-					if p := w.w.Pending(); len(p) > 0 && !w.acked[p[len(p)-1].ID] {
-						s.pause(tries)
-					}
+				if c2 := s.firstUnacked(w); c2 != nil && c2.ID == c.ID {
+					s.pause(tries) // not decided yet (retryable): back off
+					tries++
 				}
 			}
 		}

@@ -150,7 +150,11 @@ func inputError(err error) *callError {
 		if field == "" {
 			field = "input"
 		}
-		return errorf(CodeBadRequest, "%s: expected %s, got JSON %s", field, jsonTypeName(te.Type.Kind().String()), te.Value)
+		got := te.Value
+		if f := strings.Fields(got); len(f) > 0 {
+			got = f[0]
+		}
+		return errorf(CodeBadRequest, "%s: must be %s, got %s", field, jsonTypeName(te.Type.Kind().String()), jsonValueName(got))
 	}
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
@@ -161,6 +165,20 @@ func inputError(err error) *callError {
 		return errorf(CodeParseError, "input: not valid JSON: %v", err)
 	}
 	return errorf(CodeBadRequest, "input: %s", strings.TrimPrefix(msg, "json: "))
+}
+
+// jsonValueName words the JSON kind of json.UnmarshalTypeError.Value.
+func jsonValueName(v string) string {
+	switch v {
+	case "bool":
+		return "a boolean"
+	case "array", "object":
+		return "an " + v
+	case "":
+		return "another type"
+	default:
+		return "a " + v
+	}
 }
 
 func jsonTypeName(goKind string) string {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -68,11 +67,6 @@ func (s *Server) serveTRPC(w http.ResponseWriter, r *http.Request) {
 	paths := []string{rest}
 	if batch {
 		paths = strings.Split(rest, ",")
-	}
-	for i, p := range paths {
-		if u, err := url.PathUnescape(p); err == nil {
-			paths[i] = u
-		}
 	}
 	path0 := ""
 	if len(paths) == 1 {

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -174,9 +173,9 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.st.Pool().Ping(ctx); err != nil {
+		s.log.Warn("healthz: database unavailable", "err", err)
 		w.WriteHeader(http.StatusServiceUnavailable)
-		b, _ := json.Marshal(map[string]string{"status": "database unavailable", "error": err.Error()})
-		_, _ = w.Write(append(b, '\n'))
+		_, _ = w.Write([]byte(`{"status":"database unavailable"}` + "\n"))
 		return
 	}
 	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))

@@ -291,6 +291,7 @@ func (c *wsConn) handle(m wsMessage) {
 	if m.Method == "subscription.stop" {
 		c.mu.Lock()
 		sub := c.subs[idKey]
+		delete(c.subs, idKey) // the id is free again once "stopped" is sent
 		c.mu.Unlock()
 		if sub != nil {
 			sub.stopped.Store(true)
@@ -420,7 +421,9 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 		defer func() {
 			cancel()
 			c.mu.Lock()
-			delete(c.subs, idKey)
+			if c.subs[idKey] == sub {
+				delete(c.subs, idKey)
+			}
 			c.mu.Unlock()
 		}()
 		stream()
@@ -540,8 +543,18 @@ func (c *wsConn) drain(ctx context.Context) {
 		}
 	}
 	// The read loop sees the close and ends the connection; subscriptions
-	// end without "stopped" (the client resubscribes elsewhere).
-	_ = c.ws.Close(websocket.StatusGoingAway, "server shutting down, reconnect")
+	// end without "stopped" (the client resubscribes elsewhere). A client
+	// that never answers the close handshake is cut when ctx ends.
+	closed := make(chan struct{})
+	go func() {
+		_ = c.ws.Close(websocket.StatusGoingAway, "server shutting down, reconnect")
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		_ = c.ws.CloseNow()
+	}
 	c.cancel()
 }
 

@@ -14,5 +14,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newServeCmd())
 	root.AddCommand(newPgCmd())
 	root.AddCommand(newDeviceCmd())
+	root.AddCommand(newConformanceCmd())
 	return root
 }

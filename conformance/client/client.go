@@ -252,7 +252,10 @@ func (s *Subscription) read(ctx context.Context) {
 		}
 		switch {
 		case m.Method == "reconnect":
+			// Answer the server's close handshake now, as tRPC's client
+			// does, so that its shutdown is not held up.
 			s.err = ErrReconnect
+			_ = s.conn.Close(websocket.StatusNormalClosure, "reconnecting")
 			return
 		case m.Error != nil:
 			s.err = &Error{HTTPStatus: m.Error.Data.HTTPStatus, Code: m.Error.Data.Code, Message: m.Error.Message}
