@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 15s
 
-.PHONY: test vet bench fuzz demo build
+.PHONY: test vet bench fuzz demo build conformance
 
 test: vet
 	$(GO) test ./...
@@ -26,6 +26,10 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzApply$$' -fuzztime=$(FUZZTIME) ./kbcore/
 	$(GO) test -run='^$$' -fuzz='^FuzzTokenize$$' -fuzztime=$(FUZZTIME) ./kbcore/token/
 	$(GO) test -run='^$$' -fuzz='^FuzzBetween$$' -fuzztime=$(FUZZTIME) ./kbcore/rank/
+
+# The convergence suite with faults on the local (or KBKIT_PG_*) Postgres.
+conformance:
+	$(GO) run ./cmd/kbkit conformance run --seeds 20 --faults --junit conformance-junit.xml
 
 # Runs the built-in spec against the reference reducer.
 demo:
