@@ -147,6 +147,13 @@ func (t *tx) put(n *Node) {
 	t.changed = append(t.changed, n.ID)
 }
 
+// insert adds a node known not to exist.
+func (t *tx) insert(n *Node) {
+	t.d.link(n)
+	t.d.nodes = t.d.nodes.Set(n.ID, n)
+	t.changed = append(t.changed, n.ID)
+}
+
 func (t *tx) remove(n *Node) {
 	t.d.nodes = t.d.nodes.Delete(n.ID)
 	t.d.unlink(n)
@@ -251,8 +258,8 @@ func (t *tx) createAfter(c Command) *Rejection {
 	if r != nil {
 		return r
 	}
-	t.put(&Node{ID: id, Parent: parent, Rank: rk, Kind: kind, Text: *p.Text,
-		Outputs: normalizeNode(Node{Kind: kind}).Outputs, Cells: normalizeNode(Node{Kind: kind}).Cells})
+	blank := normalizeNode(Node{Kind: kind})
+	t.insert(&Node{ID: id, Parent: parent, Rank: rk, Kind: kind, Text: *p.Text, Outputs: blank.Outputs, Cells: blank.Cells})
 	t.inverse = []Command{mkCommand(TypeDelete, NodeRef{Node: ptr(id)})}
 	return nil
 }
@@ -430,7 +437,7 @@ func (t *tx) insertRecords(c Command, records []Node) ([]string, *Rejection) {
 			}
 			n.Rank = rk
 		}
-		t.put(n)
+		t.insert(n)
 	}
 	return roots, nil
 }

@@ -88,8 +88,23 @@ type Doc struct {
 
 type siblings = immutable.SortedMap[string, string]
 
+// fnvHasher hashes ids with 32-bit FNV-1a: deterministic, and it spreads
+// ids that differ only in their last characters across the whole trie.
+type fnvHasher struct{}
+
+func (fnvHasher) Hash(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+func (fnvHasher) Equal(a, b string) bool { return a == b }
+
 var (
-	stringHash = immutable.NewHasher("")
+	stringHash immutable.Hasher[string] = fnvHasher{}
 	stringCmp  = immutable.NewComparer("")
 	noSiblings = immutable.NewSortedMap[string, string](stringCmp)
 )
