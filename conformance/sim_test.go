@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/subspace/kbkit/server/pgprovider"
+	"pgregory.net/rapid"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgprovider.RunTests(m)) }
@@ -48,4 +49,31 @@ func TestSimulatorExercisesFaults(t *testing.T) {
 	if total.Dropped > 0 && total.Refetches == 0 {
 		t.Errorf("dropped echoes never led to a refetch: %+v", total)
 	}
+}
+
+// TestRapidSimulator lets rapid draw the shape of a run (windows, pages,
+// devices, steps, faults, seed); a failure shrinks to the smallest shape
+// that still fails, and rapid keeps it under testdata/rapid, where every
+// later run replays it first.
+func TestRapidSimulator(t *testing.T) {
+	e := embedded(t, EmbeddedOptions{})
+	rapid.Check(t, func(rt *rapid.T) {
+		opts := Options{
+			Windows: rapid.IntRange(1, 5).Draw(rt, "windows"),
+			Pages:   rapid.IntRange(1, 3).Draw(rt, "pages"),
+			Devices: rapid.IntRange(1, 3).Draw(rt, "devices"),
+			Steps:   rapid.IntRange(5, 60).Draw(rt, "steps"),
+			Faults:  rapid.Bool().Draw(rt, "faults"),
+		}
+		seed := rapid.Int64Range(1, 1<<40).Draw(rt, "seed")
+		r := RunSeed(context.Background(), e, opts, seed)
+		if r.Err != "" {
+			rt.Fatalf("seed %d could not run: %s", seed, r.Err)
+		}
+		for _, c := range r.Checks {
+			if !c.Passed {
+				rt.Fatalf("seed %d %+v: %s failed:\n%s\n%s", seed, opts, c.Name, c.Detail, tail(r.History, 30))
+			}
+		}
+	})
 }
