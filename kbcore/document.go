@@ -619,8 +619,10 @@ func (d Doc) Equal(o Doc) bool {
 	return bytes.Equal(a, b)
 }
 
-// decodeStrict decodes exactly one JSON value, refusing unknown fields and
-// trailing data.
+// DecodeStrict decodes exactly one JSON value into v, refusing unknown
+// fields and trailing data: the decoding every trust boundary uses.
+func DecodeStrict(b []byte, v any) error { return decodeStrict(b, v) }
+
 func decodeStrict(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

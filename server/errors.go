@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -131,13 +130,11 @@ func decodeStrict(raw json.RawMessage, v any) *callError {
 	if len(raw) == 0 {
 		raw = json.RawMessage("null")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := kbcore.DecodeStrict(raw, v); err != nil {
+		if strings.HasPrefix(err.Error(), "trailing data") {
+			return errorf(CodeBadRequest, "input: trailing data after the JSON value")
+		}
 		return inputError(err)
-	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		return errorf(CodeBadRequest, "input: trailing data after the JSON value")
 	}
 	return nil
 }

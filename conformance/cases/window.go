@@ -1,12 +1,10 @@
 package cases
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"reflect"
 	"strings"
@@ -49,17 +47,7 @@ type windowIDs struct {
 
 // strictJSON decodes exactly one JSON value, refusing unknown fields and
 // trailing data.
-func strictJSON(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data after JSON value")
-	}
-	return nil
-}
+func strictJSON(b []byte, v any) error { return kbcore.DecodeStrict(b, v) }
 
 // Window runs a window script on kbcore.Window.
 func (Reference) Window(_ context.Context, req WindowRequest) ([]WindowState, error) {
