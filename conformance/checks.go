@@ -146,12 +146,14 @@ func (s *sim) check() ([]CheckResult, string) {
 	inLog := map[string]int{}
 	for _, id := range s.pages {
 		ps := pages[id]
+		for _, ev := range ps.log {
+			inLog[ev.Cmd.ID]++
+		}
 		for i, ev := range ps.log {
 			if ev.Seq != int64(i+1) {
 				gapless = append(gapless, fmt.Sprintf("page %s: position %d holds seq %d", shortID(id), i+1, ev.Seq))
 				break
 			}
-			inLog[ev.Cmd.ID]++
 		}
 		if ps.err == "" && lastSeq(ps.log) != ps.snap.Seq {
 			gapless = append(gapless, fmt.Sprintf("page %s: log ends at %d but kb.page says seq %d", shortID(id), lastSeq(ps.log), ps.snap.Seq))
@@ -185,6 +187,7 @@ func (s *sim) check() ([]CheckResult, string) {
 			once = append(once, fmt.Sprintf("rejected command %s (%s: %s) is in the log", o.id, o.cmd.Type, o.rejected))
 		}
 	}
+	once = append(once, s.provenance(pages)...)
 	add(CheckExactlyOnce, once)
 
 	var rollback []string
@@ -219,6 +222,64 @@ func (s *sim) check() ([]CheckResult, string) {
 	lin, vis := s.linearizability(pages)
 	add(CheckLinear, lin)
 	return out, vis
+}
+
+// provenance checks that every command in a page's log is one the clients
+// sent, or a derived command of one of them (its id is DerivedID(origin,
+// page, n)), and that kb.page reports every logged id committed at the seq
+// where the log holds it.
+func (s *sim) provenance(pages map[string]*pageState) []string {
+	var problems []string
+	known := map[string]bool{}
+	for _, id := range s.setupIDs {
+		known[id] = true
+	}
+	var origins []string
+	for _, o := range s.ops {
+		known[o.id] = true
+		if o.ret != 0 && o.rejected == "" {
+			origins = append(origins, o.id)
+		}
+	}
+	origins = append(origins, s.setupIDs...)
+	for _, page := range s.pages {
+		for _, origin := range origins {
+			for n := 0; n < 64; n++ {
+				known[kbcore.DerivedID(origin, page, n)] = true
+			}
+		}
+	}
+	c := s.wins[0].c
+	for _, page := range s.pages {
+		ps := pages[page]
+		if ps.err != "" {
+			continue
+		}
+		var ids []string
+		at := map[string]int64{}
+		for _, ev := range ps.log {
+			if !known[ev.Cmd.ID] {
+				problems = append(problems, fmt.Sprintf("page %s seq %d holds %s (%s), which no client sent and no sent command derives", shortID(page), ev.Seq, ev.Cmd.ID, ev.Cmd.Type))
+			}
+			ids = append(ids, ev.Cmd.ID)
+			at[ev.Cmd.ID] = ev.Seq
+		}
+		for len(ids) > 0 {
+			chunk := ids[:min(len(ids), 500)]
+			ids = ids[len(chunk):]
+			snap, err := s.retryPage(c, page, chunk)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("kb.page %s outcomes: %v", shortID(page), err))
+				break
+			}
+			for _, id := range chunk {
+				if o := snap.Outcomes[id]; o.Rejected != nil || o.Seq != at[id] {
+					problems = append(problems, fmt.Sprintf("page %s: the log holds %s at seq %d but kb.page reports %+v", shortID(page), id, at[id], o))
+				}
+			}
+		}
+	}
+	return problems
 }
 
 func createdID(c kbcore.Command) string {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -30,6 +31,9 @@ type mutation struct {
 	command func(body []byte) []byte
 	// stream returns the mutator of one server-to-client WebSocket stream.
 	stream func() streamMutator
+	// fired counts the mutations made (commands rewritten, events doubled,
+	// swapped or dropped): zero means the run did not exercise the bug.
+	fired *atomic.Int64
 }
 
 // streamMutator rewrites the tracked data events (kb.onPage) of one
@@ -311,24 +315,29 @@ func (p *mutatingProxy) websocket(w http.ResponseWriter, r *http.Request, i int)
 
 // ---- the broken variants ----
 
-// Each variant breaks one guarantee of spec/PROTOCOL.md.
+// Each variant breaks one guarantee of spec/PROTOCOL.md; a fresh value
+// has fresh state (ids seen, counter).
 func mutDoubleEcho() mutation {
-	return mutation{stream: func() streamMutator { return &doubleEcho{} }}
+	n := new(atomic.Int64)
+	return mutation{fired: n, stream: func() streamMutator { return &doubleEcho{fired: n} }}
 }
 
 func mutReorder() mutation {
-	return mutation{stream: func() streamMutator { return &reorderEchoes{} }}
+	n := new(atomic.Int64)
+	return mutation{fired: n, stream: func() streamMutator { return &reorderEchoes{fired: n} }}
 }
 
 // mutSkipDedup forwards a command id posted before under a fresh id: a
 // server without deduplication, where a retry applies twice.
 func mutSkipDedup() mutation {
+	n := new(atomic.Int64)
 	seen := newIDSet()
-	return mutation{command: func(body []byte) []byte {
+	return mutation{fired: n, command: func(body []byte) []byte {
 		id, env := envelopeID(body)
 		if id == "" || !seen.add(id) {
 			return body
 		}
+		n.Add(1)
 		env["id"], _ = json.Marshal(uuid.NewString())
 		b, _ := json.Marshal(env)
 		return b
@@ -337,28 +346,34 @@ func mutSkipDedup() mutation {
 
 // mutDropDerived: a server that does not publish derived commands.
 func mutDropDerived() mutation {
+	n := new(atomic.Int64)
 	posted := newIDSet()
 	return mutation{
+		fired: n,
 		command: func(body []byte) []byte {
 			if id, _ := envelopeID(body); id != "" {
 				posted.add(id)
 			}
 			return body
 		},
-		stream: func() streamMutator { return dropUnposted{posted} },
+		stream: func() streamMutator { return dropUnposted{posted: posted, fired: n} },
 	}
 }
 
 // doubleEcho sends every event whose server seq is 3 mod 8 twice, the copy
 // with the next seq, and renumbers the rest of the stream after it: the
 // server "logged a command twice".
-type doubleEcho struct{ shift int64 }
+type doubleEcho struct {
+	shift int64
+	fired *atomic.Int64
+}
 
 func (d *doubleEcho) event(ev wireEvent) []wireEvent {
 	real := ev.seq
 	ev.seq += d.shift
 	out := []wireEvent{ev}
 	if real%8 == 3 {
+		d.fired.Add(1)
 		d.shift++
 		ev.seq++
 		out = append(out, ev)
@@ -372,12 +387,16 @@ func (d *doubleEcho) flush() []wireEvent { return nil }
 // (each keeps its seq): the server delivers a page's commands out of
 // order. An event 4 mod 10 whose successor does not follow at once is
 // sent unchanged.
-type reorderEchoes struct{ held *wireEvent }
+type reorderEchoes struct {
+	held  *wireEvent
+	fired *atomic.Int64
+}
 
 func (r *reorderEchoes) event(ev wireEvent) []wireEvent {
 	if h := r.held; h != nil {
 		r.held = nil
 		if ev.seq == h.seq+1 {
+			r.fired.Add(1)
 			h.cmd, h.cmdID, ev.cmd, ev.cmdID = ev.cmd, ev.cmdID, h.cmd, h.cmdID
 			return []wireEvent{*h, ev}
 		}
@@ -400,10 +419,14 @@ func (r *reorderEchoes) flush() []wireEvent {
 
 // dropUnposted drops the events of commands no client posted through the
 // proxy: the derived commands of renames, merges and implicit pages.
-type dropUnposted struct{ posted *idSet }
+type dropUnposted struct {
+	posted *idSet
+	fired  *atomic.Int64
+}
 
 func (d dropUnposted) event(ev wireEvent) []wireEvent {
 	if !d.posted.has(ev.cmdID) {
+		d.fired.Add(1)
 		return nil
 	}
 	return []wireEvent{ev}

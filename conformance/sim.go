@@ -169,6 +169,7 @@ type sim struct {
 	failures    []string // protocol errors: non-retryable answers
 	start       time.Time
 	pgRestarted bool
+	setupIDs    []string // commands sent outside windows
 }
 
 type deviceInfo struct {
@@ -408,6 +409,7 @@ func (s *sim) setup() error {
 func (s *sim) direct(dev int, page, typ string, payload any) error {
 	b, _ := json.Marshal(payload)
 	env := kbcore.Envelope{ID: s.newID(), DeviceID: s.devices[dev].deviceID, PageID: page, Type: typ, Payload: b}
+	s.setupIDs = append(s.setupIDs, env.ID)
 	for attempt := 0; ; attempt++ {
 		seq, rej, err := s.devices[dev].clients[0].Command(s.ctx, env)
 		switch {

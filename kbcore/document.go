@@ -105,8 +105,8 @@ func (fnvHasher) Equal(a, b string) bool { return a == b }
 
 var (
 	stringHash immutable.Hasher[string] = fnvHasher{}
-	stringCmp  = immutable.NewComparer("")
-	noSiblings = immutable.NewSortedMap[string, string](stringCmp)
+	stringCmp                           = immutable.NewComparer("")
+	noSiblings                          = immutable.NewSortedMap[string, string](stringCmp)
 )
 
 // siblingKey orders siblings by rank bytes, then id. NUL sorts below every

@@ -19,6 +19,10 @@ type Window struct {
 	awaiting bool
 	undo     []undoEntry
 	redo     []undoEntry
+	// reverts maps a pending undo or redo command to the ids of the
+	// commands it reverts: if one of those is rejected, the undo has
+	// nothing to revert and is dropped with it.
+	reverts map[string][]string
 }
 
 // undoEntry is how to revert one own command (or one undo or redo step):
@@ -171,6 +175,7 @@ func (w *Window) Echo(seq int64, c Command) []Action {
 
 // drop removes id from pending.
 func (w *Window) drop(id string) bool {
+	delete(w.reverts, id)
 	for i, p := range w.pending {
 		if p.ID == id {
 			w.pending = append(w.pending[:i:i], w.pending[i+1:]...)
@@ -195,6 +200,7 @@ func (w *Window) Reject(id, code string) []Action {
 		return nil // not ours, or already settled by a snapshot
 	}
 	w.forget(id)
+	w.dropReverting(map[string]bool{id: true})
 	w.rebase()
 	return []Action{{Kind: ActionToast, Code: code}}
 }
@@ -224,11 +230,13 @@ func (w *Window) Snapshot(doc Doc, seq int64, outcomes map[string]Outcome) []Act
 	var acts []Action
 	w.server, w.seq, w.awaiting = doc, seq, false
 	kept := w.pending[:0:0]
+	rejected := map[string]bool{}
 	for _, c := range w.pending {
 		o, ok := outcomes[c.ID]
 		switch {
 		case ok && o.Rejected != nil:
 			w.forget(c.ID)
+			rejected[c.ID] = true
 			acts = append(acts, Action{Kind: ActionToast, Code: o.Rejected.Code})
 		case ok && o.Seq > 0 && o.Seq <= seq:
 			// committed and folded into doc
@@ -237,7 +245,8 @@ func (w *Window) Snapshot(doc Doc, seq int64, outcomes map[string]Outcome) []Act
 		}
 	}
 	w.pending = kept
-	for _, c := range kept {
+	w.dropReverting(rejected)
+	for _, c := range w.pending {
 		acts = append(acts, Action{Kind: ActionSend, ID: c.ID})
 	}
 	w.rebase()
@@ -278,5 +287,41 @@ func (w *Window) step(from, to *[]undoEntry, ids []string, empty string) []Actio
 		cmds[i] = Command{ID: ids[i], Type: c.Type, Payload: c.Payload}
 	}
 	acts, _ := w.issue(cmds, to)
+	for _, c := range cmds {
+		if w.isPending(c.ID) {
+			if w.reverts == nil {
+				w.reverts = map[string][]string{}
+			}
+			w.reverts[c.ID] = e.ids
+		}
+	}
 	return acts
+}
+
+// dropReverting drops, after rejections, every pending undo or redo command
+// that reverts a rejected command (and, in turn, what reverts those). The
+// transport sends a window's commands one at a time in order, so these were
+// not sent yet.
+func (w *Window) dropReverting(rejected map[string]bool) {
+	for changed := true; changed; {
+		changed = false
+		kept := w.pending[:0:0]
+		for _, c := range w.pending {
+			drop := false
+			for _, id := range w.reverts[c.ID] {
+				if rejected[id] {
+					drop = true
+				}
+			}
+			if drop {
+				rejected[c.ID] = true
+				w.forget(c.ID)
+				delete(w.reverts, c.ID)
+				changed = true
+				continue
+			}
+			kept = append(kept, c)
+		}
+		w.pending = kept
+	}
 }

@@ -37,7 +37,9 @@ func (s *winServer) doc() kbcore.Doc { return s.docs[len(s.docs)-1] }
 type winClient struct {
 	w      *kbcore.Window
 	outbox []kbcore.Command
-	inbox  []winMsg
+	// waiting is the last command sent and not yet seen decided.
+	waiting string
+	inbox   []winMsg
 	// asked is set by a refetch until the server reads the snapshot, which
 	// then travels in inflight until delivered (possibly after a newer one).
 	asked    bool
@@ -85,6 +87,37 @@ func (s *winSim) receive(ci int, c kbcore.Command) {
 	for _, cl := range s.clients {
 		cl.inbox = append(cl.inbox, winMsg{seq: s.srv.seq(), cmd: c})
 	}
+}
+
+// sendNext delivers the client's next command to the server, stop-and-wait
+// as spec/window.md requires: only once the previously sent command is no
+// longer pending in the window (decided), and skipping commands the window
+// dropped before they could be sent (undos of a rejected command).
+func (s *winSim) sendNext(ci int) bool {
+	cl := s.clients[ci]
+	if cl.waiting != "" && s.isPending(ci, cl.waiting) {
+		return false
+	}
+	for len(cl.outbox) > 0 {
+		c := cl.outbox[0]
+		cl.outbox = cl.outbox[1:]
+		if !s.isPending(ci, c.ID) {
+			continue
+		}
+		cl.waiting = c.ID
+		s.receive(ci, c)
+		return true
+	}
+	return false
+}
+
+func (s *winSim) isPending(ci int, id string) bool {
+	for _, p := range s.clients[ci].w.Pending() {
+		if p.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // handle performs a window's actions; wasAwaiting is the window's state
@@ -349,11 +382,7 @@ func TestRapidWindowsConverge(t *testing.T) {
 			case op == 4:
 				s.undoRedo(ci)
 			case op < 8:
-				if len(cl.outbox) > 0 {
-					c := cl.outbox[0]
-					cl.outbox = cl.outbox[1:]
-					s.receive(ci, c)
-				}
+				s.sendNext(ci)
 			case op < 12:
 				if len(cl.inbox) > 0 {
 					s.deliver(ci, rapid.IntRange(0, 7).Draw(t, "drop") == 0)
@@ -385,11 +414,8 @@ func TestRapidWindowsConverge(t *testing.T) {
 				t.Fatalf("no quiescence after %d rounds", round)
 			}
 			progress := false
-			for ci, cl := range s.clients {
-				for len(cl.outbox) > 0 {
-					c := cl.outbox[0]
-					cl.outbox = cl.outbox[1:]
-					s.receive(ci, c)
+			for ci := range s.clients {
+				if s.sendNext(ci) {
 					progress = true
 				}
 			}

@@ -25,6 +25,7 @@ func newConformanceCmd() *cobra.Command {
 		Short: "Multi-client convergence suite and protocol checks against a server",
 	}
 	cmd.AddCommand(newConformanceRunCmd())
+	cmd.AddCommand(newConformanceProtocolCmd())
 	return cmd
 }
 

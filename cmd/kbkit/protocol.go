@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/subspace/kbkit/conformance/protocol"
+)
+
+// protocolOptions are the flags of `kbkit conformance protocol`.
+type protocolOptions struct {
+	server       string
+	token        string
+	otherToken   string
+	run          string
+	junit        string
+	json         string
+	maxBody      int64
+	timeout      time.Duration
+	eventTimeout time.Duration
+	list         bool
+}
+
+func newConformanceProtocolCmd() *cobra.Command {
+	var o protocolOptions
+	cmd := &cobra.Command{
+		Use:   "protocol",
+		Short: "Check a running server against spec/PROTOCOL.md, rule by rule (black box)",
+		Long: `Talks to the server at --server over HTTP and WebSocket as the device of
+--token and checks every shape and rule of spec/PROTOCOL.md one by one:
+success and error envelopes and codes, exactly-once per command id (a
+retried id gets its original outcome), rejections, gapless seqs under
+concurrent writers, kb.page snapshots and outcomes, kb.onPage replay and
+lastEventId resume, batching, the WebSocket messages, the trust boundary
+(each refused request writes nothing) and the limits.
+
+Each check creates its own pages with fresh ids, so checks are independent
+and the suite can be run again and again against the same server.
+--other-token, a device of ANOTHER workspace, enables the cross-workspace
+checks (skipped without it). protocol/reconnect needs a server the suite
+can restart and is skipped here (the Go tests of conformance/protocol run
+it against the reference server).
+
+The report is TAP version 14 on stdout: one test point per check, named by
+its id; a failing check has a YAML block with the message, expected and
+got, the request and an excerpt of the raw response. --junit and --json
+also write JUnit XML and JSON lines (one object per check).
+
+The token may also be given as $KBKIT_TOKEN (and the other as
+$KBKIT_OTHER_TOKEN), keeping it out of the process list.
+
+Exit status: 0 every check passed (or was skipped), 1 a check failed,
+2 the suite could not run (server unreachable, token refused, bad flags).`,
+		Example: `  kbkit serve --addr 127.0.0.1:8080 > server.json &
+  kbkit conformance protocol --server http://127.0.0.1:8080 --token "$(jq -r .token server.json)"
+  kbkit conformance protocol --server "$URL" --token "$T" --other-token "$T2" --junit protocol.xml
+  kbkit conformance protocol --server "$URL" --token "$T" --run 'protocol/(retry|rejection)'
+  kbkit conformance protocol --list`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx := c.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if code := runProtocol(ctx, o, c.OutOrStdout(), c.ErrOrStderr()); code != exitOK {
+				return exitError{code}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.server, "server", "", "base URL of the server under test, e.g. http://127.0.0.1:8080 (required)")
+	f.StringVar(&o.token, "token", "", "device token (default $KBKIT_TOKEN)")
+	f.StringVar(&o.otherToken, "other-token", "", "a device token of another workspace: enables the cross-workspace checks (default $KBKIT_OTHER_TOKEN)")
+	f.StringVar(&o.run, "run", "", "run only the checks whose id matches this regular expression")
+	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
+	f.StringVar(&o.json, "json", "", "also write one JSON object per check to this file")
+	f.Int64Var(&o.maxBody, "max-body", 256<<10, "the server's body, GET input and WebSocket message limit in bytes (the limit checks send more)")
+	f.DurationVar(&o.timeout, "timeout", 60*time.Second, "time limit of one check")
+	f.DurationVar(&o.eventTimeout, "event-timeout", 10*time.Second, "how long to wait for an answer or event the server owes")
+	f.BoolVar(&o.list, "list", false, "list the checks and exit")
+	return cmd
+}
+
+// runProtocol is `kbkit conformance protocol`; it returns the exit code.
+func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Writer) int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "kbkit conformance protocol: "+format+"\n", args...)
+		return exitErrored
+	}
+	var re *regexp.Regexp
+	if o.run != "" {
+		var err error
+		if re, err = regexp.Compile(o.run); err != nil {
+			return fail("--run: %v", err)
+		}
+	}
+	checks := protocol.Select(protocol.Checks(), re)
+	if o.list {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		for _, c := range checks {
+			fmt.Fprintf(tw, "%s\t%s\n", c.ID, c.Description)
+		}
+		_ = tw.Flush()
+		return exitOK
+	}
+	if len(checks) == 0 {
+		return fail("--run %q matches no check (see --list)", o.run)
+	}
+	if o.token == "" {
+		o.token = os.Getenv("KBKIT_TOKEN")
+	}
+	if o.otherToken == "" {
+		o.otherToken = os.Getenv("KBKIT_OTHER_TOKEN")
+	}
+	switch {
+	case o.server == "":
+		return fail("--server is required")
+	case o.token == "":
+		return fail("--token (or $KBKIT_TOKEN) is required")
+	}
+	// Open the report files first: a typo in a path should not cost a run.
+	var junitFile, jsonFile *os.File
+	var err error
+	if o.junit != "" {
+		if junitFile, err = os.Create(o.junit); err != nil {
+			return fail("--junit: %v", err)
+		}
+		defer junitFile.Close()
+	}
+	if o.json != "" {
+		if jsonFile, err = os.Create(o.json); err != nil {
+			return fail("--json: %v", err)
+		}
+		defer jsonFile.Close()
+	}
+
+	env := &protocol.Env{BaseURL: o.server, Token: o.token, OtherToken: o.otherToken,
+		MaxBody: o.maxBody, EventTimeout: o.eventTimeout}
+	if err := env.Preflight(ctx); err != nil {
+		msg := err.Error()
+		if errors.Is(err, protocol.ErrCannotRun) {
+			msg = "could not run: " + strings.TrimPrefix(msg, protocol.ErrCannotRun.Error()+": ")
+		}
+		return fail("%s", msg)
+	}
+	fmt.Fprintf(stderr, "kbkit conformance protocol: %s, workspace %s, device %s\n", env.BaseURL, env.WorkspaceID, env.DeviceID)
+
+	start := time.Now()
+	tap := protocol.NewTAP(stdout)
+	if err := tap.Begin(len(checks)); err != nil {
+		return fail("%v", err)
+	}
+	results := protocol.Run(ctx, env, checks, protocol.Options{Timeout: o.timeout,
+		OnResult: func(n, _ int, r protocol.Result) { _ = tap.Result(n, r) }})
+	sum := protocol.Summarize(results)
+	_ = tap.End(sum)
+	if ctx.Err() != nil {
+		return fail("interrupted")
+	}
+	if junitFile != nil {
+		if err := protocol.WriteJUnit(junitFile, "kbkit conformance protocol", results, time.Since(start)); err != nil {
+			return fail("--junit: %v", err)
+		}
+	}
+	if jsonFile != nil {
+		if err := protocol.WriteJSON(jsonFile, results); err != nil {
+			return fail("--json: %v", err)
+		}
+	}
+	fmt.Fprintf(stderr, "kbkit conformance protocol: %s in %s\n", sum, time.Since(start).Round(time.Millisecond))
+	if sum.Failed > 0 {
+		return exitFailed
+	}
+	return exitOK
+}
