@@ -37,6 +37,10 @@ type invalidator struct {
 	mu      sync.Mutex
 	subs    map[*invSub]struct{}
 	started bool
+	// ready closes once the first LISTEN is in place: a subscription is
+	// acknowledged only after it, so no commit after "started" is missed.
+	ready     chan struct{}
+	readyOnce sync.Once
 }
 
 type invSub struct {
@@ -46,17 +50,22 @@ type invSub struct {
 }
 
 func newInvalidator(s *Server) *invalidator {
-	return &invalidator{s: s, subs: map[*invSub]struct{}{}}
+	return &invalidator{s: s, subs: map[*invSub]struct{}{}, ready: make(chan struct{})}
 }
 
 func (v *invalidator) subscribe(ws string, topics map[string]bool) *invSub {
 	sub := &invSub{ws: ws, topics: topics, ch: make(chan Invalidation, 16)}
 	v.mu.Lock()
-	defer v.mu.Unlock()
 	v.subs[sub] = struct{}{}
 	if !v.started {
 		v.started = true
 		go v.run(v.s.baseCtx)
+	}
+	v.mu.Unlock()
+	select { // bounded: a database that is down must not hang the socket
+	case <-v.ready:
+	case <-time.After(5 * time.Second):
+	case <-v.s.baseCtx.Done():
 	}
 	return sub
 }
@@ -115,6 +124,7 @@ func (v *invalidator) listen(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{store.NotifyChannel}.Sanitize()); err != nil {
 		return err
 	}
+	v.readyOnce.Do(func() { close(v.ready) })
 	for {
 		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		n, err := conn.WaitForNotification(wctx)
