@@ -2,11 +2,15 @@
 # ci-docker.sh — the testcontainers path of CI: run the conformance suite
 # against PostgreSQL in a Docker container, with no registry reachable.
 #
-#  1. Make sure a Docker engine answers. If none does: install Debian's
-#     docker.io when dockerd is missing, then start
+#  1. Make sure a Docker engine answers (DOCKER_HOST, else the default
+#     socket). If none does: install Debian's docker.io when dockerd is
+#     missing, then start
 #         dockerd --bridge=none --iptables=false --ip-forward=false
 #     (no bridge network, no NAT: containers may only use host networking)
-#     and wait up to 60 s. If it cannot start, fail with the dockerd log.
+#     on a private socket, /run/kbkit-ci-docker/docker.sock, exported as
+#     DOCKER_HOST to this script's children only (other programs on the
+#     machine, e.g. tests selecting a provider automatically, do not see
+#     it), and wait up to 60 s. If it cannot start, fail with its log.
 #  2. Build a local image from this machine's PostgreSQL binaries with
 #     scripts/pg-image.sh (docker import; no registry).
 #  3. Run `kbkit conformance run --seeds $SEEDS --faults` with
@@ -44,7 +48,7 @@ cleanup() {
 		kill "$EVENTS_PID" 2>/dev/null || true
 		wait "$EVENTS_PID" 2>/dev/null || true
 	fi
-	if [ -n "$DOCKERD_PID" ] && [ "${KEEP_DOCKERD:-}" != 1 ]; then
+	if [ -n "$DOCKERD_PID" ] && [ "${KEEP_DOCKERD:-}" != 1 ] && kill -0 "$DOCKERD_PID" 2>/dev/null; then
 		say "stopping the dockerd started here (pid $DOCKERD_PID)"
 		kill "$DOCKERD_PID" 2>/dev/null || true
 		for _ in $(seq 1 30); do
@@ -85,7 +89,7 @@ else
 			ADDED_POLICY=1
 		fi
 		install_rc=0
-		{ apt-get update -qq && apt-get install -y -qq docker.io >"$WORK/apt.log" 2>&1; } || install_rc=$?
+		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends docker.io >"$WORK/apt.log" 2>&1; } || install_rc=$?
 		[ -n "$ADDED_POLICY" ] && rm -f /usr/sbin/policy-rc.d
 		if [ "$install_rc" != 0 ]; then
 			tail -n 30 "$WORK/apt.log" >&2 || true
@@ -94,14 +98,15 @@ else
 	fi
 	command -v dockerd >/dev/null 2>&1 || die "dockerd not found after installing docker.io"
 	[ "$(id -u)" = 0 ] || die "no Docker engine answers and only root can start dockerd"
-	if [ -S /var/run/docker.sock ] && ! engine_answers; then
-		say "removing a stale /var/run/docker.sock"
-		rm -f /var/run/docker.sock
-	fi
-	say "starting dockerd --bridge=none --iptables=false --ip-forward=false (log: $DOCKERD_LOG)"
+	SOCK_DIR=/run/kbkit-ci-docker
+	mkdir -p "$SOCK_DIR"
+	rm -f "$SOCK_DIR/docker.sock"
+	export DOCKER_HOST=unix://$SOCK_DIR/docker.sock
+	say "starting dockerd --bridge=none --iptables=false --ip-forward=false on $DOCKER_HOST (log: $DOCKERD_LOG)"
 	# setsid: its own process group, so it is not hit by signals meant for
 	# this script's foreground jobs; we stop it by pid in cleanup.
-	setsid dockerd --bridge=none --iptables=false --ip-forward=false \
+	setsid dockerd --host "$DOCKER_HOST" --pidfile "$SOCK_DIR/docker.pid" \
+		--bridge=none --iptables=false --ip-forward=false \
 		>"$DOCKERD_LOG" 2>&1 </dev/null &
 	DOCKERD_PID=$!
 	ok=
@@ -136,6 +141,25 @@ docker run --rm --network host "$IMAGE" /usr/lib/postgresql/"$PG_VERSION"/bin/po
 BIN=$WORK/kbkit
 go build -o "$BIN" ./cmd/kbkit || die "go build ./cmd/kbkit failed"
 
+# Containers may use host networking only. testcontainers-go creates a
+# bridge network "reaper_default" on an engine without "bridge" unless told
+# otherwise (server/pgprovider does, for host networking): remove leftovers.
+bridges() { docker network ls -q --filter driver=bridge; }
+if [ -n "$DOCKERD_PID" ]; then # only on our own engine
+	for n in $(docker network ls -q --filter driver=bridge --filter label=org.testcontainers=true); do
+		say "removing testcontainers bridge network $n left by an earlier run"
+		docker network rm "$n" >/dev/null
+	done
+fi
+ours() { docker ps -aq --no-trunc --filter "ancestor=$IMAGE" | sort; }
+if [ -n "$DOCKERD_PID" ] && [ -n "$(ours)" ]; then
+	say "removing containers of $IMAGE left by an earlier run"
+	ours | xargs -r docker rm -f >/dev/null
+fi
+CTRS_BEFORE=$(ours)
+[ -z "$(bridges)" ] || say "warning: the engine has bridge networks ($(docker network ls --filter driver=bridge --format '{{.Name}}' | paste -sd ' ')); containers here use host networking only"
+BRIDGES_BEFORE=$(bridges | sort)
+
 # Record container starts of our image: proof that the docker provider ran.
 docker events --filter "image=$IMAGE" --filter event=start --format '{{.ID}}' >"$WORK/events" 2>&1 &
 EVENTS_PID=$!
@@ -162,10 +186,15 @@ wait "$EVENTS_PID" 2>/dev/null || true
 EVENTS_PID=
 
 started=$(grep -cE '^[0-9a-f]{12,}$' "$WORK/events" || true)
-leftover=$(docker ps -aq --filter "ancestor=$IMAGE" | wc -l)
+leftover=$(comm -13 <(echo "$CTRS_BEFORE") <(ours) | grep -c . || true)
 if [ "$rc" != 0 ]; then
-	for f in "$WORK"/*.html; do
-		[ -e "$f" ] && mkdir -p "${CI_ARTIFACTS:-/tmp}" && cp "$f" "${CI_ARTIFACTS:-/tmp}/" && say "kept $(basename "$f") in ${CI_ARTIFACTS:-/tmp}"
+	# Keep the failures' visualisations and the JUnit report.
+	for f in "$WORK"/*.html "$WORK"/conformance.xml; do
+		if [ -e "$f" ]; then
+			mkdir -p "${CI_ARTIFACTS:-/tmp}"
+			cp "$f" "${CI_ARTIFACTS:-/tmp}/"
+			say "kept ${CI_ARTIFACTS:-/tmp}/$(basename "$f")"
+		fi
 	done
 	[ "$rc" = 124 ] && die "the conformance run timed out after ${CONFORMANCE_TIMEOUT}s"
 	die "kbkit conformance run on the docker provider exited $rc after ${took}s"
@@ -174,9 +203,13 @@ if [ "$started" -lt 1 ]; then
 	cat "$WORK/events" >&2 || true
 	die "the run passed but no container of $IMAGE was started: the docker provider was not used"
 fi
+if [ "$(bridges | sort)" != "$BRIDGES_BEFORE" ]; then
+	docker network ls >&2
+	die "the run created a bridge network: containers must use host networking only"
+fi
 if [ "$leftover" != 0 ]; then
 	docker ps -a --filter "ancestor=$IMAGE" >&2
-	die "$leftover container(s) of $IMAGE left behind after the run"
+	die "the run left $leftover container(s) of $IMAGE behind"
 fi
 say "conformance: $SEEDS seeds passed on the docker provider in ${took}s ($started container start(s) of $IMAGE, none left behind)"
 say "total ${0##*/} time: $(( $(date +%s) - START ))s"

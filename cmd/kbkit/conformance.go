@@ -98,12 +98,17 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 			return exitError{exitErrored}
 		}
 		defer pg.Stop(context.WithoutCancel(ctx))
-		dsn, _, err := pg.NewDatabase(ctx, "")
+		dsn, drop, err := pg.NewDatabase(ctx, "")
 		if err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run:", err)
 			return exitError{exitErrored}
 		}
-		e, err := conformance.NewEmbedded(ctx, dsn, conformance.EmbeddedOptions{Instances: f.instances, Postgres: pg})
+		defer drop(context.WithoutCancel(ctx)) // leave a borrowed server as it was
+		var restartable *pgprovider.Server
+		if pg.Kind() != pgprovider.KindDSN { // a server we did not start is not ours to restart
+			restartable = pg
+		}
+		e, err := conformance.NewEmbedded(ctx, dsn, conformance.EmbeddedOptions{Instances: f.instances, Postgres: restartable})
 		if err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run:", err)
 			return exitError{exitErrored}

@@ -234,17 +234,49 @@ func hostNetCustomizers(opts Options, port int) ([]testcontainers.ContainerCusto
 	}, nil
 }
 
+// hostNetProviderOptions make testcontainers-go treat Docker's "host"
+// network as its default one. Otherwise, on an engine without the "bridge"
+// network (dockerd --bridge=none), it creates a bridge network
+// "reaper_default" on a private range and attaches the container to it as
+// well, which fails next to host networking and is traffic on a private
+// range we must never create.
+func hostNetProviderOptions(opts Options) []testcontainers.DockerProviderOption {
+	return []testcontainers.DockerProviderOption{
+		testcontainers.WithLogger(opts.tcLogger()),
+		testcontainers.WithDefaultBridgeNetwork("host"),
+		testcontainers.DefaultNetwork("host"),
+	}
+}
+
 func (s *dockerServer) runHostNet(ctx context.Context, port int) error {
 	cust, err := hostNetCustomizers(s.opts, port)
 	if err != nil {
 		return err
 	}
-	ctr, err := testcontainers.Run(ctx, s.opts.Image, cust...)
+	// As testcontainers.Run, but with our provider options.
+	req := testcontainers.GenericContainerRequest{
+		ContainerRequest: testcontainers.ContainerRequest{Image: s.opts.Image},
+		Started:          true,
+	}
+	for _, c := range cust {
+		if err := c.Customize(&req); err != nil {
+			return fmt.Errorf("customize: %w", err)
+		}
+	}
+	p, err := testcontainers.NewDockerProvider(hostNetProviderOptions(s.opts)...)
+	if err != nil {
+		return fmt.Errorf("docker provider: %w", err)
+	}
+	defer p.Close()
+	ctr, err := p.CreateContainer(ctx, req.ContainerRequest)
 	if ctr != nil {
 		s.ctr = ctr
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("create container: %w", err)
+	}
+	if err := ctr.Start(ctx); err != nil {
+		return fmt.Errorf("start container: %w", err)
 	}
 	s.d = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	return nil

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# ci-interop.sh — interop with the real tRPC client: run
+# interop/trpc/check.mjs (the unmodified @trpc/client v11 with httpLink,
+# httpBatchLink and wsLink) against `kbkit serve`.
+#
+#  1. go build ./cmd/kbkit
+#  2. kbkit serve --addr 127.0.0.1:0 --workspace interop (a throwaway
+#     PostgreSQL from this machine's binaries unless KBKIT_PG or
+#     KBKIT_PG_DSN says otherwise); read its JSON line
+#  3. pair a device with `kbkit device pair --dsn <its dsn>`
+#  4. npm ci in interop/trpc, then node interop/trpc/check.mjs with the
+#     server's URL and the paired device's token
+#  5. stop the server with SIGTERM (it must exit cleanly)
+# Any failure exits non-zero. Needs Go, Node.js 18+ and npm (the npm
+# registry, for npm ci), and PostgreSQL server binaries (or a DSN).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+say() { echo "ci-interop: $*" >&2; }
+die() { echo "ci-interop: FAILED: $*" >&2; exit 1; }
+
+START=$(date +%s)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-interop.XXXXXX")
+SERVER_PID=
+
+cleanup() {
+	local rc=$?
+	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+		kill -TERM "$SERVER_PID" 2>/dev/null || true
+		for _ in $(seq 1 30); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 1; done
+		kill -KILL "$SERVER_PID" 2>/dev/null || true
+	fi
+	if [ "$rc" != 0 ] && [ -s "$WORK/serve.log" ]; then
+		echo "---- kbkit serve log (last 30 lines) ----" >&2
+		tail -n 30 "$WORK/serve.log" >&2 || true
+	fi
+	rm -rf "$WORK"
+	exit "$rc"
+}
+trap cleanup EXIT
+
+for t in go node npm; do
+	command -v "$t" >/dev/null 2>&1 || die "$t is required"
+done
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 18 ? 0 : 1)' ||
+	die "Node.js 18 or later is required (found $(node --version))"
+
+# json FIELD < FILE: a string field of the first JSON line.
+json() {
+	node -e 'const l = require("fs").readFileSync(0, "utf8").split("\n").find((s) => s.trim().startsWith("{"));
+		const v = l && JSON.parse(l)[process.argv[1]];
+		if (typeof v !== "string" || v === "") process.exit(1);
+		process.stdout.write(v);' "$1"
+}
+
+BIN=$WORK/kbkit
+go build -o "$BIN" ./cmd/kbkit || die "go build ./cmd/kbkit failed"
+
+# A deterministic provider: local binaries unless the caller chose one (an
+# engine left running must not be picked up by automatic selection).
+if [ -z "${KBKIT_PG:-}" ] && [ -z "${KBKIT_PG_DSN:-}" ]; then
+	export KBKIT_PG=local
+fi
+
+say "starting kbkit serve --addr 127.0.0.1:0 (KBKIT_PG=${KBKIT_PG:-auto})"
+"$BIN" serve --addr 127.0.0.1:0 --workspace interop >"$WORK/serve.json" 2>"$WORK/serve.log" &
+SERVER_PID=$!
+for _ in $(seq 1 1200); do
+	grep -q '^{' "$WORK/serve.json" 2>/dev/null && break
+	kill -0 "$SERVER_PID" 2>/dev/null || die "kbkit serve exited before printing its JSON line"
+	sleep 0.1
+done
+grep -q '^{' "$WORK/serve.json" || die "kbkit serve printed no JSON line within 120 s"
+URL=$(json url <"$WORK/serve.json") || die "no url in the JSON line: $(cat "$WORK/serve.json")"
+DSN=$(json dsn <"$WORK/serve.json") || die "no dsn in the JSON line"
+WORKSPACE_ID=$(json workspace_id <"$WORK/serve.json") || die "no workspace_id in the JSON line"
+say "server at $URL"
+
+"$BIN" device pair --workspace interop --dsn "$DSN" >"$WORK/device.json" || die "kbkit device pair failed"
+TOKEN=$(json token <"$WORK/device.json") || die "no token from kbkit device pair"
+DEVICE_ID=$(json device_id <"$WORK/device.json") || die "no device_id from kbkit device pair"
+say "paired device $DEVICE_ID"
+
+t0=$(date +%s)
+(cd interop/trpc && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in interop/trpc failed"
+say "npm ci took $(( $(date +%s) - t0 ))s"
+
+rc=0
+KBKIT_URL=$URL KBKIT_TOKEN=$TOKEN KBKIT_DEVICE_ID=$DEVICE_ID KBKIT_WORKSPACE_ID=$WORKSPACE_ID \
+	node interop/trpc/check.mjs || rc=$?
+[ "$rc" = 0 ] || die "interop/trpc/check.mjs exited $rc"
+
+say "stopping kbkit serve"
+kill -TERM "$SERVER_PID"
+src=0
+wait "$SERVER_PID" || src=$?
+SERVER_PID=
+[ "$src" = 0 ] || die "kbkit serve exited $src on SIGTERM"
+say "passed in $(( $(date +%s) - START ))s"
