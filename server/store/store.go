@@ -84,6 +84,19 @@ type Store struct {
 	// cache holds page documents by page id, valid for the seq they carry;
 	// under the page lock a cached doc is used only if its seq is current.
 	cache map[string]cachedDoc
+
+	// groupMax is the most commands a group transaction decides; 0 or 1
+	// turns group commit off (every command in its own transaction).
+	groupMax int
+	// groupWait bounds how long a page's drainer waits for the callers of
+	// its last group to queue again before the next group (0: no wait).
+	groupWait time.Duration
+	groups    groups
+	stats     groupStats
+	// groupHook, when set (tests), is called before a group transaction's
+	// COMMIT is queued, with its number of commands and its write batch;
+	// an error fails the transaction.
+	groupHook func(n int, b *pgx.Batch) error
 }
 
 type cachedDoc struct {
@@ -101,7 +114,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
-	s := &Store{pool: pool, cache: map[string]cachedDoc{}}
+	s := &Store{pool: pool, cache: map[string]cachedDoc{}, groupMax: defaultGroupMax, groupWait: defaultGroupWait}
 	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/subspace/kbkit/kbcore"
 )
@@ -24,19 +25,38 @@ type errRelock struct{ locks []string }
 
 func (e errRelock) Error() string { return "store: plan needs more locks" }
 
-// Submit decides one command in one READ COMMITTED transaction: take the
-// page locks (in page-id order), deduplicate its id, plan it, apply every
-// effect, write the changed rows, the index rows, the log and the outbox,
-// commit. A rejection is logged too (without seq) so that a retry of the id
-// gets the same answer. The envelope must already be validated against the
-// schema and its device_id checked against dev.
+// Submit decides one command: take the page locks (in page-id order),
+// deduplicate its id, plan it, apply every effect, write the changed rows,
+// the index rows, the log and the outbox, commit. A rejection is logged too
+// (without seq) so that a retry of the id gets the same answer. The
+// envelope must already be validated against the schema and its device_id
+// checked against dev.
+//
+// Commands for the same page that queue up while its previous transaction
+// runs share one transaction (group commit, see group.go), each still with
+// its own seq, log row and outcome; if that transaction fails, each of them
+// is decided alone, so batching never changes an outcome.
 //
 // An error means the command was not decided (ErrRetryable: retry with the
 // same id) or is not allowed (ErrNotFound, ErrForbidden); a decision is
 // always an Outcome.
 func (s *Store) Submit(ctx context.Context, dev Device, env kbcore.Envelope) (Outcome, error) {
-	locks := []string{env.PageID}
-	names := false
+	if err := ctx.Err(); err != nil {
+		return Outcome{}, classify(err)
+	}
+	if s.groupMax <= 1 {
+		return s.submitAlone(ctx, dev, env, nil, false)
+	}
+	return s.submitGrouped(ctx, dev, env)
+}
+
+// submitAlone decides one command in its own transaction, retrying
+// transient failures. locks and names, when given, are the lock set to
+// start from (a hint: the plan is checked against the locks held).
+func (s *Store) submitAlone(ctx context.Context, dev Device, env kbcore.Envelope, locks []string, names bool) (Outcome, error) {
+	if len(locks) == 0 {
+		locks = []string{env.PageID}
+	}
 	var lastErr error
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		out, err := s.submitOnce(ctx, dev, env, locks, names)
@@ -64,48 +84,30 @@ func (s *Store) Submit(ctx context.Context, dev Device, env kbcore.Envelope) (Ou
 	return Outcome{}, lastErr
 }
 
+// submitOnce is one attempt, in two round trips when the page document is
+// cached: BEGIN + locks + dedup + page heads, then writes + COMMIT.
 func (s *Store) submitOnce(ctx context.Context, dev Device, env kbcore.Envelope, locks []string, names bool) (out Outcome, err error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	t, err := s.acquire(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer t.end()
+
+	locks = union(locks, nil) // sorted, deduplicated, a copy
+	kb := &txKB{ctx: ctx, s: s, q: t.c, ws: dev.WorkspaceID}
+	nameLock := ""
+	if names {
+		nameLock = dev.WorkspaceID
+	}
+	decided, err := t.open(kb, nameLock, locks, []string{env.ID})
 	if err != nil {
 		return Outcome{}, classify(err)
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-
-	// Locks: the workspace's name lock first (when titles or aliases may
-	// change), then pages in id order; the same order in every transaction.
-	if names {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 1))`, "names:"+dev.WorkspaceID); err != nil {
-			return Outcome{}, classify(err)
-		}
-	}
-	sort.Strings(locks)
-	for _, p := range locks {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, p); err != nil {
-			return Outcome{}, classify(err)
-		}
-	}
-
 	// Dedup: an id decided before gets its original outcome.
-	var outcome, code, msg string
-	var seq int64
-	err = tx.QueryRow(ctx, `SELECT outcome, coalesce(seq, 0), coalesce(code, ''), coalesce(message, '')
-		FROM command_log WHERE id = $1`, env.ID).Scan(&outcome, &seq, &code, &msg)
-	switch {
-	case err == nil:
-		if outcome == "rejected" {
-			return Outcome{Rejected: &kbcore.Rejection{Code: code, Message: msg}, Duplicate: true}, nil
-		}
-		return Outcome{Seq: seq, Duplicate: true}, nil
-	case !errors.Is(err, pgx.ErrNoRows):
-		return Outcome{}, classify(err)
+	if o, ok := decided[env.ID]; ok {
+		return o, nil
 	}
 
-	kb := &txKB{ctx: ctx, s: s, tx: tx, ws: dev.WorkspaceID}
 	ws, _, exists, err := kb.head(env.PageID)
 	if err != nil {
 		return Outcome{}, classify(err)
@@ -122,16 +124,11 @@ func (s *Store) submitOnce(ctx context.Context, dev Device, env kbcore.Envelope,
 		return Outcome{}, classify(kb.err)
 	}
 	if plan.Rejected != nil {
-		if _, err := tx.Exec(ctx, `INSERT INTO command_log (workspace_id, id, page_id, device_id, type, payload, outcome, code, message)
-			VALUES ($1, $2, $3, $4, $5, $6, 'rejected', $7, $8)`,
-			dev.WorkspaceID, env.ID, env.PageID, dev.DeviceID, env.Type, payloadJSON(env.Payload),
-			plan.Rejected.Code, plan.Rejected.Message); err != nil {
+		b := &pgx.Batch{}
+		queueRejected(b, dev, env, plan.Rejected)
+		if err := t.commit(b); err != nil {
 			return Outcome{}, classify(err)
 		}
-		if err := tx.Commit(ctx); err != nil {
-			return Outcome{}, classify(err)
-		}
-		committed = true
 		return Outcome{Rejected: plan.Rejected}, nil
 	}
 	if need := missingLocks(plan, locks); need != nil || (!names && changesNames(plan)) {
@@ -143,24 +140,150 @@ func (s *Store) submitOnce(ctx context.Context, dev Device, env kbcore.Envelope,
 	if err != nil {
 		return Outcome{}, err
 	}
-	br := tx.SendBatch(ctx, w.batch)
-	for i := 0; i < w.batch.Len(); i++ {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return Outcome{}, uniqueAsRetry(err)
-		}
-	}
-	if err := br.Close(); err != nil {
+	if err := t.commit(w.batch); err != nil {
 		return Outcome{}, uniqueAsRetry(err)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return Outcome{}, classify(err)
-	}
-	committed = true
 	for page, d := range docs {
 		s.remember(page, seqs[page], d)
 	}
 	return Outcome{Seq: w.originSeq}, nil
+}
+
+// ---- pipelined transactions ----
+
+const (
+	sqlBegin     = `BEGIN ISOLATION LEVEL READ COMMITTED`
+	sqlCommit    = `COMMIT`
+	sqlLockNames = `SELECT pg_advisory_xact_lock(hashtextextended($1, 1))`
+	sqlLockPage  = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
+	// One statement per id rather than id = ANY($1): a generic plan cached
+	// while the table was small stays a sequential scan as the log grows.
+	sqlDecided = `SELECT outcome, coalesce(seq, 0), coalesce(code, ''), coalesce(message, '')
+		FROM command_log WHERE id = $1`
+	sqlHead = `SELECT workspace_id::text, seq FROM pages WHERE id = $1`
+)
+
+// pipeTx is a READ COMMITTED transaction on one pooled connection whose
+// BEGIN travels in the same pipeline as its locks and first reads, and
+// whose COMMIT travels with its writes.
+type pipeTx struct {
+	ctx context.Context
+	c   *pgxpool.Conn
+}
+
+func (s *Store) acquire(ctx context.Context) (*pipeTx, error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, classify(err)
+	}
+	return &pipeTx{ctx: ctx, c: c}, nil
+}
+
+// end rolls back whatever is still open and returns the connection (the
+// pool drops a connection left inside a transaction).
+func (t *pipeTx) end() {
+	if t.c == nil {
+		return
+	}
+	if pc := t.c.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
+		_, _ = t.c.Exec(ctx, "ROLLBACK")
+		cancel()
+	}
+	t.c.Release()
+	t.c = nil
+}
+
+// open begins the transaction and, in the same round trip, takes the locks
+// (the workspace's name lock when nameLock is set, then the pages in the
+// given order, which must be sorted: the same order in every transaction),
+// reads the outcomes of the ids already decided and the heads of the locked
+// pages (into kb).
+func (t *pipeTx) open(kb *txKB, nameLock string, pages, ids []string) (map[string]Outcome, error) {
+	b := &pgx.Batch{}
+	b.Queue(sqlBegin)
+	if nameLock != "" {
+		b.Queue(sqlLockNames, "names:"+nameLock)
+	}
+	for _, p := range pages {
+		b.Queue(sqlLockPage, p)
+	}
+	ids = union(ids, nil)
+	for _, id := range ids {
+		b.Queue(sqlDecided, id)
+	}
+	for _, p := range pages {
+		b.Queue(sqlHead, p)
+	}
+	br := t.c.SendBatch(t.ctx, b)
+	defer br.Close()
+	execs := 1 + len(pages)
+	if nameLock != "" {
+		execs++
+	}
+	for i := 0; i < execs; i++ {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	decided := map[string]Outcome{}
+	for _, id := range ids {
+		var outcome, code, msg string
+		var seq int64
+		err := br.QueryRow().Scan(&outcome, &seq, &code, &msg)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return nil, err
+		case outcome == "rejected":
+			decided[id] = Outcome{Rejected: &kbcore.Rejection{Code: code, Message: msg}, Duplicate: true}
+		default:
+			decided[id] = Outcome{Seq: seq, Duplicate: true}
+		}
+	}
+	kb.heads = map[string]head{}
+	for _, p := range pages {
+		var h head
+		err := br.QueryRow().Scan(&h.ws, &h.seq)
+		switch {
+		case err == nil:
+			h.ok = true
+		case errors.Is(err, pgx.ErrNoRows):
+		default:
+			return nil, err
+		}
+		kb.heads[p] = h
+	}
+	return decided, br.Close()
+}
+
+// commit sends b followed by COMMIT in one round trip.
+func (t *pipeTx) commit(b *pgx.Batch) error {
+	b.Queue(sqlCommit)
+	br := t.c.SendBatch(t.ctx, b)
+	var tag pgconn.CommandTag
+	for i := 0; i < b.Len(); i++ {
+		var err error
+		if tag, err = br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return err
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("store: transaction ended with %q instead of COMMIT", tag.String())
+	}
+	return nil
+}
+
+// queueRejected queues the log row of a rejected command (no seq).
+func queueRejected(b *pgx.Batch, dev Device, env kbcore.Envelope, rej *kbcore.Rejection) {
+	b.Queue(`INSERT INTO command_log (workspace_id, id, page_id, device_id, type, payload, outcome, code, message)
+		VALUES ($1, $2, $3, $4, $5, $6, 'rejected', $7, $8)`,
+		dev.WorkspaceID, env.ID, env.PageID, dev.DeviceID, env.Type, payloadJSON(env.Payload),
+		rej.Code, rej.Message)
 }
 
 // uniqueAsRetry turns a unique violation (two transactions creating the
@@ -224,10 +347,14 @@ func changesNames(plan kbcore.Plan) bool {
 type txKB struct {
 	ctx   context.Context
 	s     *Store
-	tx    pgx.Tx
+	q     querier // the transaction's connection
 	ws    string
 	err   error
-	heads map[string]head    // page heads read in this transaction
+	heads map[string]head // page heads read in this transaction
+	// docs are the documents a group transaction has changed so far; they
+	// and the heads of their pages are ahead of the database rows, whose
+	// writes are queued.
+	docs  map[string]kbcore.Doc
 	names map[string]*string // "t:"/"a:" + name -> page id (nil = none)
 }
 
@@ -243,7 +370,7 @@ func (k *txKB) head(pageID string) (string, int64, bool, error) {
 	if h, ok := k.heads[pageID]; ok {
 		return h.ws, h.seq, h.ok, nil
 	}
-	ws, seq, ok, err := pageHead(k.ctx, k.tx, pageID)
+	ws, seq, ok, err := pageHead(k.ctx, k.q, pageID)
 	if err != nil {
 		return "", 0, false, err
 	}
@@ -261,6 +388,9 @@ func (k *txKB) fail(err error) {
 }
 
 func (k *txKB) Doc(pageID string) (kbcore.Doc, bool) {
+	if d, ok := k.docs[pageID]; ok {
+		return d, true
+	}
 	ws, seq, ok, err := k.head(pageID)
 	if err != nil {
 		k.fail(err)
@@ -269,7 +399,7 @@ func (k *txKB) Doc(pageID string) (kbcore.Doc, bool) {
 	if !ok || ws != k.ws {
 		return kbcore.Doc{}, false
 	}
-	d, err := k.s.doc(k.ctx, k.tx, pageID, seq)
+	d, err := k.s.doc(k.ctx, k.q, pageID, seq)
 	if err != nil {
 		k.fail(err)
 		return kbcore.Doc{}, false
@@ -282,7 +412,7 @@ func (k *txKB) one(key, sql string, args ...any) (string, bool) {
 		return deref(id), id != nil
 	}
 	var id string
-	err := k.tx.QueryRow(k.ctx, sql, args...).Scan(&id)
+	err := k.q.QueryRow(k.ctx, sql, args...).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		k.remember(key, nil)
 		return "", false
@@ -320,7 +450,7 @@ func (k *txKB) PageByAlias(alias string) (string, bool) {
 }
 
 func (k *txKB) Referrers(title string) []kbcore.NodeAt {
-	rows, err := k.tx.Query(k.ctx, `SELECT DISTINCT l.page_id::text, l.node_id COLLATE "C"
+	rows, err := k.q.Query(k.ctx, `SELECT DISTINCT l.page_id::text, l.node_id COLLATE "C"
 		FROM links l JOIN pages p ON p.id = l.page_id
 		WHERE l.workspace_id = $1 AND l.title = $2 AND p.merged_into IS NULL
 		ORDER BY 1, 2`, k.ws, title)
@@ -347,6 +477,33 @@ type writer struct {
 	plan       kbcore.Plan
 	batch      *pgx.Batch
 	originSeq  int64
+	// group, when set, collects the node rows to write and the page seq of
+	// a group transaction, written once for all its commands (flush).
+	group *groupWrites
+}
+
+// groupWrites are the writes a group transaction does once, after all its
+// commands: the final rows of the nodes any of them changed and the page's
+// final seq.
+type groupWrites struct {
+	page  string
+	dirty map[string]bool
+	doc   kbcore.Doc
+	seq   int64
+}
+
+// flush queues the final node rows (with their index rows) and the seq.
+func (g *groupWrites) flush(w *writer) {
+	if g.seq == 0 {
+		return
+	}
+	changed := make([]string, 0, len(g.dirty))
+	for id := range g.dirty {
+		changed = append(changed, id)
+	}
+	sort.Strings(changed)
+	w.nodes(g.page, kbcore.Result{Doc: g.doc, Changed: changed}, nil)
+	w.batch.Queue(`UPDATE pages SET seq = $2 WHERE id = $1`, g.page, g.seq)
 }
 
 // effects re-applies each effect on its page's current document (the plan
@@ -385,8 +542,20 @@ func (w *writer) effects() (map[string]int64, map[string]kbcore.Doc, error) {
 		if i == 0 {
 			w.originSeq = seq
 		}
-		w.page(e, res, seq)
-		w.nodes(e.PageID, res, created)
+		if g := w.group; g != nil {
+			// Group transactions take only plans on their own page that
+			// leave names alone (no page creation).
+			if res.PageChanged {
+				w.page(e, res, seq)
+			}
+			for _, id := range res.Changed {
+				g.dirty[id] = true
+			}
+			g.doc, g.seq = res.Doc, seq
+		} else {
+			w.page(e, res, seq)
+			w.nodes(e.PageID, res, created)
+		}
 		inverse, _ := json.Marshal(res.Inverse)
 		var cause *string
 		if e.Cause != "" {
