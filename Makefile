@@ -16,7 +16,7 @@ build:
 # Benchmarks with the figures the issues name: ns/op and allocs/op per page
 # size, the 100k/100 ratio per operation, and the tokenizer's MB/s.
 bench:
-	$(GO) test -run='^$$' -bench='BenchmarkApply' -benchmem -count=1 ./kbcore/ | tee /tmp/kbkit-bench-apply.txt
+	$(GO) test -run='^$$' -bench='BenchmarkApply' -benchmem -count=5 ./kbcore/ | tee /tmp/kbkit-bench-apply.txt
 	@scripts/benchratio.sh /tmp/kbkit-bench-apply.txt
 	$(GO) test -run='^$$' -bench='BenchmarkTokenize' -benchmem -count=1 ./kbcore/token/
 	$(GO) test -run='^$$' -bench='BenchmarkBetween' -benchmem -count=1 ./kbcore/rank/
@@ -34,3 +34,17 @@ conformance:
 # Runs the built-in spec against the reference reducer.
 demo:
 	$(GO) run ./cmd/kbkit spec run -v
+
+.PHONY: loadgen-smoke bench-server
+
+# A 10-second open-model run of the load generator against the embedded
+# reference server (hot page, 16 windows, 100 commands/s); any error fails.
+loadgen-smoke:
+	$(GO) run ./cmd/kbkit loadgen run --workload hot-page --editors 16 --rate 100 --duration 10s \
+		--threshold 'errors==0' --json /tmp/kbkit-loadgen-smoke.json --html /tmp/kbkit-loadgen-smoke.html
+
+# kbkit loadgen side by side with pgbench on one local PostgreSQL: the
+# commands/s ÷ tps ratios, fan-out p99 ÷ commit p99 and the server's RSS
+# per idle subscribed window (scripts/bench-server.sh; PHASE=seconds).
+bench-server:
+	scripts/bench-server.sh

@@ -135,14 +135,9 @@ func (t *tx) node(c Command, field string, id *string) (*Node, *Rejection) {
 	return n, nil
 }
 
-func (t *tx) put(n *Node) {
-	old, ok := t.d.nodes.Get(n.ID)
-	if ok && (old.Parent != n.Parent || old.Rank != n.Rank) {
-		t.d.unlink(old)
-	}
-	if !ok || old.Parent != n.Parent || old.Rank != n.Rank {
-		t.d.link(n)
-	}
+// replace stores a new version of a node in place (same parent and rank):
+// the caller already holds the old version, so no lookup is repeated.
+func (t *tx) replace(n *Node) {
 	t.d.nodes = t.d.nodes.Set(n.ID, n)
 	t.changed = append(t.changed, n.ID)
 }
@@ -279,7 +274,7 @@ func (t *tx) editText(c Command) *Rejection {
 	t.inverse = []Command{mkCommand(TypeEditText, EditText{Node: ptr(n.ID), Text: ptr(n.Text)})}
 	nn := copyNode(n)
 	nn.Text = *p.Text
-	t.put(nn)
+	t.replace(nn)
 	return nil
 }
 
@@ -478,7 +473,7 @@ func (t *tx) setOutputs(c Command) *Rejection {
 	t.inverse = []Command{mkCommand(TypeSetOutputs, SetOutputs{Node: ptr(n.ID), Outputs: ptr(n.Outputs)})}
 	nn := copyNode(n)
 	nn.Outputs = append([]Output{}, *p.Outputs...)
-	t.put(nn)
+	t.replace(nn)
 	return nil
 }
 
@@ -514,7 +509,7 @@ func (t *tx) setCell(c Command) *Rejection {
 	}
 	nn := copyNode(n)
 	nn.Cells = cells
-	t.put(nn)
+	t.replace(nn)
 	return nil
 }
 
