@@ -596,8 +596,9 @@ func (s *sim) send(w *win) error {
 		s.stats.Commands++
 	}
 	env := kbcore.Envelope{ID: c.ID, DeviceID: s.devices[w.dev].deviceID, PageID: page, Type: c.Type, Payload: c.Payload}
+	lose := s.chance(s.faults.LoseResponse) // drawn whatever the answer, so the draws replay
 	seq, rej, err := w.c.Command(s.ctx, env)
-	if err == nil && s.chance(s.faults.LoseResponse) {
+	if err == nil && lose {
 		s.stats.LostResp++
 		s.logf("w%d send %s: response lost (fault)", w.idx, c.ID[:8])
 		return nil // the retry must be deduplicated
@@ -872,7 +873,10 @@ func (s *sim) quiesce() error {
 
 func (s *sim) drawCommand(w *win) kbcore.Command {
 	d := w.w.Rendered()
-	nodes := d.Nodes()
+	// Document order, not id order: ids carry a per-run nonce, and the
+	// choices must not depend on it for a seed to replay exactly.
+	var nodes []kbcore.Node
+	d.Walk(func(n kbcore.Node) bool { nodes = append(nodes, n); return true })
 	pick := func() string {
 		if len(nodes) == 0 || s.rng.IntN(12) == 0 {
 			return "ghost-" + fmt.Sprint(s.rng.IntN(3))

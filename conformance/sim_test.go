@@ -77,3 +77,20 @@ func TestRapidSimulator(t *testing.T) {
 		}
 	})
 }
+
+// TestSeedReplaysExactly runs seeds twice: the scheduler's decisions, the
+// faults and so every count must come out the same.
+func TestSeedReplaysExactly(t *testing.T) {
+	e := embedded(t, EmbeddedOptions{})
+	for _, seed := range []int64{3, 11} {
+		opts := Options{Steps: 150, Faults: true}
+		a := RunSeed(context.Background(), e, opts, seed)
+		b := RunSeed(context.Background(), e, opts, seed)
+		if a.Err != "" || b.Err != "" {
+			t.Fatalf("seed %d could not run: %q %q", seed, a.Err, b.Err)
+		}
+		if a.Stats != b.Stats || a.Faults != b.Faults {
+			t.Errorf("seed %d does not replay:\n%+v %s\n%+v %s", seed, a.Stats, a.Faults, b.Stats, b.Faults)
+		}
+	}
+}
