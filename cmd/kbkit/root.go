@@ -15,5 +15,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newPgCmd())
 	root.AddCommand(newDeviceCmd())
 	root.AddCommand(newConformanceCmd())
+	root.AddCommand(newLoadgenCmd())
 	return root
 }

@@ -1,0 +1,467 @@
+// Package cli is `kbkit loadgen`: run, report and idle. cmd/kbkit mounts
+// NewCommand; Run executes it with an exit status, for tests and scripts.
+//
+//	kbkit loadgen run --workload hot-page --editors 200 --rate 100 --duration 20s \
+//	    --threshold 'fanout.p99<250ms' --json run.json
+//	kbkit loadgen report shard0.json shard1.json --html report.html
+//	kbkit loadgen idle --server http://127.0.0.1:8080 --token kbk_... --windows 5000
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/subspace/kbkit/conformance"
+	"github.com/subspace/kbkit/conformance/report"
+	"github.com/subspace/kbkit/loadgen"
+	"github.com/subspace/kbkit/loadgen/metrics"
+	lgreport "github.com/subspace/kbkit/loadgen/report"
+	"github.com/subspace/kbkit/loadgen/threshold"
+	"github.com/subspace/kbkit/loadgen/workload"
+)
+
+// Exit statuses.
+const (
+	ExitOK         = 0
+	ExitErrored    = 2                  // the run could not proceed, or bad flags
+	ExitThresholds = threshold.ExitCode // a threshold is broken (k6's 99)
+)
+
+// ExitError carries an exit status out of a command.
+type ExitError struct{ Code int }
+
+func (e ExitError) Error() string { return fmt.Sprintf("exit %d", e.Code) }
+
+// Run executes `kbkit loadgen ARGS...` and returns its exit status.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := NewCommand()
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.ExecuteContext(ctx)
+	var e ExitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &e):
+		return e.Code
+	}
+	fmt.Fprintln(stderr, "kbkit loadgen:", err)
+	return ExitErrored
+}
+
+// NewCommand returns the `loadgen` command with its subcommands.
+func NewCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "loadgen",
+		Short: "Load generator: virtual editors against a server, HDR latency metrics, reports, thresholds",
+		Long: `Load generator for servers speaking spec/PROTOCOL.md.
+
+Every virtual editor holds real Windows (kbcore.Window) on its pages, each
+with its own WebSocket subscription, so rebase and fan-out cost is real.
+
+  run     generate load (open or closed model) and report its metrics
+  report  summarise, merge (shards) and chart saved results
+  idle    open and hold idle subscribed windows (server memory per window)`,
+	}
+	cmd.AddCommand(newRunCmd(), newReportCmd(), newIdleCmd())
+	return cmd
+}
+
+type runFlags struct {
+	server, dsn         string
+	tokens              []string
+	instances, devices  int
+	workload, mix       string
+	pages, perPage      int
+	nodes, burst        int
+	model               string
+	rate, startRate     float64
+	stages              []string
+	editors             int
+	think               time.Duration
+	duration, drain     time.Duration
+	warmup              time.Duration
+	seed                int64
+	runID, shard        string
+	jsonOut, htmlOut    string
+	thresholds          []string
+	cpuProfile          string
+	quiet, verbose, tty bool
+	durationSet         bool
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run a load against --server or an embedded reference server",
+		Long: `Runs virtual editors against a server for --duration and prints a summary.
+
+Models. Closed (default): --editors editors each send a command, wait for
+its answer, think (--think), repeat. Open (--rate N or --stage D:R,...):
+operations arrive on schedule whatever the latency; each is measured from
+its intended start (no coordinated omission), and one that finds every
+editor busy is dropped and counted.
+
+Workloads (--workload): typing (keystroke bursts of edit-text), outline
+(create/move/indent/outdent/delete), hot-page (every editor on one page),
+many-pages (two windows per page over many pages), rename-storm (renames
+rewriting links on other pages). Tune with --mix edit=80,create=10,...,
+--pages, --windows-per-page, --nodes, --burst.
+
+Metrics (HDR histograms): commit (POST to response), echo (to the sending
+window), fanout (to every other window of the page), convergence (lag at
+the end); counts of rejections, retries, refetches, dropped operations,
+errors by kind, connects and reconnects.
+
+Thresholds (--threshold, repeatable) such as 'fanout.p99<250ms',
+'commit.p99.9<1s', 'errors==0', 'dropped==0', 'rate>=100' make the run
+exit 99 when one is broken.
+
+Shards: --shard i/n runs editors e with e mod n == i, and 1/n of the
+rate; start every shard with the same flags and --run-id, then merge
+their --json files with "kbkit loadgen report".
+
+Without --server the reference server runs in this process on the
+PostgreSQL of --dsn, else one from "kbkit pg up"'s providers
+(KBKIT_PG_DSN, Docker, local binaries).`,
+		Example: `  kbkit loadgen run --workload typing --editors 16 --duration 30s
+  kbkit loadgen run --workload hot-page --editors 200 --rate 100 --threshold 'fanout.p99<250ms'
+  kbkit loadgen run --workload many-pages --stage 10s:50,20s:200 --editors 64 --json run.json --html run.html
+  kbkit loadgen run --server http://10.0.0.5:8080 --token kbk_... --shard 0/2 --run-id bench1 --json s0.json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			f.durationSet = c.Flags().Changed("duration")
+			return runLoad(c, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.server, "server", "", "URL of a server speaking spec/PROTOCOL.md (default: embedded reference server)")
+	fl.StringArrayVar(&f.tokens, "token", nil, "device token for --server (repeat; editors cycle through them; all of one workspace)")
+	fl.StringVar(&f.dsn, "dsn", "", "embedded server: PostgreSQL database to use (default: a fresh database from the provider)")
+	fl.IntVar(&f.instances, "instances", 1, "embedded server: instances sharing the database")
+	fl.IntVar(&f.devices, "devices", 0, "embedded server: devices to pair (default one per editor, at most 64)")
+	fl.StringVar(&f.workload, "workload", "typing", "typing, outline, hot-page, many-pages or rename-storm")
+	fl.StringVar(&f.mix, "mix", "", "override the workload's weights: edit=80,create=10,move=5,indent=2,outdent=2,delete=1,rename=0")
+	fl.IntVar(&f.pages, "pages", 0, "pages (default: the workload's)")
+	fl.IntVar(&f.perPage, "windows-per-page", 0, "editors that open each page (default: the workload's; hot-page: all)")
+	fl.IntVar(&f.nodes, "nodes", 0, "nodes each page starts with (default: the workload's)")
+	fl.IntVar(&f.burst, "burst", 0, "keystrokes per typing burst (default: the workload's)")
+	fl.StringVar(&f.model, "model", "", "open or closed (default: open with --rate or --stage, else closed)")
+	fl.Float64Var(&f.rate, "rate", 0, "open model: operations per second of the whole run")
+	fl.StringArrayVar(&f.stages, "stage", nil, "open model: ramp to RATE over DURATION, e.g. 10s:50,20s:200 (repeatable)")
+	fl.Float64Var(&f.startRate, "start-rate", 0, "open model: rate the first stage ramps from")
+	fl.IntVar(&f.editors, "editors", 8, "virtual editors of the whole run")
+	fl.DurationVar(&f.think, "think", 0, "closed model: mean pause between an editor's operations")
+	fl.DurationVar(&f.duration, "duration", 30*time.Second, "length of the load (default: the stages' length, else 30s)")
+	fl.DurationVar(&f.warmup, "warmup", 0, "run the load this long first, unmeasured (connections, caches, first plans)")
+	fl.DurationVar(&f.drain, "drain", 15*time.Second, "after the load, how long to wait for commands in flight and convergence")
+	fl.Int64Var(&f.seed, "seed", 1, "seed of the editors' random sources")
+	fl.StringVar(&f.runID, "run-id", "", "name of the run, the same on every shard (page ids derive from it)")
+	fl.StringVar(&f.shard, "shard", "0/1", "run shard i of n (editors e with e mod n == i)")
+	fl.StringVar(&f.jsonOut, "json", "", "write the result (encoded histograms) to this file")
+	fl.StringVar(&f.htmlOut, "html", "", "write the HTML report to this file")
+	fl.StringArrayVar(&f.thresholds, "threshold", nil, "pass/fail condition, e.g. 'commit.p99<250ms' or 'errors==0' (repeat); exit 99 when broken")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the load phase (this process: with the embedded server, server and generator)")
+	fl.BoolVar(&f.quiet, "quiet", false, "no live console")
+	fl.BoolVar(&f.verbose, "verbose", false, "log setup progress on stderr")
+	fl.BoolVar(&f.tty, "tty", false, "force the multi-line live console even when stderr is not a terminal")
+	return cmd
+}
+
+func errored(stderr io.Writer, err error) error {
+	fmt.Fprintln(stderr, "kbkit loadgen:", err)
+	return ExitError{ExitErrored}
+}
+
+// buildConfig turns flags into a run configuration.
+func buildConfig(f runFlags) (loadgen.Config, error) {
+	spec, err := workload.Named(f.workload)
+	if err != nil {
+		return loadgen.Config{}, err
+	}
+	if f.mix != "" {
+		if err := spec.SetMix(f.mix); err != nil {
+			return loadgen.Config{}, err
+		}
+	}
+	if f.pages > 0 {
+		spec.Pages = f.pages
+	}
+	if f.perPage > 0 {
+		spec.WindowsPerPage = f.perPage
+	}
+	if f.nodes > 0 {
+		spec.Nodes = f.nodes
+	}
+	if f.burst > 0 {
+		spec.Burst = f.burst
+	}
+	cfg := loadgen.Config{Workload: spec, Model: f.model, Editors: f.editors, Think: f.think,
+		Duration: f.duration, Warmup: f.warmup, Drain: f.drain, Devices: f.devices, Seed: f.seed, RunID: f.runID}
+	var stages []loadgen.Stage
+	for _, s := range f.stages {
+		st, err := loadgen.ParseStages(s)
+		if err != nil {
+			return cfg, err
+		}
+		stages = append(stages, st...)
+	}
+	if cfg.Model == "" {
+		cfg.Model = loadgen.Closed
+		if f.rate > 0 || len(stages) > 0 {
+			cfg.Model = loadgen.Open
+		}
+	}
+	switch {
+	case len(stages) > 0:
+		if f.rate > 0 {
+			return cfg, errors.New("--rate and --stage exclude each other (use --start-rate with stages)")
+		}
+		cfg.Pacer = loadgen.Pacer{Start: f.startRate, Stages: stages}
+		if !f.durationSet {
+			cfg.Duration = cfg.Pacer.Duration()
+		}
+	default:
+		cfg.Pacer = loadgen.Constant(f.rate)
+	}
+	if cfg.Model == loadgen.Closed && (f.rate > 0 || len(stages) > 0) {
+		return cfg, errors.New("--rate and --stage belong to the open model")
+	}
+	if cfg.Model == loadgen.Open && f.think > 0 {
+		return cfg, errors.New("--think belongs to the closed model")
+	}
+	if cfg.Shard, err = loadgen.ParseShard(f.shard); err != nil {
+		return cfg, err
+	}
+	if cfg.Shard.N > 1 && cfg.RunID == "" {
+		return cfg, errors.New("--shard needs --run-id, the same on every shard")
+	}
+	return cfg, nil
+}
+
+func runLoad(c *cobra.Command, f runFlags) error {
+	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ths, err := threshold.ParseAll(f.thresholds)
+	if err != nil {
+		return errored(stderr, err)
+	}
+	cfg, err := buildConfig(f)
+	if err != nil {
+		return errored(stderr, err)
+	}
+	logf := func(format string, args ...any) {}
+	if f.verbose {
+		logf = func(format string, args ...any) { fmt.Fprintf(stderr, "loadgen: "+format+"\n", args...) }
+	}
+	cfg.Logf = logf
+
+	var target conformance.Target
+	if f.server != "" {
+		if len(f.tokens) == 0 {
+			return errored(stderr, errors.New("--server needs at least one --token"))
+		}
+		target = conformance.Remote(f.server, f.tokens)
+		cfg.Server = f.server
+	} else {
+		e, stopEmbedded, err := loadgen.StartEmbedded(ctx, loadgen.EmbeddedOptions{DSN: f.dsn, Instances: f.instances, Logf: logf})
+		if err != nil {
+			return errored(stderr, err)
+		}
+		defer stopEmbedded()
+		target = e
+		cfg.Server = "embedded"
+	}
+
+	if f.cpuProfile != "" {
+		prof, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return errored(stderr, err)
+		}
+		defer prof.Close()
+		var once sync.Once
+		stopProfile := func() { once.Do(pprof.StopCPUProfile) }
+		defer stopProfile()
+		cfg.Phase = func(p string) {
+			switch p {
+			case "load":
+				if err := pprof.StartCPUProfile(prof); err != nil {
+					logf("cpu profile: %v", err)
+				}
+			case "converge":
+				stopProfile()
+			}
+		}
+	}
+
+	title := fmt.Sprintf("kbkit loadgen %s", cfg.Workload.Name)
+	if !f.quiet {
+		con := newConsole(stderr, f.tty || report.IsTerminal(stderr), title, cfg.Duration)
+		cfg.Status = con.update
+		res, err := loadgen.Run(ctx, target, cfg)
+		con.close()
+		return finish(stdout, stderr, res, err, ths, f.jsonOut, f.htmlOut)
+	}
+	res, err := loadgen.Run(ctx, target, cfg)
+	return finish(stdout, stderr, res, err, ths, f.jsonOut, f.htmlOut)
+}
+
+// finish evaluates thresholds, writes the outputs and picks the exit status.
+func finish(stdout, stderr io.Writer, res *metrics.Result, err error, ths []threshold.Threshold, jsonOut, htmlOut string) error {
+	if err != nil {
+		return errored(stderr, err)
+	}
+	checks, ok := threshold.Evaluate(ths, res)
+	res.Checks = checks
+	if err := lgreport.Text(stdout, res); err != nil {
+		return errored(stderr, err)
+	}
+	if jsonOut != "" {
+		if err := res.WriteFile(jsonOut); err != nil {
+			return errored(stderr, err)
+		}
+	}
+	if htmlOut != "" {
+		if err := writeHTML(htmlOut, res); err != nil {
+			return errored(stderr, err)
+		}
+	}
+	if !ok {
+		fmt.Fprintln(stderr, "kbkit loadgen: thresholds broken")
+		return ExitError{ExitThresholds}
+	}
+	return nil
+}
+
+func writeHTML(path string, res *metrics.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := lgreport.HTML(f, res); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func newReportCmd() *cobra.Command {
+	var htmlOut, jsonOut string
+	var ths []string
+	cmd := &cobra.Command{
+		Use:   "report FILE...",
+		Short: "Summarise saved results; several files (the shards of a run) merge exactly",
+		Long: `Reads the --json files of one run (one per shard), merges them (histograms
+and counts add exactly; intervals align on wall-clock seconds), prints the
+summary, and writes a self-contained HTML page (--html: latency percentiles
+over time, throughput over time, latency distributions, the summary table)
+or the merged JSON (--json). --threshold works as for run (exit 99).`,
+		Example: `  kbkit loadgen report run.json --html run.html
+  kbkit loadgen report shard0.json shard1.json --json merged.json --threshold 'errors==0'`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			stderr := c.ErrOrStderr()
+			t, err := threshold.ParseAll(ths)
+			if err != nil {
+				return errored(stderr, err)
+			}
+			var rs []*metrics.Result
+			for _, a := range args {
+				r, err := metrics.ReadFile(a)
+				if err != nil {
+					return errored(stderr, err)
+				}
+				rs = append(rs, r)
+			}
+			res, err := metrics.Merge(rs...)
+			if err != nil {
+				return errored(stderr, err)
+			}
+			if len(t) == 0 {
+				t, _ = threshold.ParseAll(exprs(res.Checks)) // keep the run's own thresholds
+			}
+			return finish(c.OutOrStdout(), stderr, res, nil, t, jsonOut, htmlOut)
+		},
+	}
+	cmd.Flags().StringVar(&htmlOut, "html", "", "write the HTML report to this file")
+	cmd.Flags().StringVar(&jsonOut, "json", "", "write the merged result to this file")
+	cmd.Flags().StringArrayVar(&ths, "threshold", nil, "pass/fail condition (repeat); default: the thresholds of the first run")
+	return cmd
+}
+
+func exprs(cs []metrics.Check) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Expr)
+	}
+	return out
+}
+
+func newIdleCmd() *cobra.Command {
+	var server, token, page string
+	var windows, conc int
+	var hold time.Duration
+	cmd := &cobra.Command{
+		Use:   "idle",
+		Short: "Open idle subscribed windows on one page and hold them (server memory per window)",
+		Long: `Opens --windows windows on one page of --server (a new page unless --page),
+each a Window with its own WebSocket and kb.onPage subscription, waits until
+every subscription is live (it has delivered the page's last command), prints
+one JSON line on stdout, and holds them until SIGINT/SIGTERM or --hold.
+
+scripts/bench-server.sh reads the server's VmRSS before and after to get
+the memory per idle subscribed window. Raise "ulimit -n" for many windows.`,
+		Example: `  kbkit loadgen idle --server http://127.0.0.1:8080 --token kbk_... --windows 5000`,
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			stderr := c.ErrOrStderr()
+			if server == "" || token == "" {
+				return errored(stderr, errors.New("idle needs --server and --token"))
+			}
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			iw, rep, err := loadgen.OpenIdle(ctx, conformance.Remote(server, []string{token}),
+				loadgen.IdleConfig{Windows: windows, Page: page, Concurrency: conc})
+			if iw != nil {
+				defer iw.Close()
+			}
+			if err != nil {
+				return errored(stderr, err)
+			}
+			line, _ := json.Marshal(rep)
+			fmt.Fprintln(c.OutOrStdout(), string(line))
+			if hold > 0 {
+				select {
+				case <-time.After(hold):
+				case <-ctx.Done():
+				}
+			} else {
+				<-ctx.Done()
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&server, "server", "", "URL of the server")
+	fl.StringVar(&token, "token", "", "device token")
+	fl.StringVar(&page, "page", "", "page id to open (default: create a page)")
+	fl.IntVar(&windows, "windows", 1000, "windows to open")
+	fl.IntVar(&conc, "concurrency", 64, "windows opened at once")
+	fl.DurationVar(&hold, "hold", 0, "hold the windows this long (default: until SIGINT or SIGTERM)")
+	return cmd
+}

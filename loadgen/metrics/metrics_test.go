@@ -1,0 +1,162 @@
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func lat(rng *rand.Rand) time.Duration {
+	// log-uniform from 10µs to 10s, so every bucket range is used
+	return time.Duration(10_000<<rng.IntN(20)) + time.Duration(rng.Int64N(int64(time.Millisecond)))
+}
+
+func TestHistJSONRoundTripIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	h := NewHist()
+	for i := 0; i < 20000; i++ {
+		h.Record(lat(rng))
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Hist
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !back.Equal(h) {
+		t.Fatal("decoded histogram differs from the recorded one")
+	}
+	if back.Quantile(99) != h.Quantile(99) || back.Max() != h.Max() {
+		t.Fatal("statistics differ after the round trip")
+	}
+}
+
+func TestSnapshotRefusesCorruption(t *testing.T) {
+	h := NewHist()
+	h.Record(time.Millisecond)
+	for name, mut := range map[string]func(*Snapshot){
+		"total":  func(s *Snapshot) { s.Total++ },
+		"index":  func(s *Snapshot) { s.Counts[0][0] = 1 << 40 },
+		"count":  func(s *Snapshot) { s.Counts[0][1] = -1; s.Total = -1 },
+		"digits": func(s *Snapshot) { s.Digits = 9 },
+		"unit":   func(s *Snapshot) { s.Unit = "ns" },
+	} {
+		s := h.Snapshot()
+		mut(s)
+		if _, err := s.Hist(); err == nil {
+			t.Errorf("%s: a corrupt snapshot was accepted", name)
+		}
+	}
+}
+
+// TestMergeOfTwoFilesIsTheUnion: two results written to JSON, read back
+// and merged have exactly the histograms and counts of one recorder that
+// saw everything.
+func TestMergeOfTwoFilesIsTheUnion(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	a, b, union := NewRecorder(), NewRecorder(), NewRecorder()
+	t0 := time.Unix(1_700_000_000, 0)
+	for i := 0; i < 30000; i++ {
+		name := Latencies[rng.IntN(len(Latencies))]
+		d := lat(rng)
+		r := a
+		if rng.IntN(2) == 0 {
+			r = b
+		}
+		now := t0.Add(time.Duration(i) * 300 * time.Microsecond)
+		r.Latency(name, now, d)
+		union.Latency(name, now, d)
+		if i%7 == 0 {
+			r.Count(Committed, now, 1)
+			union.Count(Committed, now, 1)
+			r.Error("network", now)
+			union.Error("network", now)
+		}
+	}
+	dir := t.TempDir()
+	var files []string
+	for i, r := range []*Recorder{a, b} {
+		res, err := Collect([]*Recorder{r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Run.RunID = "run"
+		res.Shards = []string{[]string{"0/2", "1/2"}[i]}
+		res.Start, res.End = t0, t0.Add(10*time.Second)
+		files = append(files, filepath.Join(dir, res.Shards[0][:1]+".json"))
+		if err := res.WriteFile(files[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rs []*Result
+	for _, f := range files {
+		r, err := ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	merged, err := Merge(rs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Collect([]*Recorder{union})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range Latencies {
+		if !merged.Hist(n).Equal(want.Hist(n)) {
+			t.Errorf("%s: merged histogram is not the histogram of the union", n)
+		}
+		if merged.Hist(n).Count() == 0 {
+			t.Errorf("%s: empty", n)
+		}
+	}
+	if merged.Counts != want.Counts || merged.Errors["network"] != want.Errors["network"] {
+		t.Errorf("counts %+v, want %+v", merged.Counts, want.Counts)
+	}
+	if len(merged.Intervals) != len(want.Intervals) {
+		t.Fatalf("%d intervals, want %d", len(merged.Intervals), len(want.Intervals))
+	}
+	for i, iv := range merged.Intervals {
+		w := want.Intervals[i]
+		if iv.Unix != w.Unix || iv.Counts != w.Counts {
+			t.Fatalf("interval %d: %+v, want %+v", i, iv, w)
+		}
+		for n, s := range w.Latency {
+			got, _ := iv.Latency[n].Hist()
+			exp, _ := s.Hist()
+			if !got.Equal(exp) {
+				t.Fatalf("interval %d %s differs", i, n)
+			}
+		}
+	}
+	if strings.Join(merged.Shards, " ") != "0/2 1/2" {
+		t.Errorf("shards %v", merged.Shards)
+	}
+	// The same shard twice would count it twice.
+	if _, err := Merge(rs[0], rs[0]); err == nil {
+		t.Error("merging a shard with itself should fail")
+	}
+}
+
+func TestReadRefusesUnknownFields(t *testing.T) {
+	res, _ := Collect([]*Recorder{NewRecorder()})
+	var b bytes.Buffer
+	if err := res.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(b.String(), `"version":1`, `"version":1,"extra":true`, 1)
+	if _, err := Read(strings.NewReader(bad)); err == nil {
+		t.Error("unknown field accepted")
+	}
+	if _, err := Read(&b); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,235 @@
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Version is the version of the JSON result format.
+const Version = 1
+
+// RunInfo describes the run that produced a result.
+type RunInfo struct {
+	Workload       string  `json:"workload"`
+	Model          string  `json:"model"` // open or closed
+	Rate           float64 `json:"rate,omitempty"`
+	Stages         string  `json:"stages,omitempty"`
+	Editors        int     `json:"editors"`
+	Pages          int     `json:"pages"`
+	WindowsPerPage int     `json:"windows_per_page"`
+	Think          string  `json:"think,omitempty"`
+	Duration       string  `json:"duration"`
+	Warmup         string  `json:"warmup,omitempty"`
+	Server         string  `json:"server"` // URL, or "embedded"
+	Seed           int64   `json:"seed"`
+	RunID          string  `json:"run_id"`
+}
+
+// Check is one threshold's outcome.
+type Check struct {
+	Expr   string `json:"expr"`
+	Actual string `json:"actual"`
+	Pass   bool   `json:"pass"`
+}
+
+// Result is one run (or the merge of several shards of a run): the JSON
+// that `kbkit loadgen run --json` writes and `kbkit loadgen report` reads.
+type Result struct {
+	Version int     `json:"version"`
+	Run     RunInfo `json:"run"`
+	// Shards lists the shards merged into this result ("i/n").
+	Shards []string `json:"shards"`
+	// Start and End bound the load (setup and convergence excluded).
+	Start      time.Time        `json:"start"`
+	End        time.Time        `json:"end"`
+	Latency    map[string]*Hist `json:"latency"`
+	Counts     Counts           `json:"counts"`
+	Errors     map[string]int64 `json:"errors_by_kind"`
+	Rejections map[string]int64 `json:"rejections_by_code"`
+	Intervals  []Interval       `json:"intervals"`
+	Checks     []Check          `json:"thresholds,omitempty"`
+	// CPUSeconds is the CPU time this process used during the load: the
+	// generator's, and the server's when it is embedded.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// Summary repeats derived figures for scripts (jq); it is rewritten
+	// on every Write and ignored on Read.
+	Summary *Summary `json:"summary,omitempty"`
+}
+
+// Summary is what scripts read: the rate and the percentiles in ms.
+type Summary struct {
+	Seconds float64                       `json:"seconds"`
+	Rate    float64                       `json:"rate"`
+	Latency map[string]map[string]float64 `json:"latency_ms"`
+}
+
+func (r *Result) summary() *Summary {
+	s := &Summary{Seconds: r.Seconds(), Rate: r.Rate(), Latency: map[string]map[string]float64{}}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	for _, n := range Latencies {
+		h := r.Hist(n)
+		s.Latency[n] = map[string]float64{"count": float64(h.Count()), "p50": ms(h.Quantile(50)), "p90": ms(h.Quantile(90)),
+			"p99": ms(h.Quantile(99)), "p99.9": ms(h.Quantile(99.9)), "max": ms(h.Max())}
+	}
+	return s
+}
+
+// Seconds is the length of the load in seconds.
+func (r *Result) Seconds() float64 { return r.End.Sub(r.Start).Seconds() }
+
+// Rate is the committed commands per second over the load.
+func (r *Result) Rate() float64 {
+	if s := r.Seconds(); s > 0 {
+		return float64(r.Counts.Committed) / s
+	}
+	return 0
+}
+
+// Hist returns a latency histogram (empty when absent).
+func (r *Result) Hist(name string) *Hist {
+	if h := r.Latency[name]; h != nil {
+		return h
+	}
+	return NewHist()
+}
+
+// Write encodes the result as one line of JSON (jq formats it).
+func (r *Result) Write(w io.Writer) error {
+	r.Summary = r.summary()
+	return json.NewEncoder(w).Encode(r)
+}
+
+// WriteFile writes the result to path.
+func (r *Result) WriteFile(path string) error {
+	var b bytes.Buffer
+	if err := r.Write(&b); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// Read decodes a result, refusing unknown fields and other versions.
+func Read(rd io.Reader) (*Result, error) {
+	dec := json.NewDecoder(rd)
+	dec.DisallowUnknownFields()
+	var r Result
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("metrics: decode result: %w", err)
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		return nil, errors.New("metrics: decode result: trailing data")
+	}
+	if r.Version != Version {
+		return nil, fmt.Errorf("metrics: result version %d, want %d", r.Version, Version)
+	}
+	if r.Latency == nil {
+		r.Latency = map[string]*Hist{}
+	}
+	r.Summary = nil
+	return &r, nil
+}
+
+// ReadFile reads a result file.
+func ReadFile(path string) (*Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// Merge combines the results of the shards of one run. Histograms and
+// counters add exactly; intervals are aligned on wall-clock seconds; the
+// load spans from the earliest start to the latest end. A shard given
+// twice is refused, since it would count its operations twice.
+func Merge(rs ...*Result) (*Result, error) {
+	if len(rs) == 0 {
+		return nil, errors.New("metrics: nothing to merge")
+	}
+	if len(rs) == 1 {
+		return rs[0], nil
+	}
+	out := &Result{Version: Version, Run: rs[0].Run, Latency: map[string]*Hist{},
+		Errors: map[string]int64{}, Rejections: map[string]int64{}}
+	seen := map[string]bool{}
+	byUnix := map[int64]*Interval{}
+	for i, r := range rs {
+		if r.Run.RunID != rs[0].Run.RunID {
+			return nil, fmt.Errorf("metrics: result %d is of run %q, result 0 of run %q: shards of one run share --run-id", i, r.Run.RunID, rs[0].Run.RunID)
+		}
+		for _, s := range r.Shards {
+			if seen[s] {
+				return nil, fmt.Errorf("metrics: shard %s given twice", s)
+			}
+			seen[s] = true
+			out.Shards = append(out.Shards, s)
+		}
+		if out.Start.IsZero() || r.Start.Before(out.Start) {
+			out.Start = r.Start
+		}
+		if r.End.After(out.End) {
+			out.End = r.End
+		}
+		for n, h := range r.Latency {
+			if out.Latency[n] == nil {
+				out.Latency[n] = NewHist()
+			}
+			if err := out.Latency[n].Merge(h); err != nil {
+				return nil, err
+			}
+		}
+		out.Counts.Add(r.Counts)
+		out.CPUSeconds += r.CPUSeconds
+		for k, v := range r.Errors {
+			out.Errors[k] += v
+		}
+		for k, v := range r.Rejections {
+			out.Rejections[k] += v
+		}
+		for _, iv := range r.Intervals {
+			if err := mergeInterval(byUnix, iv); err != nil {
+				return nil, err
+			}
+		}
+	}
+	sort.Strings(out.Shards)
+	out.Intervals = sortedIntervals(byUnix)
+	return out, nil
+}
+
+// Kinds returns a count map as "k n, k n" sorted by count, for summaries.
+func Kinds(m map[string]int64) string {
+	type kv struct {
+		k string
+		v int64
+	}
+	var l []kv
+	for k, v := range m {
+		if v != 0 {
+			l = append(l, kv{k, v})
+		}
+	}
+	sort.Slice(l, func(i, j int) bool {
+		if l[i].v != l[j].v {
+			return l[i].v > l[j].v
+		}
+		return l[i].k < l[j].k
+	})
+	var parts []string
+	for _, e := range l {
+		parts = append(parts, fmt.Sprintf("%s %d", e.k, e.v))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,143 @@
+package report
+
+import (
+	"fmt"
+	"html"
+	"html/template"
+	"math"
+	"strings"
+)
+
+// series is one line of a chart.
+type series struct {
+	name  string
+	color string
+	pts   [][2]float64
+	dash  bool
+}
+
+// chart is a line chart drawn as inline SVG: no script, nothing fetched.
+type chart struct {
+	title         string
+	xLabel        string
+	yFmt          func(float64) string
+	xFmt          func(float64) string
+	xTicks        []float64 // fixed x ticks (default: nice ticks)
+	series        []series
+	yMin0         bool
+	width, height int
+}
+
+const (
+	padL, padR, padT, padB = 64, 16, 28, 40
+)
+
+// niceTicks returns about n round tick values covering [lo, hi].
+func niceTicks(lo, hi float64, n int) []float64 {
+	if hi <= lo {
+		hi = lo + 1
+	}
+	raw := (hi - lo) / float64(n)
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	var out []float64
+	first, last := math.Floor(lo/step), math.Ceil(hi/step-1e-9)
+	for i := first; i <= last; i++ {
+		out = append(out, i*step)
+	}
+	return out
+}
+
+func (c chart) svg() template.HTML {
+	w, h := c.width, c.height
+	if w == 0 {
+		w = 900
+	}
+	if h == 0 {
+		h = 260
+	}
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	ymin, ymax := math.Inf(1), math.Inf(-1)
+	for _, s := range c.series {
+		for _, p := range s.pts {
+			xmin, xmax = math.Min(xmin, p[0]), math.Max(xmax, p[0])
+			ymin, ymax = math.Min(ymin, p[1]), math.Max(ymax, p[1])
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`, w, h, w, h, html.EscapeString(c.title))
+	fmt.Fprintf(&b, `<text x="%d" y="18" class="ct">%s</text>`, padL, html.EscapeString(c.title))
+	if math.IsInf(xmin, 1) {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" class="empty">no data</text></svg>`, w/2-30, h/2)
+		return template.HTML(b.String())
+	}
+	if c.yMin0 || ymin > 0 {
+		ymin = 0
+	}
+	yt := niceTicks(ymin, ymax, 5)
+	ymin, ymax = yt[0], yt[len(yt)-1]
+	if ymax <= ymin {
+		ymax = ymin + 1
+	}
+	xt := c.xTicks
+	if xt == nil {
+		xt = niceTicks(xmin, xmax, 8)
+		xmin, xmax = math.Min(xmin, xt[0]), math.Max(xmax, xt[len(xt)-1])
+	} else {
+		xmin, xmax = math.Min(xmin, xt[0]), math.Max(xmax, xt[len(xt)-1])
+	}
+	if xmax <= xmin {
+		xmax = xmin + 1
+	}
+	pw, ph := float64(w-padL-padR), float64(h-padT-padB)
+	X := func(x float64) float64 { return float64(padL) + (x-xmin)/(xmax-xmin)*pw }
+	Y := func(y float64) float64 { return float64(padT) + ph - (y-ymin)/(ymax-ymin)*ph }
+	for _, t := range yt {
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" class="grid"/>`, padL, w-padR, Y(t), Y(t))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="yt">%s</text>`, padL-6, Y(t)+4, html.EscapeString(c.yFmt(t)))
+	}
+	for i, t := range xt {
+		if t < xmin || t > xmax {
+			continue
+		}
+		anchor := ""
+		if i == len(xt)-1 && X(t) > float64(w-padR)-20 {
+			anchor = ` style="text-anchor:end"` // the last label stays inside
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" class="grid"/>`, X(t), X(t), padT, h-padB)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="xt"%s>%s</text>`, X(t), h-padB+16, anchor, html.EscapeString(c.xFmt(t)))
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" class="xl">%s</text>`, padL+int(pw/2), h-6, html.EscapeString(c.xLabel))
+	lx := float64(w - padR)
+	for i := len(c.series) - 1; i >= 0; i-- {
+		s := c.series[i]
+		if len(s.pts) == 0 {
+			continue
+		}
+		var pts []string
+		for _, p := range s.pts {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", X(p[0]), Y(p[1])))
+		}
+		dash := ""
+		if s.dash {
+			dash = ` stroke-dasharray="5 3"`
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.6"%s points="%s"><title>%s</title></polyline>`,
+			s.color, dash, strings.Join(pts, " "), html.EscapeString(s.name))
+		if len(s.pts) == 1 {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"/>`, X(s.pts[0][0]), Y(s.pts[0][1]), s.color)
+		}
+		// legend, right-aligned on the title line
+		name := html.EscapeString(s.name)
+		lx -= float64(8*len(s.name) + 26)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="10" width="12" height="4" fill="%s"/><text x="%.1f" y="18" class="lg">%s</text>`, lx, s.color, lx+16, name)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}

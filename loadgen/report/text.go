@@ -1,0 +1,141 @@
+// Package report renders load generator results: a text summary for the
+// terminal and a self-contained HTML page (inline SVG charts, no script or
+// file fetched when it is viewed) with latency percentiles over time,
+// throughput over time, latency distributions and the summary table.
+//
+//	res, _ := metrics.ReadFile("run.json")
+//	report.Text(os.Stdout, res)
+//	report.HTML(f, res)
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/subspace/kbkit/loadgen/metrics"
+)
+
+// Percentiles are the columns of the summary table.
+var Percentiles = []float64{50, 90, 99, 99.9}
+
+// Dur formats a latency compactly: 850µs, 12.3ms, 1.23s.
+func Dur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	case d < time.Minute:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
+
+// Describe is the one-line description of the run.
+func Describe(r *metrics.Result) string {
+	ri := r.Run
+	var model string
+	switch {
+	case ri.Model == "open" && ri.Stages != "":
+		model = "open, stages " + ri.Stages
+	case ri.Model == "open":
+		model = fmt.Sprintf("open %g/s", ri.Rate)
+	case ri.Think != "":
+		model = "closed, think " + ri.Think
+	default:
+		model = "closed"
+	}
+	plural := func(n int, s string) string {
+		if n == 1 {
+			return fmt.Sprintf("%d %s", n, s)
+		}
+		return fmt.Sprintf("%d %ss", n, s)
+	}
+	dur := ri.Duration
+	if ri.Warmup != "" {
+		dur += " after " + ri.Warmup + " of warm-up"
+	}
+	return fmt.Sprintf("%s, %s, %s, %s × %d windows, %s against %s (shards %s)",
+		ri.Workload, model, plural(ri.Editors, "editor"), plural(ri.Pages, "page"), ri.WindowsPerPage,
+		dur, ri.Server, strings.Join(r.Shards, " "))
+}
+
+// Row is one latency metric's line of the summary table.
+type Row struct {
+	Name  string
+	Count int64
+	Pcts  []time.Duration // at Percentiles
+	Max   time.Duration
+}
+
+// Rows computes the summary table.
+func Rows(r *metrics.Result) []Row {
+	var out []Row
+	for _, n := range metrics.Latencies {
+		h := r.Hist(n)
+		row := Row{Name: n, Count: h.Count(), Max: h.Max()}
+		for _, p := range Percentiles {
+			row.Pcts = append(row.Pcts, h.Quantile(p))
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// Text writes the end-of-run summary.
+func Text(w io.Writer, r *metrics.Result) error {
+	c := r.Counts
+	var b strings.Builder
+	fmt.Fprintf(&b, "kbkit loadgen: %s\n", Describe(r))
+	fmt.Fprintf(&b, "load %.1fs: %d operations, %d committed (%.1f/s), %d rejected, %d refused by the window",
+		r.Seconds(), c.Commands, c.Committed, r.Rate(), c.Rejections, c.LocalRejections)
+	if r.Run.Model == "open" {
+		fmt.Fprintf(&b, ", %d dropped of %d due", c.Dropped, c.Due)
+	}
+	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "%-12s %8s", "latency", "count")
+	for _, p := range Percentiles {
+		fmt.Fprintf(&b, " %9s", fmt.Sprintf("p%g", p))
+	}
+	fmt.Fprintf(&b, " %9s\n", "max")
+	for _, row := range Rows(r) {
+		fmt.Fprintf(&b, "%-12s %8d", row.Name, row.Count)
+		for _, d := range row.Pcts {
+			fmt.Fprintf(&b, " %9s", Dur(d))
+		}
+		fmt.Fprintf(&b, " %9s\n", Dur(row.Max))
+	}
+	b.WriteString("\n")
+	kinds := func(m map[string]int64) string {
+		if s := metrics.Kinds(m); s != "" {
+			return s
+		}
+		return "none"
+	}
+	fmt.Fprintf(&b, "errors       %s\n", kinds(r.Errors))
+	fmt.Fprintf(&b, "rejections   %s\n", kinds(r.Rejections))
+	fmt.Fprintf(&b, "retries %d, refetches %d, connects %d, reconnects %d, echoes %d\n",
+		c.Retries, c.Refetches, c.Connects, c.Reconnects, c.Echoes)
+	if r.CPUSeconds > 0 && r.Seconds() > 0 {
+		fmt.Fprintf(&b, "cpu          %.1fs over %.1fs of load in the generator's process (%s)\n",
+			r.CPUSeconds, r.Seconds(), map[bool]string{true: "generator and embedded server", false: "generator"}[r.Run.Server == "embedded"])
+	}
+	if len(r.Checks) > 0 {
+		b.WriteString("\nthresholds\n")
+		for _, ch := range r.Checks {
+			mark := "ok  "
+			if !ch.Pass {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(&b, "  %s  %s  (actual %s)\n", mark, ch.Expr, ch.Actual)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,1055 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/subspace/kbkit/conformance"
+	"github.com/subspace/kbkit/conformance/client"
+	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/loadgen/metrics"
+	"github.com/subspace/kbkit/loadgen/workload"
+)
+
+// Models.
+const (
+	Open   = "open"   // arrivals paced by a Pacer, whatever the latency
+	Closed = "closed" // each editor waits for its command, thinks, goes on
+)
+
+// Config is one run.
+type Config struct {
+	// Workload is the mix of operations and the shape of the pages.
+	Workload workload.Spec
+	// Model is Open or Closed.
+	Model string
+	// Pacer is the open model's schedule, for the whole run: a shard runs
+	// its share (1/N of the rate).
+	Pacer Pacer
+	// Editors is the number of virtual editors of the whole run (all
+	// shards); each holds one or more windows.
+	Editors int
+	// Think is the closed model's mean pause between an editor's
+	// operations (uniform in [Think/2, 3·Think/2]).
+	Think time.Duration
+	// Duration of the load.
+	Duration time.Duration
+	// Warmup runs the load this long before the measured Duration and
+	// forgets what it recorded: connection setup, caches and the first
+	// plans do not count (pgbench reports "without initial connection
+	// time" alike). The open model warms up at the pacer's starting rate.
+	Warmup time.Duration
+	// Drain bounds the wait for commands in flight and for convergence
+	// after the load (default 15s).
+	Drain time.Duration
+	// Devices is how many devices to spread the editors over (default:
+	// one per editor, at most 64; a remote target cycles its tokens).
+	Devices int
+	// Seed seeds the editors' random sources.
+	Seed int64
+	// RunID names the run: page ids and setup command ids derive from it,
+	// so that the shards of a run lay out the same pages. Required with
+	// more than one shard; random otherwise.
+	RunID string
+	// Shard is this process's share of the editors.
+	Shard Shard
+	// Server describes the target in the result ("embedded" or its URL).
+	Server string
+	// Status, if set, is called about twice a second with the live state.
+	Status func(Status)
+	// Phase, if set, is called as the run enters each phase: load,
+	// converge, done (a CPU profile can cover the load alone).
+	Phase func(phase string)
+	// Logf, if set, receives progress messages.
+	Logf func(format string, args ...any)
+}
+
+// Status is the live state of a run, for the console.
+type Status struct {
+	Phase    string // setup, warmup, load, converge, done
+	Model    string
+	Elapsed  time.Duration // of the measured load
+	Warmup   time.Duration // warm-up left
+	Duration time.Duration
+	Target   float64 // open model: this shard's target rate now (ops/s)
+	Achieved float64 // commands committed per second, last 5 s
+	InFlight int64
+	Windows  int
+	Pages    int
+	// Recent are the p99 latencies of the last 5 s.
+	Recent map[string]time.Duration
+	Totals metrics.Counts
+}
+
+// maxRecorders caps the metric workers: editors share recorders round
+// robin past it, so that memory does not grow with the editor count.
+const maxRecorders = 16
+
+type device struct {
+	c  *client.Client
+	id string
+}
+
+type page struct {
+	idx  int
+	id   string
+	head atomic.Int64 // the highest seq this process has seen
+	wins []*window    // this process's windows on the page
+}
+
+func (p *page) saw(seq int64) {
+	for {
+		h := p.head.Load()
+		if seq <= h || p.head.CompareAndSwap(h, seq) {
+			return
+		}
+	}
+}
+
+type window struct {
+	ed  *editor
+	pg  *page
+	mu  sync.Mutex
+	w   *kbcore.Window
+	sub *client.Subscription
+	// envs are the envelopes of the window's pending commands, to resend
+	// after a snapshot; sending is the one the editor is posting.
+	envs    map[string]kbcore.Envelope
+	sending string
+	cur     workload.Cursor
+	changed chan struct{} // a token after every applied event
+	done    chan struct{} // the reader goroutine ended
+}
+
+type editor struct {
+	idx  int
+	dev  *device
+	rec  *metrics.Recorder
+	rng  *rand.Rand
+	wins []*window
+}
+
+// stamp is the intended start of a command in flight, for the echo and
+// fan-out latencies, until every window of its page here has seen it.
+type stamp struct {
+	start  time.Time
+	origin *window
+	left   atomic.Int32
+}
+
+type runner struct {
+	cfg      Config
+	target   conformance.Target
+	devices  []*device
+	pages    []*page
+	editors  []*editor
+	wins     []*window
+	recs     []*metrics.Recorder
+	stamps   sync.Map
+	inflight atomic.Int64
+	closing  atomic.Bool
+	renames  atomic.Int64
+	// titles are the pages' current titles (copied on write: readers
+	// keep the slice they got).
+	titlesMu sync.RWMutex
+	titles   []string
+	phase    atomic.Value
+	startMu  sync.Mutex
+	start    time.Time // the measured load's start (after the warm-up)
+	// closed ends resubscriptions when the run closes its windows.
+	closed context.Context
+	close  context.CancelFunc
+}
+
+func (r *runner) setTitle(p int, title string) {
+	r.titlesMu.Lock()
+	defer r.titlesMu.Unlock()
+	r.titles = append([]string(nil), r.titles...)
+	r.titles[p] = title
+}
+
+func (r *runner) logf(format string, args ...any) {
+	if r.cfg.Logf != nil {
+		r.cfg.Logf(format, args...)
+	}
+}
+
+var widenTransport sync.Once
+
+// Run runs one load against target and returns its metrics. An error
+// means the run could not proceed (setup failed); failures during the
+// load are counted in the result.
+func Run(ctx context.Context, target conformance.Target, cfg Config) (*metrics.Result, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	// client.Client posts through http.DefaultTransport, which keeps two
+	// idle connections per host: past two concurrent editors every command
+	// would open a new TCP connection, and the run would measure that.
+	widenTransport.Do(func() {
+		if t, ok := http.DefaultTransport.(*http.Transport); ok {
+			t.MaxIdleConns = 0
+			t.MaxIdleConnsPerHost = 4096
+		}
+	})
+	r := &runner{cfg: cfg, target: target}
+	r.closed, r.close = context.WithCancel(context.Background())
+	r.phase.Store("setup")
+	stopStatus := r.statusLoop()
+	defer stopStatus()
+	defer r.closeWindows()
+	if err := r.setup(ctx); err != nil {
+		return nil, err
+	}
+	return r.load(ctx)
+}
+
+func (c *Config) defaults() error {
+	if c.Editors <= 0 {
+		return errors.New("loadgen: need at least one editor")
+	}
+	if c.Duration <= 0 {
+		return errors.New("loadgen: duration must be positive")
+	}
+	if c.Model == "" {
+		c.Model = Closed
+	}
+	if c.Model != Open && c.Model != Closed {
+		return fmt.Errorf("loadgen: model %q: open or closed", c.Model)
+	}
+	if c.Model == Open {
+		if _, ok := c.Pacer.At(1); !ok {
+			return errors.New("loadgen: the open model needs a rate (--rate or --stage)")
+		}
+	}
+	if c.Drain <= 0 {
+		c.Drain = 15 * time.Second
+	}
+	if c.Devices <= 0 {
+		c.Devices = min(c.Editors, 64)
+	}
+	c.Shard = c.Shard.norm()
+	if c.Shard.N > 1 && c.RunID == "" {
+		return errors.New("loadgen: a sharded run needs --run-id, the same on every shard")
+	}
+	if c.RunID == "" {
+		c.RunID = uuid.NewString()
+	}
+	if c.Workload.Mix == nil {
+		return errors.New("loadgen: no workload")
+	}
+	if c.Server == "" {
+		c.Server = "embedded"
+	}
+	return nil
+}
+
+// ---- setup ----
+
+// runSpace namespaces the ids derived from a run id.
+var runSpace = uuid.MustParse("0b6c3e52-64a4-4f8e-9d1f-5f0c2a7e4b11")
+
+func (r *runner) derived(parts ...any) string {
+	return uuid.NewSHA1(runSpace, fmt.Append([]byte(r.cfg.RunID), parts...)).String()
+}
+
+func (r *runner) pageTitle(p int) string {
+	tag := r.cfg.RunID
+	if len(tag) > 8 {
+		tag = tag[:8]
+	}
+	if p < 0 {
+		return "LG " + tag
+	}
+	return fmt.Sprintf("LG %s p%d", tag, p)
+}
+
+func (r *runner) setup(ctx context.Context) error {
+	cfg := r.cfg
+	eps := r.target.Endpoints()
+	if len(eps) == 0 {
+		return errors.New("loadgen: the target has no endpoint")
+	}
+	tokens, err := r.target.Devices(ctx, cfg.Devices)
+	if err != nil {
+		return err
+	}
+	r.devices = make([]*device, len(tokens))
+	err = parallel(ctx, len(tokens), 16, func(i int) error {
+		c := client.New(eps[i%len(eps)], tokens[i])
+		var me client.Device
+		err := retry(ctx, 60, func() error { var err error; me, err = c.Whoami(ctx); return err })
+		if err != nil {
+			return fmt.Errorf("loadgen: kb.whoami: %w", err)
+		}
+		r.devices[i] = &device{c: c, id: me.DeviceID}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	nrec := min(len(cfg.Shard.Editors(cfg.Editors)), maxRecorders)
+	for i := 0; i < max(nrec, 1); i++ {
+		r.recs = append(r.recs, metrics.NewRecorder())
+	}
+	eds := map[int]*editor{}
+	for k, e := range cfg.Shard.Editors(cfg.Editors) {
+		ed := &editor{idx: e, dev: r.devices[e%len(r.devices)], rec: r.recs[k%len(r.recs)],
+			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(e)))}
+		eds[e] = ed
+		r.editors = append(r.editors, ed)
+	}
+	if len(r.editors) == 0 {
+		return fmt.Errorf("loadgen: shard %s has no editor of %d", cfg.Shard, cfg.Editors)
+	}
+
+	// Windows: slot k of page p belongs to editor (p·perPage + k) mod E,
+	// so a page's windows are distinct editors.
+	nPages, perPage := cfg.Workload.Layout(cfg.Editors)
+	var mine []*page
+	var creators []bool
+	for p := 0; p < nPages; p++ {
+		pg := &page{idx: p, id: r.derived("/page/", p)}
+		r.pages = append(r.pages, pg)
+		r.titles = append(r.titles, r.pageTitle(p))
+		for k := 0; k < perPage; k++ {
+			if ed := eds[(p*perPage+k)%cfg.Editors]; ed != nil {
+				w := &window{ed: ed, pg: pg, envs: map[string]kbcore.Envelope{},
+					changed: make(chan struct{}, 1), done: make(chan struct{})}
+				pg.wins = append(pg.wins, w)
+				ed.wins = append(ed.wins, w)
+				r.wins = append(r.wins, w)
+			}
+		}
+		if len(pg.wins) > 0 {
+			mine = append(mine, pg)
+			creators = append(creators, cfg.Shard.Has((p*perPage)%cfg.Editors))
+		}
+	}
+	for _, ed := range r.editors {
+		if len(ed.wins) == 0 {
+			return fmt.Errorf("loadgen: editor %d has no window (%d pages × %d windows for %d editors)",
+				ed.idx, nPages, perPage, cfg.Editors)
+		}
+	}
+	r.logf("setup: %d devices, %d pages (%d here), %d windows here, %d editors here", len(r.devices), nPages, len(mine), len(r.wins), len(r.editors))
+
+	// Pages: the shard of a page's first window creates it; setup command
+	// ids derive from the run id, so a repeat is answered, not redone.
+	started := time.Now()
+	err = parallel(ctx, len(mine), 16, func(i int) error {
+		if !creators[i] {
+			return nil
+		}
+		return r.createPage(ctx, mine[i], r.devices[0])
+	})
+	if err != nil {
+		return err
+	}
+	r.logf("setup: pages created in %s", time.Since(started).Round(time.Millisecond))
+
+	started = time.Now()
+	err = parallel(ctx, len(r.wins), 32, func(i int) error { return r.open(ctx, r.wins[i]) })
+	if err != nil {
+		return err
+	}
+	r.logf("setup: %d windows open in %s", len(r.wins), time.Since(started).Round(time.Millisecond))
+	return nil
+}
+
+func (r *runner) createPage(ctx context.Context, pg *page, dev *device) error {
+	send := func(k int, typ string, payload any) error {
+		b, _ := json.Marshal(payload)
+		env := kbcore.Envelope{ID: r.derived("/page/", pg.idx, "/cmd/", k), DeviceID: dev.id, PageID: pg.id, Type: typ, Payload: b}
+		return retry(ctx, 60, func() error {
+			_, rej, err := dev.c.Command(ctx, env)
+			if err == nil && rej != nil {
+				return fmt.Errorf("loadgen: setup %s on page %d rejected: %s", typ, pg.idx, rej.Message)
+			}
+			return err
+		})
+	}
+	if err := send(0, kbcore.TypeCreatePage, map[string]any{"title": r.titles[pg.idx]}); err != nil {
+		return err
+	}
+	for k := 0; k < r.cfg.Workload.Nodes; k++ {
+		p := map[string]any{"node": fmt.Sprintf("s%d", k), "text": fmt.Sprintf("seed %d", k)}
+		if k > 0 {
+			p["after"] = fmt.Sprintf("s%d", k-1)
+		}
+		if err := send(k+1, kbcore.TypeCreateAfter, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// open starts a window as a client does: a snapshot, then the
+// subscription from its seq. A page another shard creates may not exist
+// yet (NOT_FOUND): wait for it.
+func (r *runner) open(ctx context.Context, w *window) error {
+	c := w.ed.dev.c
+	var snap client.Snapshot
+	deadline := time.Now().Add(2 * time.Minute)
+	for attempt := 0; ; attempt++ {
+		var err error
+		snap, err = c.Page(ctx, w.pg.id, nil)
+		if err == nil {
+			break
+		}
+		var ce *client.Error
+		notYet := errors.As(err, &ce) && ce.Code == "NOT_FOUND" && r.cfg.Shard.N > 1
+		if (!notYet && !client.IsRetryable(err)) || time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("loadgen: open page %d: %w", w.pg.idx, err)
+		}
+		pause(ctx, attempt)
+	}
+	w.w = kbcore.NewWindow(snap.Doc, snap.Seq)
+	w.pg.saw(snap.Seq)
+	sub, err := r.subscribe(ctx, w)
+	if err != nil {
+		return fmt.Errorf("loadgen: subscribe to page %d: %w", w.pg.idx, err)
+	}
+	w.mu.Lock()
+	w.sub = sub
+	w.mu.Unlock()
+	go r.read(w)
+	return nil
+}
+
+func (r *runner) subscribe(ctx context.Context, w *window) (*client.Subscription, error) {
+	var sub *client.Subscription
+	err := retry(ctx, 40, func() error {
+		w.mu.Lock()
+		after := w.w.Seq()
+		w.mu.Unlock()
+		var err error
+		sub, err = w.ed.dev.c.Subscribe(ctx, w.pg.id, after)
+		if err != nil {
+			w.ed.rec.Error("subscribe", time.Now())
+		}
+		return err
+	})
+	if err == nil {
+		w.ed.rec.Count(metrics.Connects, time.Now(), 1)
+	}
+	return sub, err
+}
+
+// ---- echoes ----
+
+// read applies the window's events until the run closes it,
+// resubscribing from the window's seq when a subscription ends.
+func (r *runner) read(w *window) {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		sub := w.sub
+		w.mu.Unlock()
+		for ev := range sub.Events() {
+			r.echo(w, ev)
+		}
+		if r.closing.Load() {
+			return
+		}
+		if err := sub.Err(); err != nil && !errors.Is(err, client.ErrReconnect) {
+			w.ed.rec.Error("subscription-ended", time.Now())
+		}
+		sub.Close()
+		ctx, cancel := context.WithTimeout(r.closed, time.Minute)
+		next, err := r.subscribe(ctx, w)
+		cancel()
+		if err != nil {
+			return
+		}
+		w.ed.rec.Count(metrics.Reconnects, time.Now(), 1)
+		w.mu.Lock()
+		if r.closing.Load() {
+			w.mu.Unlock()
+			next.Close()
+			return
+		}
+		w.sub = next
+		w.mu.Unlock()
+	}
+}
+
+func (r *runner) echo(w *window, ev client.Event) {
+	now := time.Now()
+	rec := w.ed.rec
+	w.mu.Lock()
+	before := w.w.Seq()
+	acts := w.w.Echo(ev.Seq, ev.Cmd)
+	applied := w.w.Seq() > before
+	if applied {
+		delete(w.envs, ev.Cmd.ID)
+	}
+	w.mu.Unlock()
+	rec.Count(metrics.Echoes, now, 1)
+	w.pg.saw(ev.Seq)
+	if applied {
+		if v, ok := r.stamps.Load(ev.Cmd.ID); ok {
+			st := v.(*stamp)
+			if st.origin == w {
+				rec.Latency(metrics.Echo, now, now.Sub(st.start))
+			} else {
+				rec.Latency(metrics.Fanout, now, now.Sub(st.start))
+			}
+			if st.left.Add(-1) <= 0 {
+				r.stamps.Delete(ev.Cmd.ID)
+			}
+		}
+		if ev.Cmd.Type == kbcore.TypeRenamePage {
+			var p kbcore.RenamePage
+			if json.Unmarshal(ev.Cmd.Payload, &p) == nil && p.Title != nil {
+				r.setTitle(w.pg.idx, *p.Title)
+			}
+		}
+	}
+	for _, a := range acts {
+		if a.Kind == kbcore.ActionRefetch {
+			r.refetch(w)
+		}
+	}
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+}
+
+// refetch replaces the window's server document after a gap and resends
+// the pending commands the snapshot does not know (same ids).
+func (r *runner) refetch(w *window) {
+	rec := w.ed.rec
+	rec.Count(metrics.Refetches, time.Now(), 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w.mu.Lock()
+	var ids []string
+	for _, c := range w.w.Pending() {
+		ids = append(ids, c.ID)
+	}
+	w.mu.Unlock()
+	var snap client.Snapshot
+	err := retry(ctx, 20, func() error { var err error; snap, err = w.ed.dev.c.Page(ctx, w.pg.id, ids); return err })
+	if err != nil {
+		rec.Error("refetch", time.Now())
+		return
+	}
+	w.mu.Lock()
+	acts := w.w.Snapshot(snap.Doc, snap.Seq, snap.Outcomes)
+	var resend []kbcore.Envelope
+	for _, a := range acts {
+		if env, ok := w.envs[a.ID]; ok && a.Kind == kbcore.ActionSend && a.ID != w.sending {
+			resend = append(resend, env)
+		}
+	}
+	w.mu.Unlock()
+	w.pg.saw(snap.Seq)
+	for _, env := range resend {
+		rec.Count(metrics.Retries, time.Now(), 1)
+		_, rej, err := w.ed.dev.c.Command(ctx, env)
+		if err == nil && rej != nil {
+			w.mu.Lock()
+			w.w.Reject(env.ID, rej.Code)
+			delete(w.envs, env.ID)
+			w.mu.Unlock()
+		}
+	}
+}
+
+// ---- the load ----
+
+func (r *runner) setPhase(p string) {
+	r.phase.Store(p)
+	if r.cfg.Phase != nil {
+		r.cfg.Phase(p)
+	}
+}
+
+func (r *runner) load(ctx context.Context) (*metrics.Result, error) {
+	cfg := r.cfg
+	begin := time.Now()
+	r.startMu.Lock()
+	r.start = begin.Add(cfg.Warmup)
+	r.startMu.Unlock()
+	// At the end of the warm-up every recorder starts afresh.
+	var cpu0 time.Duration
+	measured := make(chan struct{})
+	measure := func() {
+		for _, rec := range r.recs {
+			rec.Reset()
+		}
+		cpu0 = cpuTime()
+		r.setPhase("load")
+		close(measured)
+	}
+	// measureAt starts the measurement when the warm-up is over.
+	measureAt := func() {
+		t := time.NewTimer(time.Until(r.start))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		measure()
+	}
+	if cfg.Warmup > 0 {
+		r.setPhase("warmup")
+	} else {
+		measure()
+	}
+	loadCtx, stopLoad := context.WithDeadline(ctx, r.start.Add(cfg.Duration))
+	defer stopLoad()
+	// Commands in flight when the load ends are still decided, within the
+	// drain time.
+	opCtx, stopOps := context.WithDeadline(context.WithoutCancel(ctx), r.start.Add(cfg.Duration+cfg.Drain))
+	defer stopOps()
+
+	var wg sync.WaitGroup
+	switch cfg.Model {
+	case Closed:
+		if cfg.Warmup > 0 {
+			go measureAt()
+		}
+		for _, ed := range r.editors {
+			wg.Go(func() {
+				for loadCtx.Err() == nil {
+					r.op(opCtx, ed, time.Now())
+					if cfg.Think > 0 {
+						think := time.Duration(float64(cfg.Think) * (0.5 + ed.rng.Float64()))
+						select {
+						case <-time.After(think):
+						case <-loadCtx.Done():
+						}
+					}
+				}
+			})
+		}
+	case Open:
+		// Each editor takes at most one operation at a time; an operation
+		// the pacer makes due while every editor is busy and the queue is
+		// full could not start on time: it is dropped, not delayed.
+		queue := make(chan time.Time, len(r.editors))
+		pacer := r.shardPacer()
+		pacerRec := r.recs[0]
+		paced := make(chan struct{})
+		go func() {
+			defer close(paced)
+			if cfg.Warmup > 0 {
+				// The pacer resets the recorders itself, so that no
+				// measured operation is counted before.
+				pace(loadCtx, Constant(pacer.Rate(0)), begin, r.start, queue, pacerRec)
+				measureAt()
+			}
+			pace(loadCtx, pacer, r.start, r.start.Add(cfg.Duration), queue, pacerRec)
+		}()
+		for _, ed := range r.editors {
+			wg.Go(func() {
+				for {
+					select {
+					case due := <-queue:
+						r.op(opCtx, ed, due)
+					case <-loadCtx.Done():
+						return
+					}
+				}
+			})
+		}
+		<-paced
+		wg.Wait()
+		for n := len(queue); n > 0; n-- {
+			<-queue
+			pacerRec.Count(metrics.Dropped, time.Now(), 1) // due, never started
+		}
+	}
+	wg.Wait()
+	end := time.Now()
+	<-measured
+	cpu := cpuTime() - cpu0
+	r.setPhase("converge")
+	r.converge(end)
+	r.setPhase("done")
+	r.closeWindows()
+
+	res, err := metrics.Collect(r.recs)
+	if err != nil {
+		return nil, err
+	}
+	res.Start, res.End = r.start, end
+	res.CPUSeconds = cpu.Seconds()
+	res.Shards = []string{cfg.Shard.String()}
+	nPages, perPage := cfg.Workload.Layout(cfg.Editors)
+	res.Run = metrics.RunInfo{Workload: cfg.Workload.Name, Model: cfg.Model, Editors: cfg.Editors,
+		Pages: nPages, WindowsPerPage: perPage, Duration: cfg.Duration.String(), Server: cfg.Server,
+		Warmup: durString(cfg.Warmup),
+		Seed:   cfg.Seed, RunID: cfg.RunID}
+	if cfg.Model == Open {
+		if len(cfg.Pacer.Stages) > 0 {
+			res.Run.Stages = stagesString(cfg.Pacer)
+		} else {
+			res.Run.Rate = cfg.Pacer.Start
+		}
+	} else if cfg.Think > 0 {
+		res.Run.Think = cfg.Think.String()
+	}
+	return res, nil
+}
+
+func durString(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+func stagesString(p Pacer) string {
+	s := ""
+	if p.Start > 0 {
+		s = fmt.Sprintf("start %g, ", p.Start)
+	}
+	for i, st := range p.Stages {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprintf("%s:%g", st.Duration, st.Rate)
+	}
+	return s
+}
+
+// shardPacer is this shard's share of the run's schedule.
+func (r *runner) shardPacer() Pacer {
+	n := float64(r.cfg.Shard.N)
+	p := Pacer{Start: r.cfg.Pacer.Start / n}
+	for _, s := range r.cfg.Pacer.Stages {
+		p.Stages = append(p.Stages, Stage{Duration: s.Duration, Rate: s.Rate / n})
+	}
+	return p
+}
+
+// pace offers each operation to queue at its intended start until end.
+// An operation that finds the queue full is dropped: it could not start
+// on time. Operations are offered late when the process was busy, still
+// stamped with their intended start, so their latency counts the delay.
+func pace(ctx context.Context, p Pacer, start, end time.Time, queue chan<- time.Time, rec *metrics.Recorder) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for n := int64(0); ; n++ {
+		off, ok := p.At(n)
+		due := start.Add(off)
+		if !ok || !due.Before(end) {
+			return
+		}
+		if wait := time.Until(due); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+		now := time.Now()
+		rec.Count(metrics.Due, now, 1)
+		select {
+		case queue <- due:
+		default:
+			rec.Count(metrics.Dropped, now, 1)
+		}
+	}
+}
+
+// op is one operation of editor ed, intended to start at intended: draw
+// a command for one of its windows, apply it locally, post it (retrying
+// an undecided command with the same id) and record the outcome.
+func (r *runner) op(ctx context.Context, ed *editor, intended time.Time) {
+	r.inflight.Add(1)
+	defer r.inflight.Add(-1)
+	rec := ed.rec
+	w := ed.wins[ed.rng.IntN(len(ed.wins))]
+	id := uuid.NewString()
+	r.titlesMu.RLock()
+	titles := r.titles
+	r.titlesMu.RUnlock()
+	var title string
+	if r.cfg.Workload.Mix[workload.Rename] > 0 {
+		title = fmt.Sprintf("%s s%d r%d", r.pageTitle(-1), r.cfg.Shard.I, r.renames.Add(1))
+	}
+
+	w.mu.Lock()
+	cmd := r.cfg.Workload.Next(ed.rng, workload.Context{Doc: w.w.Rendered(), ID: id, Titles: titles, Title: title}, &w.cur)
+	acts := w.w.Local(cmd)
+	now := time.Now()
+	rec.Count(metrics.Commands, now, 1)
+	if len(acts) == 0 || acts[0].Kind != kbcore.ActionSend {
+		w.mu.Unlock()
+		rec.Count(metrics.LocalRejections, now, 1)
+		return
+	}
+	env := kbcore.Envelope{ID: id, DeviceID: ed.dev.id, PageID: w.pg.id, Type: cmd.Type, Payload: cmd.Payload}
+	w.envs[id] = env
+	w.sending = id
+	st := &stamp{start: intended, origin: w}
+	st.left.Store(int32(len(w.pg.wins)))
+	r.stamps.Store(id, st)
+	w.mu.Unlock()
+
+	seq, rej, err := r.post(ctx, ed, env)
+	now = time.Now()
+	w.mu.Lock()
+	w.sending = ""
+	switch {
+	case err != nil:
+		// Undecided or refused: the window must not wait for it.
+		w.w.Reject(id, "error")
+		delete(w.envs, id)
+	case rej != nil:
+		w.w.Reject(id, rej.Code)
+		delete(w.envs, id)
+	}
+	w.mu.Unlock()
+	switch {
+	case err != nil:
+		r.stamps.Delete(id)
+		rec.Error(errorKind(err), now)
+	case rej != nil:
+		r.stamps.Delete(id)
+		rec.Rejection(rej.Code, now)
+	default:
+		w.pg.saw(seq)
+		rec.Count(metrics.Committed, now, 1)
+		rec.Latency(metrics.Commit, now, now.Sub(intended))
+		if cmd.Type == kbcore.TypeRenamePage {
+			r.setTitle(w.pg.idx, title)
+		}
+	}
+}
+
+// post sends a command until it is decided, retrying with the same id
+// while the server says it was not (5xx, 429, network).
+func (r *runner) post(ctx context.Context, ed *editor, env kbcore.Envelope) (int64, *kbcore.Rejection, error) {
+	for attempt := 0; ; attempt++ {
+		seq, rej, err := ed.dev.c.Command(ctx, env)
+		if err == nil || !client.IsRetryable(err) || ctx.Err() != nil {
+			return seq, rej, err
+		}
+		ed.rec.Count(metrics.Retries, time.Now(), 1)
+		pause(ctx, attempt)
+	}
+}
+
+func errorKind(err error) string {
+	var ce *client.Error
+	var ne net.Error
+	switch {
+	case errors.As(err, &ce):
+		return ce.Code
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "network"
+}
+
+// ---- convergence ----
+
+// converge waits, for every window, until it has applied every command
+// its page is known to have and has nothing pending, and records how long
+// after the load that took. Windows of one page at one seq must then show
+// the same document.
+func (r *runner) converge(end time.Time) {
+	deadline := end.Add(r.cfg.Drain)
+	var wg sync.WaitGroup
+	for _, w := range r.wins {
+		wg.Go(func() {
+			timer := time.NewTimer(time.Until(deadline))
+			defer timer.Stop()
+			for {
+				head := w.pg.head.Load()
+				w.mu.Lock()
+				ok := w.w.Seq() >= head && len(w.w.Pending()) == 0 && !w.w.Awaiting()
+				w.mu.Unlock()
+				if ok {
+					now := time.Now()
+					w.ed.rec.Latency(metrics.Convergence, now, now.Sub(end))
+					return
+				}
+				select {
+				case <-w.changed:
+				case <-time.After(50 * time.Millisecond):
+				case <-timer.C:
+					w.ed.rec.Error("not-converged", time.Now())
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, pg := range r.pages {
+		var refSeq int64
+		var ref kbcore.Doc
+		for i, w := range pg.wins {
+			w.mu.Lock()
+			seq, doc := w.w.Seq(), w.w.Server() // a Doc is immutable: safe to keep
+			w.mu.Unlock()
+			switch {
+			case i == 0:
+				refSeq, ref = seq, doc
+			case seq == refSeq && !ref.Equal(doc):
+				w.ed.rec.Error("diverged", time.Now())
+			}
+		}
+	}
+}
+
+func (r *runner) closeWindows() {
+	if r.closing.Swap(true) {
+		return
+	}
+	r.close()
+	for _, w := range r.wins {
+		w.mu.Lock()
+		sub := w.sub
+		w.mu.Unlock()
+		if sub != nil {
+			sub.Close()
+			<-w.done
+		}
+	}
+}
+
+// ---- status ----
+
+func (r *runner) statusLoop() func() {
+	if r.cfg.Status == nil {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				r.cfg.Status(r.status())
+			}
+		}
+	}()
+	return func() { close(stop); <-done; r.cfg.Status(r.status()) }
+}
+
+func (r *runner) status() Status {
+	s := Status{Phase: r.phase.Load().(string), Model: r.cfg.Model, Duration: r.cfg.Duration,
+		InFlight: r.inflight.Load(), Windows: len(r.wins), Pages: len(r.pages), Recent: map[string]time.Duration{}}
+	r.startMu.Lock()
+	start := r.start
+	r.startMu.Unlock()
+	if start.IsZero() || s.Phase == "setup" {
+		return s
+	}
+	s.Elapsed = max(0, min(time.Since(start), r.cfg.Duration))
+	s.Warmup = max(0, time.Until(start))
+	if r.cfg.Model == Open && (s.Phase == "load" || s.Phase == "warmup") {
+		s.Target = r.shardPacer().Rate(s.Elapsed)
+	}
+	const window = 5
+	since := time.Now().Unix() - window + 1
+	hists := map[string]*metrics.Hist{}
+	var recent metrics.Counts
+	for _, rec := range r.recs {
+		rec.Recent(since, hists, &recent)
+		s.Totals.Add(rec.Totals())
+	}
+	span := max(0, min(time.Since(start), time.Since(time.Unix(since, 0)))).Seconds()
+	if span > 0 {
+		s.Achieved = float64(recent.Committed) / span
+	}
+	for n, h := range hists {
+		s.Recent[n] = h.Quantile(99)
+	}
+	return s
+}
+
+// ---- helpers ----
+
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func pause(ctx context.Context, attempt int) {
+	d := time.Duration(min(attempt+1, 20)) * 25 * time.Millisecond
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+}
+
+// retry calls fn until it succeeds, fails for good, or tries run out.
+func retry(ctx context.Context, tries int, fn func() error) error {
+	var err error
+	for attempt := 0; attempt < tries; attempt++ {
+		if err = fn(); err == nil || !client.IsRetryable(err) || ctx.Err() != nil {
+			return err
+		}
+		pause(ctx, attempt)
+	}
+	return err
+}
+
+// parallel runs fn(0..n-1) on at most width goroutines; the first error
+// wins.
+func parallel(ctx context.Context, n, width int, fn func(i int) error) error {
+	width = max(1, min(width, n))
+	var (
+		next  atomic.Int64
+		first error
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+	)
+	for g := 0; g < width; g++ {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					next.Store(int64(n)) // stop handing out work
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return first
+}

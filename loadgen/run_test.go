@@ -1,0 +1,142 @@
+package loadgen
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/subspace/kbkit/conformance"
+	"github.com/subspace/kbkit/loadgen/metrics"
+	"github.com/subspace/kbkit/loadgen/workload"
+	"github.com/subspace/kbkit/server/pgprovider"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgprovider.RunTests(m)) }
+
+func embedded(t *testing.T) *conformance.Embedded {
+	t.Helper()
+	e, err := conformance.NewEmbedded(context.Background(), pgprovider.ForTest(t), conformance.EmbeddedOptions{Instances: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+func checkRun(t *testing.T, res *metrics.Result, windows int) {
+	t.Helper()
+	for _, n := range []string{metrics.Commit, metrics.Echo, metrics.Fanout} {
+		if res.Hist(n).Count() == 0 {
+			t.Errorf("no %s latency recorded", n)
+		}
+	}
+	if got := res.Hist(metrics.Convergence).Count(); got != int64(windows) {
+		t.Errorf("%d windows converged, want %d (errors %v)", got, windows, res.Errors)
+	}
+	if res.Counts.Errors != 0 {
+		t.Errorf("errors: %v", res.Errors)
+	}
+	if res.Counts.Connects != int64(windows) {
+		t.Errorf("%d connects, want %d", res.Counts.Connects, windows)
+	}
+	if res.Counts.Committed == 0 || len(res.Intervals) == 0 {
+		t.Errorf("counts %+v, %d intervals", res.Counts, len(res.Intervals))
+	}
+}
+
+// TestEveryWorkloadRuns: a short closed-model run of each workload
+// against the reference server commits commands and measures commit,
+// echo and fan-out, and every window converges.
+func TestEveryWorkloadRuns(t *testing.T) {
+	e := embedded(t)
+	for _, name := range workload.Names() {
+		t.Run(name, func(t *testing.T) {
+			spec, _ := workload.Named(name)
+			if name == "many-pages" {
+				spec.Pages = 12
+			}
+			cfg := Config{Workload: spec, Editors: 6, Duration: 2 * time.Second, Seed: 1}
+			res, err := Run(context.Background(), e, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages, perPage := spec.Layout(6)
+			checkRun(t, res, pages*perPage)
+			t.Logf("%s: %d committed, %d rejected %v; commit p99 %s, fanout p99 %s",
+				name, res.Counts.Committed, res.Counts.Rejections, res.Rejections,
+				res.Hist(metrics.Commit).Quantile(99), res.Hist(metrics.Fanout).Quantile(99))
+		})
+	}
+}
+
+// TestOpenModelRun: the open model offers operations at the rate and
+// counts each as due; what it could not start is dropped. The warm-up
+// runs first and is not counted.
+func TestOpenModelRun(t *testing.T) {
+	e := embedded(t)
+	spec, _ := workload.Named("hot-page")
+	cfg := Config{Workload: spec, Model: Open, Pacer: Constant(50), Editors: 5, Duration: 2 * time.Second, Seed: 2,
+		Warmup: time.Second}
+	before := time.Now()
+	res, err := Run(context.Background(), e, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, res, 5)
+	if res.Start.Sub(before) < time.Second {
+		t.Errorf("the measured load started %s after the run, before the warm-up ended", res.Start.Sub(before))
+	}
+	if res.Counts.Due != 100 {
+		t.Errorf("due = %d, want 100", res.Counts.Due)
+	}
+	if started := res.Counts.Commands; started+res.Counts.Dropped != res.Counts.Due {
+		t.Errorf("%d started + %d dropped != %d due", started, res.Counts.Dropped, res.Counts.Due)
+	}
+}
+
+// TestShardsShareARun: two shards against one server lay out the same
+// pages, split the editors, and their results merge.
+func TestShardsShareARun(t *testing.T) {
+	e := embedded(t)
+	tokens, err := e.Devices(context.Background(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := conformance.Remote(e.Endpoints()[0], tokens)
+	// Fan-out is measured between the windows of one process (the stamp
+	// of a command stays where it was sent): put every editor on one page.
+	spec, _ := workload.Named("hot-page")
+	var wg sync.WaitGroup
+	results := make([]*metrics.Result, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() {
+			cfg := Config{Workload: spec, Editors: 8, Duration: 2 * time.Second, Seed: 3, RunID: "shared-" + t.Name(),
+				Shard: Shard{i, 2}}
+			results[i], errs[i] = Run(context.Background(), target, cfg)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("shard %d: %v", i, err)
+		}
+		checkRun(t, results[i], 4) // 4 of the page's 8 windows
+		if results[i].Counts.Echoes < results[1-i].Counts.Committed {
+			t.Errorf("shard %d saw %d echoes, fewer than the other shard's %d commands",
+				i, results[i].Counts.Echoes, results[1-i].Counts.Committed)
+		}
+	}
+	merged, err := metrics.Merge(results...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if merged.Counts.Committed != results[0].Counts.Committed+results[1].Counts.Committed {
+		t.Error("merged counts are not the sum")
+	}
+	if len(merged.Shards) != 2 {
+		t.Errorf("shards %v", merged.Shards)
+	}
+}
