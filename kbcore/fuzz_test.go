@@ -8,7 +8,8 @@ import (
 )
 
 // FuzzApply feeds arbitrary documents and commands to the reducer. Seeds
-// come from testdata/fuzz/FuzzApply and from every spec case.
+// come from testdata/fuzz/FuzzApply (a sample of spec cases, committed) and
+// from every spec case of the built-in spec.
 func FuzzApply(f *testing.F) {
 	for _, sc := range commandCases(f) {
 		f.Add(sc.docJSON, sc.cmdJSON)
