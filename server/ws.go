@@ -69,7 +69,13 @@ type wsConn struct {
 	authed     bool
 	needParams bool // ?connectionParams=1: the first message carries them
 
-	queue    chan wsMessage
+	// Requests queue here and are handled in order by a worker goroutine
+	// that runs only while the queue is not empty, so an idle socket (a
+	// window that only listens) costs no goroutine and no buffer for it.
+	qmu      sync.Mutex
+	queue    []wsMessage
+	working  bool
+	workerWG sync.WaitGroup
 	pending  atomic.Int64 // queued + running messages
 	draining atomic.Bool
 
@@ -89,7 +95,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			retryable: true, retryAfter: time.Second}})
 		return
 	}
-	c := &wsConn{s: s, subs: map[string]*wsSub{}, queue: make(chan wsMessage, 64)}
+	c := &wsConn{s: s, subs: map[string]*wsSub{}}
 	c.needParams = r.URL.Query().Get("connectionParams") == "1"
 	if tok, ok := bearer(r); ok {
 		dev, cerr := s.authenticate(r.Context(), tok)
@@ -138,11 +144,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *wsConn) run() {
-	workerDone := make(chan struct{})
-	go func() { defer close(workerDone); c.worker() }()
 	defer func() {
 		c.cancel()
-		<-workerDone
+		c.workerWG.Wait()
 		c.subWG.Wait()
 		_ = c.ws.CloseNow()
 	}()
@@ -178,11 +182,9 @@ func (c *wsConn) run() {
 					message: "server shutting down, reconnect", retryable: true}).shape(m.path()))})
 				continue
 			}
-			c.pending.Add(1)
-			select {
-			case c.queue <- m:
-			case <-c.ctx.Done():
-				return
+			if !c.enqueue(m) {
+				c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeTooManyRequests,
+					message: fmt.Sprintf("more than %d requests waiting on this socket", maxQueued), retryable: true}).shape(m.path()))})
 			}
 		}
 	}
@@ -262,15 +264,45 @@ func parseWSMessages(data []byte) ([]wsMessage, *callError) {
 	return msgs, nil
 }
 
+// maxQueued bounds the requests waiting on one socket.
+const maxQueued = 64
+
+// enqueue queues a request, starting the worker if it is not running;
+// false when the queue is full.
+func (c *wsConn) enqueue(m wsMessage) bool {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if len(c.queue) >= maxQueued {
+		return false
+	}
+	c.pending.Add(1)
+	c.queue = append(c.queue, m)
+	if !c.working {
+		c.working = true
+		c.workerWG.Add(1)
+		go c.worker()
+	}
+	return true
+}
+
+// worker handles queued requests in order and exits when the queue is
+// empty (or the connection ends).
 func (c *wsConn) worker() {
+	defer c.workerWG.Done()
 	for {
-		select {
-		case m := <-c.queue:
-			c.handle(m)
-			c.pending.Add(-1)
-		case <-c.ctx.Done():
+		c.qmu.Lock()
+		if len(c.queue) == 0 || c.ctx.Err() != nil {
+			c.pending.Add(-int64(len(c.queue)))
+			c.queue, c.working = nil, false
+			c.qmu.Unlock()
 			return
 		}
+		m := c.queue[0]
+		c.queue[0] = wsMessage{}
+		c.queue = c.queue[1:]
+		c.qmu.Unlock()
+		c.handle(m)
+		c.pending.Add(-1)
 	}
 }
 
