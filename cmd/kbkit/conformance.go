@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"os"
@@ -242,47 +241,26 @@ func writeSeedJSON(path string, reports []conformance.SeedReport) error {
 	return f.Close()
 }
 
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	ClassName string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitProblem `xml:"failure,omitempty"`
-	Error     *junitProblem `xml:"error,omitempty"`
-}
-
-type junitProblem struct {
-	Message string `xml:"message,attr"`
-	Text    string `xml:",chardata"`
-}
-
 // writeSeedJUnit writes one suite per checker with one case per seed.
 func writeSeedJUnit(path string, reports []conformance.SeedReport) error {
-	var doc junitSuites
+	var total time.Duration
+	for _, r := range reports {
+		total += r.Duration
+	}
+	doc := report.JUnitDoc{Name: "kbkit conformance run", Time: report.Seconds(total)}
 	for _, name := range conformance.Checkers {
-		s := junitSuite{Name: "conformance." + name}
+		s := &report.JUnitSuite{Name: "conformance." + name, Time: report.Seconds(total)}
 		for _, r := range reports {
-			jc := junitCase{Name: fmt.Sprintf("seed=%d", r.Seed), ClassName: "conformance." + name,
-				Time: fmt.Sprintf("%.3f", r.Duration.Seconds())}
+			jc := report.JUnitCase{Name: fmt.Sprintf("seed=%d", r.Seed), Classname: "conformance." + name,
+				Time: report.Seconds(r.Duration)}
 			if r.Err != "" {
-				jc.Error = &junitProblem{Message: "the seed could not run", Text: r.Err}
+				jc.Error = &report.JUnitMsg{Message: "the seed could not run", Body: report.XMLText(r.Err)}
 				s.Errors++
 			}
 			for _, c := range r.Checks {
 				if c.Name == name && !c.Passed {
-					jc.Failure = &junitProblem{Message: name + " failed", Text: c.Detail + "\n\nhistory:\n" + strings.Join(r.History, "\n")}
+					jc.Failure = &report.JUnitMsg{Message: name + " failed",
+						Body: report.XMLText(c.Detail + "\n\nhistory:\n" + strings.Join(r.History, "\n"))}
 					s.Failures++
 				}
 			}
@@ -291,9 +269,13 @@ func writeSeedJUnit(path string, reports []conformance.SeedReport) error {
 		}
 		doc.Suites = append(doc.Suites, s)
 	}
-	b, err := xml.MarshalIndent(doc, "", "  ")
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append([]byte(xml.Header), b...), 0o644)
+	if err := report.WriteJUnit(f, doc); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -3,14 +3,10 @@ package protocol
 import (
 	"bufio"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/subspace/kbkit/conformance/report"
 )
@@ -72,22 +68,11 @@ func (t *TAP) Result(n int, r Result) error {
 	t.printf("not ok %d - %s\n", n, desc)
 	d := tapDiag{Message: r.Message, Severity: "fail", Description: r.Description, Expected: r.Expected, Got: r.Got,
 		Request: r.Request, Response: r.Response, DurationMS: r.Duration.Milliseconds()}
-	var buf strings.Builder
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(d); err != nil {
+	block, err := report.TAPYAML(d)
+	if err != nil {
 		return err
 	}
-	_ = enc.Close()
-	t.printf("  ---\n")
-	for _, line := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
-		if line == "" {
-			t.printf("\n")
-		} else {
-			t.printf("  %s\n", line)
-		}
-	}
-	t.printf("  ...\n")
+	t.printf("%s", block)
 	return t.flush()
 }
 
@@ -103,66 +88,24 @@ func (t *TAP) End(s Summary) error {
 // WriteJUnit writes the results as one JUnit XML <testsuite> "protocol"
 // with a <testcase> per check (<failure> or <skipped>).
 func WriteJUnit(w io.Writer, name string, rs []Result, took time.Duration) error {
-	type msg struct {
-		Message string `xml:"message,attr"`
-		Type    string `xml:"type,attr,omitempty"`
-		Body    string `xml:",cdata"`
-	}
-	type tc struct {
-		Name      string `xml:"name,attr"`
-		Classname string `xml:"classname,attr"`
-		Time      string `xml:"time,attr"`
-		Failure   *msg   `xml:"failure,omitempty"`
-		Skipped   *msg   `xml:"skipped,omitempty"`
-	}
-	type suite struct {
-		Name     string `xml:"name,attr"`
-		Tests    int    `xml:"tests,attr"`
-		Failures int    `xml:"failures,attr"`
-		Errors   int    `xml:"errors,attr"`
-		Skipped  int    `xml:"skipped,attr"`
-		Time     string `xml:"time,attr"`
-		Cases    []tc   `xml:"testcase"`
-	}
-	type suites struct {
-		XMLName  xml.Name `xml:"testsuites"`
-		Name     string   `xml:"name,attr"`
-		Tests    int      `xml:"tests,attr"`
-		Failures int      `xml:"failures,attr"`
-		Errors   int      `xml:"errors,attr"`
-		Skipped  int      `xml:"skipped,attr"`
-		Time     string   `xml:"time,attr"`
-		Suites   []suite  `xml:"testsuite"`
-	}
-	secs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
-	s := suite{Name: "protocol"}
+	s := &report.JUnitSuite{Name: "protocol"}
 	var sum time.Duration
 	for _, r := range rs {
-		c := tc{Name: r.ID, Classname: "protocol", Time: secs(r.Duration)}
+		c := report.JUnitCase{Name: r.ID, Classname: "protocol", Time: report.Seconds(r.Duration)}
 		switch r.Status {
 		case Fail:
-			c.Failure = &msg{Message: r.Message, Type: "fail", Body: xmlText(r.details())}
+			c.Failure = &report.JUnitMsg{Message: r.Message, Type: "fail", Body: report.XMLText(r.details())}
 			s.Failures++
 		case Skip:
-			c.Skipped = &msg{Message: r.Message}
+			c.Skipped = &report.JUnitMsg{Message: r.Message}
 			s.Skipped++
 		}
 		s.Tests++
 		sum += r.Duration
 		s.Cases = append(s.Cases, c)
 	}
-	s.Time = secs(sum)
-	doc := suites{Name: name, Tests: s.Tests, Failures: s.Failures, Skipped: s.Skipped, Time: secs(took), Suites: []suite{s}}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	s.Time = report.Seconds(sum)
+	return report.WriteJUnit(w, report.JUnitDoc{Name: name, Time: report.Seconds(took), Suites: []*report.JUnitSuite{s}})
 }
 
 // details is a failure's evidence as text.
@@ -175,18 +118,6 @@ func (r Result) details() string {
 		}
 	}
 	return b.String()
-}
-
-// xmlText replaces the characters XML 1.0 cannot hold with U+FFFD.
-func xmlText(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\t' || r == '\n' || r == '\r',
-			r >= 0x20 && r <= 0xD7FF, r >= 0xE000 && r <= 0xFFFD, r >= 0x10000 && r <= 0x10FFFF:
-			return r
-		}
-		return '\uFFFD'
-	}, s)
 }
 
 // WriteJSON writes one JSON object per check and line.

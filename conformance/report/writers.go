@@ -91,23 +91,34 @@ func (t *TAP) Result(n int, r Result) error {
 		Suite: r.Suite, File: r.File, Line: r.Line, Expected: r.Expected,
 		Diff: strings.TrimRight(r.Diff, "\n"),
 	}
+	block, err := TAPYAML(d)
+	if err != nil {
+		return err
+	}
+	t.printf("%s", block)
+	return t.flush()
+}
+
+// TAPYAML renders v as a TAP 14 YAML diagnostic block ("  ---" ... "  ...").
+func TAPYAML(v any) (string, error) {
 	var buf strings.Builder
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(d); err != nil {
-		return err
+	if err := enc.Encode(v); err != nil {
+		return "", err
 	}
 	_ = enc.Close()
-	t.printf("  ---\n")
+	var out strings.Builder
+	out.WriteString("  ---\n")
 	for _, line := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
 		if line == "" {
-			t.printf("\n")
+			out.WriteString("\n")
 		} else {
-			t.printf("  %s\n", line)
+			out.WriteString("  " + line + "\n")
 		}
 	}
-	t.printf("  ...\n")
-	return t.flush()
+	out.WriteString("  ...\n")
+	return out.String(), nil
 }
 
 // End writes the summary as comments.
@@ -130,16 +141,18 @@ type JUnit struct {
 	w      io.Writer
 	name   string
 	start  time.Time
-	suites []*junitSuite
-	byName map[string]*junitSuite
+	suites []*JUnitSuite
+	byName map[string]*JUnitSuite
 }
 
 // NewJUnit returns a JUnit writer; name is the <testsuites> name.
 func NewJUnit(w io.Writer, name string) *JUnit {
-	return &JUnit{w: w, name: name, byName: map[string]*junitSuite{}}
+	return &JUnit{w: w, name: name, byName: map[string]*JUnitSuite{}}
 }
 
-type junitSuites struct {
+// JUnitDoc is a JUnit XML document; JUnitSuite, JUnitCase and JUnitMsg are
+// its parts. WriteJUnit fills the totals and writes it.
+type JUnitDoc struct {
 	XMLName  xml.Name      `xml:"testsuites"`
 	Name     string        `xml:"name,attr"`
 	Tests    int           `xml:"tests,attr"`
@@ -147,32 +160,32 @@ type junitSuites struct {
 	Errors   int           `xml:"errors,attr"`
 	Skipped  int           `xml:"skipped,attr"`
 	Time     string        `xml:"time,attr"`
-	Suites   []*junitSuite `xml:"testsuite"`
+	Suites   []*JUnitSuite `xml:"testsuite"`
 }
 
-type junitSuite struct {
+type JUnitSuite struct {
 	Name     string      `xml:"name,attr"`
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
 	Errors   int         `xml:"errors,attr"`
 	Skipped  int         `xml:"skipped,attr"`
 	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Cases    []JUnitCase `xml:"testcase"`
 	dur      time.Duration
 }
 
-type junitCase struct {
+type JUnitCase struct {
 	Name      string    `xml:"name,attr"`
 	Classname string    `xml:"classname,attr"`
 	File      string    `xml:"file,attr,omitempty"`
 	Line      int       `xml:"line,attr,omitempty"`
 	Time      string    `xml:"time,attr"`
-	Failure   *junitMsg `xml:"failure,omitempty"`
-	Error     *junitMsg `xml:"error,omitempty"`
-	Skipped   *junitMsg `xml:"skipped,omitempty"`
+	Failure   *JUnitMsg `xml:"failure,omitempty"`
+	Error     *JUnitMsg `xml:"error,omitempty"`
+	Skipped   *JUnitMsg `xml:"skipped,omitempty"`
 }
 
-type junitMsg struct {
+type JUnitMsg struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr,omitempty"`
 	Body    string `xml:",cdata"`
@@ -206,11 +219,11 @@ func (j *JUnit) Result(_ int, r Result) error {
 	}
 	s := j.byName[name]
 	if s == nil {
-		s = &junitSuite{Name: name}
+		s = &JUnitSuite{Name: name}
 		j.byName[name] = s
 		j.suites = append(j.suites, s)
 	}
-	c := junitCase{Name: r.ID, Classname: name, File: r.File, Line: r.Line, Time: seconds(r.Duration)}
+	c := JUnitCase{Name: r.ID, Classname: name, File: r.File, Line: r.Line, Time: seconds(r.Duration)}
 	body := r.Diff
 	if r.Expected != nil && r.Expected.Issue != "" {
 		body = strings.TrimRight("issue: "+r.Expected.Issue+"\n"+body, "\n")
@@ -218,13 +231,13 @@ func (j *JUnit) Result(_ int, r Result) error {
 	body = xmlText(body)
 	switch r.Verdict {
 	case VerdictFail, VerdictUnexpectedPass:
-		c.Failure = &junitMsg{Message: r.Message, Type: string(r.Verdict), Body: body}
+		c.Failure = &JUnitMsg{Message: r.Message, Type: string(r.Verdict), Body: body}
 		s.Failures++
 	case VerdictError:
-		c.Error = &junitMsg{Message: r.Message, Type: string(r.Verdict), Body: body}
+		c.Error = &JUnitMsg{Message: r.Message, Type: string(r.Verdict), Body: body}
 		s.Errors++
 	case VerdictSkip, VerdictExpectedFail:
-		c.Skipped = &junitMsg{Message: r.Message, Type: string(r.Verdict), Body: body}
+		c.Skipped = &JUnitMsg{Message: r.Message, Type: string(r.Verdict), Body: body}
 		s.Skipped++
 	}
 	s.Tests++
@@ -235,25 +248,39 @@ func (j *JUnit) Result(_ int, r Result) error {
 
 // End writes the document.
 func (j *JUnit) End(Summary) error {
-	doc := junitSuites{Name: j.name, Suites: j.suites, Time: seconds(time.Since(j.start))}
 	for _, s := range j.suites {
 		s.Time = seconds(s.dur)
+	}
+	return WriteJUnit(j.w, JUnitDoc{Name: j.name, Suites: j.suites, Time: seconds(time.Since(j.start))})
+}
+
+// WriteJUnit sums the suites' counts into the document's and writes it,
+// XML header first. Message bodies should go through XMLText.
+func WriteJUnit(w io.Writer, doc JUnitDoc) error {
+	doc.Tests, doc.Failures, doc.Errors, doc.Skipped = 0, 0, 0, 0
+	for _, s := range doc.Suites {
 		doc.Tests += s.Tests
 		doc.Failures += s.Failures
 		doc.Errors += s.Errors
 		doc.Skipped += s.Skipped
 	}
-	if _, err := io.WriteString(j.w, xml.Header); err != nil {
+	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
-	enc := xml.NewEncoder(j.w)
+	enc := xml.NewEncoder(w)
 	enc.Indent("", "  ")
 	if err := enc.Encode(doc); err != nil {
 		return err
 	}
-	_, err := io.WriteString(j.w, "\n")
+	_, err := io.WriteString(w, "\n")
 	return err
 }
+
+// XMLText replaces the characters XML 1.0 cannot hold with U+FFFD.
+func XMLText(s string) string { return xmlText(s) }
+
+// Seconds formats a duration as JUnit's time attribute.
+func Seconds(d time.Duration) string { return seconds(d) }
 
 // ---- JSON lines ----
 
