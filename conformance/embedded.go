@@ -180,6 +180,21 @@ func (e *Embedded) RestartInstance(ctx context.Context, i int) error {
 	return err
 }
 
+// GroupCommits sums the instances' group-commit counters (since their last
+// start): how many transactions decided several commands of one page.
+func (e *Embedded) GroupCommits() store.Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var sum store.Stats
+	for _, in := range e.inst {
+		st := in.st.Stats()
+		sum.Batches += st.Batches
+		sum.BatchedCommands += st.BatchedCommands
+		sum.BatchFailures += st.BatchFailures
+	}
+	return sum
+}
+
 // CanRestartPostgres reports whether the target was given its Postgres.
 func (e *Embedded) CanRestartPostgres() bool { return e.opts.Postgres != nil }
 

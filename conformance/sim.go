@@ -28,6 +28,10 @@ type Options struct {
 	Devices int   // devices per seed (default 2)
 	Steps   int   // scheduler steps per seed (default 100)
 	Faults  bool  // draw faults per seed (swarm style)
+	// Bursts makes a third of the send steps post the next command of
+	// every window at once, so the server decides concurrent commands (a
+	// seed with bursts no longer replays exactly: the server orders them).
+	Bursts bool
 	// Parallel is how many seeds run at once (default 4). Seeds use
 	// disjoint workspaces; a single seed is always sequential, so a seed
 	// run alone replays exactly.
@@ -457,6 +461,9 @@ func (s *sim) step(i int) error {
 	case r < 40:
 		s.local(w)
 	case r < 65:
+		if s.opts.Bursts && s.rng.IntN(3) == 0 {
+			return s.burst()
+		}
 		return s.send(w)
 	case r < 90:
 		return s.deliver(w, false)
@@ -581,24 +588,78 @@ func (s *sim) firstUnacked(w *win) *kbcore.Command {
 	return nil
 }
 
+// sendCall is one POST of a window's command: prepared and concluded by
+// the scheduler, posted alone or concurrently with others (a burst).
+type sendCall struct {
+	w    *win
+	c    kbcore.Command
+	env  kbcore.Envelope
+	lose bool
+	seq  int64
+	rej  *kbcore.Rejection
+	err  error
+}
+
 // send posts window w's first pending command that is not acknowledged.
 func (s *sim) send(w *win) error {
+	sc := s.prepareSend(w)
+	if sc == nil {
+		return nil
+	}
+	sc.seq, sc.rej, sc.err = w.c.Command(s.ctx, sc.env)
+	return s.concludeSend(sc)
+}
+
+// burst posts the next command of every window that has one, all at once,
+// so that the server sees concurrent commands (and its group commit forms
+// groups); the answers are then handled in window order. The server's
+// interleaving of a burst is not the seed's to decide.
+func (s *sim) burst() error {
+	var calls []*sendCall
+	for _, w := range s.wins {
+		if sc := s.prepareSend(w); sc != nil {
+			calls = append(calls, sc)
+		}
+	}
+	s.logf("burst of %d concurrent sends", len(calls))
+	var wg sync.WaitGroup
+	for _, sc := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc.seq, sc.rej, sc.err = sc.w.c.Command(s.ctx, sc.env)
+		}()
+	}
+	wg.Wait()
+	for _, sc := range calls {
+		if err := s.concludeSend(sc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *sim) prepareSend(w *win) *sendCall {
 	c := s.firstUnacked(w)
 	if c == nil {
 		return nil
 	}
 	page := s.pages[w.page]
-	o := s.ops[c.ID]
-	if o == nil {
-		o = &op{id: c.ID, page: page, cmd: *c, call: time.Since(s.start).Nanoseconds()}
-		s.ops[c.ID] = o
+	if s.ops[c.ID] == nil {
+		s.ops[c.ID] = &op{id: c.ID, page: page, cmd: *c, call: time.Since(s.start).Nanoseconds()}
 		s.opOrder = append(s.opOrder, c.ID)
 		s.stats.Commands++
 	}
-	env := kbcore.Envelope{ID: c.ID, DeviceID: s.devices[w.dev].deviceID, PageID: page, Type: c.Type, Payload: c.Payload}
-	lose := s.chance(s.faults.LoseResponse) // drawn whatever the answer, so the draws replay
-	seq, rej, err := w.c.Command(s.ctx, env)
-	if err == nil && lose {
+	return &sendCall{w: w, c: *c,
+		env:  kbcore.Envelope{ID: c.ID, DeviceID: s.devices[w.dev].deviceID, PageID: page, Type: c.Type, Payload: c.Payload},
+		lose: s.chance(s.faults.LoseResponse), // drawn whatever the answer, so the draws replay
+	}
+}
+
+func (s *sim) concludeSend(sc *sendCall) error {
+	w, c, page := sc.w, sc.c, sc.env.PageID
+	seq, rej, err := sc.seq, sc.rej, sc.err
+	if err == nil && sc.lose {
 		s.stats.LostResp++
 		s.logf("w%d send %s: response lost (fault)", w.idx, c.ID[:8])
 		return nil // the retry must be deduplicated

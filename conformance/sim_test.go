@@ -94,3 +94,15 @@ func TestSeedReplaysExactly(t *testing.T) {
 		}
 	}
 }
+
+// TestBurstsGroupCommit posts several windows' commands at once: the server
+// decides them in group transactions, and every checker still passes.
+func TestBurstsGroupCommit(t *testing.T) {
+	e := embedded(t, EmbeddedOptions{Instances: 1})
+	Run(t, e, Options{Seed: 40, Seeds: 4, Windows: 8, Pages: 1, Steps: 150, Bursts: true, Faults: true})
+	if g := e.GroupCommits(); g.Batches == 0 {
+		t.Fatalf("bursts formed no group transaction: %+v", g)
+	} else {
+		t.Logf("group commits: %+v", g)
+	}
+}

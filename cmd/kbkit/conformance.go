@@ -32,7 +32,7 @@ type conformanceFlags struct {
 	seeds, windows, pages, steps, devices, instances int
 	seed                                             int64
 	seedSet                                          bool
-	faults, trace                                    bool
+	faults, trace, bursts                            bool
 	server                                           string
 	tokens                                           []string
 	junit, jsonOut, outDir                           string
@@ -71,6 +71,7 @@ workspace).
 	fl.IntVar(&f.instances, "instances", 2, "embedded server instances sharing the database")
 	fl.BoolVar(&f.faults, "faults", false, "inject faults (drawn per seed)")
 	fl.BoolVar(&f.trace, "trace", false, "print every scheduler event on stderr as it happens")
+	fl.BoolVar(&f.bursts, "bursts", false, "also post several windows' commands at once (exercises group commit; such seeds do not replay exactly)")
 	fl.StringVar(&f.server, "server", "", "URL of a server speaking spec/PROTOCOL.md (default: embedded reference server)")
 	fl.StringArrayVar(&f.tokens, "token", nil, "device token for --server (repeat: one device per token)")
 	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to this file")
@@ -119,7 +120,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	start := time.Now()
 	opts := conformance.Options{
 		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
-		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, EchoTimeout: f.echoTimeout, Trace: f.trace,
+		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, EchoTimeout: f.echoTimeout, Trace: f.trace, Bursts: f.bursts,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
 		Progress: func(done, total int, r conformance.SeedReport) {
 			if tty {
