@@ -64,6 +64,18 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 		}
 		return float64(s.hub.Subscribers())
 	}))
+	register[prometheus.Collector](reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "kbkit_group_commits_total",
+		Help: "Transactions of this instance that decided several queued commands of one page.",
+	}, func() float64 { return float64(s.st.Stats().Batches) }))
+	register[prometheus.Collector](reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "kbkit_group_committed_commands_total",
+		Help: "Commands decided in those group transactions.",
+	}, func() float64 { return float64(s.st.Stats().BatchedCommands) }))
+	register[prometheus.Collector](reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "kbkit_group_commit_failures_total",
+		Help: "Group transactions that failed; their commands were then decided one by one.",
+	}, func() float64 { return float64(s.st.Stats().BatchFailures) }))
 	return m
 }
 
