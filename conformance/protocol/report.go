@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,32 +15,10 @@ import (
 // directives with their reason, and a YAML diagnostic for each failure with
 // the message, expected and got, the request and an excerpt of the raw
 // response.
-type TAP struct {
-	w   *bufio.Writer
-	err error
-}
+type TAP struct{ report.TAPStream }
 
 // NewTAP returns a TAP writer; it flushes after every test point.
-func NewTAP(w io.Writer) *TAP { return &TAP{w: bufio.NewWriter(w)} }
-
-func (t *TAP) printf(format string, args ...any) {
-	if t.err == nil {
-		_, t.err = fmt.Fprintf(t.w, format, args...)
-	}
-}
-
-func (t *TAP) flush() error {
-	if t.err == nil {
-		t.err = t.w.Flush()
-	}
-	return t.err
-}
-
-// Begin writes the version line and the plan.
-func (t *TAP) Begin(total int) error {
-	t.printf("TAP version 14\n1..%d\n", total)
-	return t.flush()
-}
+func NewTAP(w io.Writer) *TAP { return &TAP{report.NewTAPStream(w)} }
 
 type tapDiag struct {
 	Message     string `yaml:"message"`
@@ -59,30 +36,30 @@ func (t *TAP) Result(n int, r Result) error {
 	desc := report.TAPDescription(r.ID)
 	switch r.Status {
 	case Pass:
-		t.printf("ok %d - %s\n", n, desc)
-		return t.flush()
+		t.Printf("ok %d - %s\n", n, desc)
+		return t.Flush()
 	case Skip:
-		t.printf("ok %d - %s # SKIP %s\n", n, desc, strings.NewReplacer("\n", " ", "\r", " ").Replace(r.Message))
-		return t.flush()
+		t.Printf("ok %d - %s # SKIP %s\n", n, desc, strings.NewReplacer("\n", " ", "\r", " ").Replace(r.Message))
+		return t.Flush()
 	}
-	t.printf("not ok %d - %s\n", n, desc)
+	t.Printf("not ok %d - %s\n", n, desc)
 	d := tapDiag{Message: r.Message, Severity: "fail", Description: r.Description, Expected: r.Expected, Got: r.Got,
 		Request: r.Request, Response: r.Response, DurationMS: r.Duration.Milliseconds()}
 	block, err := report.TAPYAML(d)
 	if err != nil {
 		return err
 	}
-	t.printf("%s", block)
-	return t.flush()
+	t.Printf("%s", block)
+	return t.Flush()
 }
 
 // End writes the summary as comments.
 func (t *TAP) End(s Summary) error {
-	t.printf("# %s\n", s)
+	t.Printf("# %s\n", s)
 	if len(s.FailedIDs) > 0 {
-		t.printf("# not ok: %s\n", strings.Join(s.FailedIDs, " "))
+		t.Printf("# not ok: %s\n", strings.Join(s.FailedIDs, " "))
 	}
-	return t.flush()
+	return t.Flush()
 }
 
 // WriteJUnit writes the results as one JUnit XML <testsuite> "protocol"

@@ -22,21 +22,30 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // a plan, one test point per case named by its id, and for every case that
 // is not a plain pass or skip a YAML diagnostic block with the message, the
 // case's file and line, the matching expectation and the diff.
-type TAP struct {
+type TAP struct{ TAPStream }
+
+// NewTAP returns a TAP writer; it flushes after every test point.
+func NewTAP(w io.Writer) *TAP { return &TAP{NewTAPStream(w)} }
+
+// TAPStream is the output side every TAP writer shares: buffered writes
+// that remember the first error, the version line and the plan.
+type TAPStream struct {
 	w   *bufio.Writer
 	err error
 }
 
-// NewTAP returns a TAP writer; it flushes after every test point.
-func NewTAP(w io.Writer) *TAP { return &TAP{w: bufio.NewWriter(w)} }
+// NewTAPStream wraps w.
+func NewTAPStream(w io.Writer) TAPStream { return TAPStream{w: bufio.NewWriter(w)} }
 
-func (t *TAP) printf(format string, args ...any) {
+// Printf writes unless an earlier write failed.
+func (t *TAPStream) Printf(format string, args ...any) {
 	if t.err == nil {
 		_, t.err = fmt.Fprintf(t.w, format, args...)
 	}
 }
 
-func (t *TAP) flush() error {
+// Flush flushes and returns the first error of the stream.
+func (t *TAPStream) Flush() error {
 	if t.err == nil {
 		t.err = t.w.Flush()
 	}
@@ -44,9 +53,9 @@ func (t *TAP) flush() error {
 }
 
 // Begin writes the version line and the plan.
-func (t *TAP) Begin(total int) error {
-	t.printf("TAP version 14\n1..%d\n", total)
-	return t.flush()
+func (t *TAPStream) Begin(total int) error {
+	t.Printf("TAP version 14\n1..%d\n", total)
+	return t.Flush()
 }
 
 // TAPDescription escapes a test point description: `\` and `#` are
@@ -76,15 +85,15 @@ func (t *TAP) Result(n int, r Result) error {
 	desc := TAPDescription(r.ID)
 	switch r.Verdict {
 	case VerdictPass:
-		t.printf("ok %d - %s\n", n, desc)
-		return t.flush()
+		t.Printf("ok %d - %s\n", n, desc)
+		return t.Flush()
 	case VerdictSkip:
-		t.printf("ok %d - %s # SKIP %s\n", n, desc, directiveText(r.Message))
-		return t.flush()
+		t.Printf("ok %d - %s # SKIP %s\n", n, desc, directiveText(r.Message))
+		return t.Flush()
 	case VerdictExpectedFail:
-		t.printf("not ok %d - %s # TODO %s\n", n, desc, directiveText(r.Message))
+		t.Printf("not ok %d - %s # TODO %s\n", n, desc, directiveText(r.Message))
 	default:
-		t.printf("not ok %d - %s\n", n, desc)
+		t.Printf("not ok %d - %s\n", n, desc)
 	}
 	d := tapDiag{
 		Message: r.Message, Severity: string(r.Verdict), Status: string(r.Status),
@@ -95,8 +104,8 @@ func (t *TAP) Result(n int, r Result) error {
 	if err != nil {
 		return err
 	}
-	t.printf("%s", block)
-	return t.flush()
+	t.Printf("%s", block)
+	return t.Flush()
 }
 
 // TAPYAML renders v as a TAP 14 YAML diagnostic block ("  ---" ... "  ...").
@@ -123,11 +132,11 @@ func TAPYAML(v any) (string, error) {
 
 // End writes the summary as comments.
 func (t *TAP) End(s Summary) error {
-	t.printf("# %s\n", s)
+	t.Printf("# %s\n", s)
 	if len(s.Failed) > 0 {
-		t.printf("# not ok: %s\n", strings.Join(s.Failed, " "))
+		t.Printf("# not ok: %s\n", strings.Join(s.Failed, " "))
 	}
-	return t.flush()
+	return t.Flush()
 }
 
 // ---- JUnit XML ----
