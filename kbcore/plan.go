@@ -63,6 +63,9 @@ type Effect struct {
 	Cmd    Command `json:"cmd"`
 	// Cause is the origin command's id for derived commands, "" for the origin.
 	Cause string `json:"cause,omitempty"`
+	// Result is the effect applied to its page as the plan left it: what to
+	// write (Changed, PageChanged, Inverse), so that nobody applies it twice.
+	Result Result `json:"-"`
 }
 
 // Plan is what one command does to a workspace.
@@ -148,7 +151,7 @@ func (p *planner) apply(pageID string, c Command, cause string) (Result, *Reject
 		return res, res.Rejected
 	}
 	p.docs[pageID] = res.Doc
-	p.effects = append(p.effects, Effect{PageID: pageID, Cmd: c, Cause: cause})
+	p.effects = append(p.effects, Effect{PageID: pageID, Cmd: c, Cause: cause, Result: res})
 	return res, nil
 }
 

@@ -521,21 +521,14 @@ func (w *writer) effects() (map[string]int64, map[string]kbcore.Doc, error) {
 		}
 	}
 	for i, e := range w.plan.Effects {
-		d, ok := docs[e.PageID]
-		if !ok {
-			d, ok = w.kb.Doc(e.PageID)
-			if w.kb.err != nil {
-				return nil, nil, classify(w.kb.err)
+		if _, ok := seqs[e.PageID]; !ok {
+			_, seq, _, err := w.kb.head(e.PageID)
+			if err != nil {
+				return nil, nil, classify(err)
 			}
-			if !ok {
-				d, _ = kbcore.NewDoc(kbcore.Page{ID: e.PageID}, nil)
-			}
-			_, seqs[e.PageID], _, _ = w.kb.head(e.PageID)
+			seqs[e.PageID] = seq
 		}
-		res := kbcore.Apply(d, e.Cmd)
-		if res.Rejected != nil { // impossible: Plan applied the same commands
-			return nil, nil, fmt.Errorf("store: effect %d (%s on %s) rejected on write: %s", i, e.Cmd.Type, e.PageID, res.Rejected.Message)
-		}
+		res := e.Result // applied once, by the planner
 		docs[e.PageID] = res.Doc
 		seqs[e.PageID]++
 		seq := seqs[e.PageID]
