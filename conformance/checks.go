@@ -10,7 +10,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/subspace/kbkit/conformance/client"
+	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/kbcore"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/conformance"
-	"github.com/subspace/kbkit/conformance/client"
 	"github.com/subspace/kbkit/kbcore"
 )
 

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/subspace/kbkit/conformance/schema"
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/store"
+	"github.com/subspace/kbkit/spec/schema"
 )
 
 // Procedure paths.

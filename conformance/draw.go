@@ -1,0 +1,79 @@
+package conformance
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/subspace/kbkit/kbcore"
+)
+
+// ---- command generation ----
+
+func (s *sim) drawCommand(w *win) kbcore.Command {
+	d := w.w.Rendered()
+	// Document order, not id order: ids carry a per-run nonce, and the
+	// choices must not depend on it for a seed to replay exactly.
+	var nodes []kbcore.Node
+	d.Walk(func(n kbcore.Node) bool { nodes = append(nodes, n); return true })
+	pick := func() string {
+		if len(nodes) == 0 || s.rng.IntN(12) == 0 {
+			return "ghost-" + fmt.Sprint(s.rng.IntN(3))
+		}
+		// Bias to the first nodes so that windows race on the same ones.
+		i := s.rng.IntN(len(nodes))
+		if s.rng.IntN(2) == 0 {
+			i = s.rng.IntN(min(3, len(nodes)))
+		}
+		return nodes[i].ID
+	}
+	id := s.newID()
+	var typ string
+	var p map[string]any
+	switch r := s.rng.IntN(100); {
+	case r < 40:
+		n := pick()
+		text := "x"
+		if node, ok := d.Node(n); ok {
+			text = node.Text + string(rune('a'+s.rng.IntN(26)))
+			if s.rng.IntN(15) == 0 {
+				text += " see [[" + s.titles[s.rng.IntN(len(s.titles))] + "]]"
+			}
+		}
+		typ, p = kbcore.TypeEditText, map[string]any{"node": n, "text": text}
+	case r < 62:
+		p = map[string]any{"text": fmt.Sprintf("n%d", s.idSeq)}
+		if len(nodes) > 0 && s.rng.IntN(3) > 0 {
+			p["after"] = pick()
+		} else if len(nodes) > 0 && s.rng.IntN(2) == 0 {
+			p["parent"] = pick()
+		}
+		typ = kbcore.TypeCreateAfter
+	case r < 72:
+		var parent, after any
+		if s.rng.IntN(2) == 0 && len(nodes) > 0 {
+			parent = pick()
+		}
+		pid, _ := parent.(string)
+		if kids := d.Children(pid); len(kids) > 0 && s.rng.IntN(3) > 0 {
+			after = kids[s.rng.IntN(len(kids))].ID
+		}
+		typ, p = kbcore.TypeMoveNode, map[string]any{"node": pick(), "parent": parent, "after": after}
+	case r < 81:
+		typ, p = kbcore.TypeIndent, map[string]any{"node": pick()}
+	case r < 88:
+		typ, p = kbcore.TypeOutdent, map[string]any{"node": pick()}
+	default:
+		typ, p = kbcore.TypeDelete, map[string]any{"node": pick()}
+	}
+	return kbcore.Command{ID: id, Type: typ, Payload: mustJSON(p)}
+}
+
+// sortedOps returns the history in first-send order.
+func (s *sim) sortedOps() []*op {
+	out := make([]*op, 0, len(s.opOrder))
+	for _, id := range s.opOrder {
+		out = append(out, s.ops[id])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].call < out[j].call })
+	return out
+}

@@ -1,0 +1,240 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// ---- exactly-once and order under concurrency ----
+
+func checkGaplessConcurrent(ctx context.Context, e *Env) error {
+	p, err := e.newPage(ctx)
+	if err != nil {
+		return step("setup", err)
+	}
+	const posters, each = 4, 10
+	type sent struct {
+		seq     int64
+		id      string
+		payload map[string]any
+	}
+	var mu sync.Mutex
+	var all []sent
+	errs := make(chan error, posters)
+	var wg sync.WaitGroup
+	for g := 0; g < posters; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				id := newID()
+				pl := map[string]any{"node": fmt.Sprintf("w%d-%d", g, i), "text": fmt.Sprintf("poster %d command %d", g, i)}
+				r, err := e.mutate(ctx, "kb.command", e.envelope(p.id, id, "create-after", pl))
+				if err != nil {
+					errs <- err
+					return
+				}
+				seq, dup, err := seqOf(r)
+				if err != nil {
+					errs <- step(fmt.Sprintf("poster %d command %d", g, i), err)
+					return
+				}
+				if dup {
+					errs <- r.fail("a new seq", "duplicate", "a new id answered as a duplicate")
+					return
+				}
+				mu.Lock()
+				all = append(all, sent{seq, id, pl})
+				mu.Unlock()
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
+	var got []string
+	ok := len(all) == posters*each
+	for i, s := range all {
+		got = append(got, fmt.Sprint(s.seq))
+		if s.seq != int64(i+2) {
+			ok = false
+		}
+	}
+	if !ok {
+		return failf("%d concurrent posters x %d commands: the seqs are 2..%d, each once (gapless, PROTOCOL.md 4.1, 11) (expected 2..%d, got %s)",
+			posters, each, posters*each+1, posters*each+1, strings.Join(got, " "))
+	}
+	for _, s := range all {
+		p.record(s.seq, s.id, "create-after", s.payload)
+	}
+	snap, err := e.snapshot(ctx, p.id, nil)
+	if err != nil {
+		return err
+	}
+	if snap.seq != p.seq {
+		return snap.r.fail(fmt.Sprintf("seq %d", p.seq), fmt.Sprintf("seq %d", snap.seq), "kb.page after the concurrent commands")
+	}
+	w, err := e.ws(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := w.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, nil); err != nil {
+		return err
+	}
+	if err := step("the subscription replays every seq once, in order, with the command committed at it", w.events(ctx, 1, p, 1, p.seq)); err != nil {
+		return err
+	}
+	return w.quiet(ctx, "nothing after the last seq")
+}
+
+// ---- workspaces ----
+
+func checkCrossWorkspace(ctx context.Context, e *Env) error {
+	if e.OtherToken == "" {
+		return Skipf("needs --other-token (a device of another workspace)")
+	}
+	p, err := e.setupPage(ctx)
+	if err != nil {
+		return err
+	}
+	other := func(rq request) request { rq.token = e.OtherToken; return rq }
+	missing := newID()
+	pageBody := func(pid string) (*Response, error) {
+		return e.send(ctx, other(request{method: http.MethodGet, path: "/trpc/kb.page",
+			rawQuery: "input=" + encodeURIComponent(show(map[string]any{"page_id": pid, "pending": []string{p.cmds[2].ID}}))}))
+	}
+	r, err := pageBody(p.id)
+	if err != nil {
+		return err
+	}
+	if _, err := expectError(r, "NOT_FOUND", "kb.page"); err != nil {
+		return step("kb.page of another workspace's page", err)
+	}
+	r2, err := pageBody(missing)
+	if err != nil {
+		return err
+	}
+	norm := func(b []byte, pid string) string { return strings.ReplaceAll(string(b), pid, "<page>") }
+	if norm(r.Body, p.id) != norm(r2.Body, missing) {
+		return r.fail(norm(r2.Body, missing), norm(r.Body, p.id),
+			"another workspace's page is answered exactly like a page that does not exist (PROTOCOL.md 2)")
+	}
+	otherEnv := func(pid, typ string, payload any) []byte {
+		return rawJSON(map[string]any{"id": newID(), "device_id": e.OtherDeviceID, "page_id": pid, "type": typ, "payload": payload})
+	}
+	if err := e.refused(ctx, p, other(request{body: otherEnv(p.id, "edit-text", map[string]any{"node": "n1", "text": "intruder"})}),
+		"NOT_FOUND", "kb.command", "", "edit-text on another workspace's page"); err != nil {
+		return err
+	}
+	if err := e.refused(ctx, p, other(request{body: otherEnv(p.id, "create-page", map[string]any{"title": "intruder " + p.id})}),
+		"NOT_FOUND", "kb.command", "", "create-page on another workspace's page id"); err != nil {
+		return err
+	}
+	w, r3, err := e.dialWS(ctx, wsHeader, e.OtherToken)
+	if err != nil {
+		if r3 != nil {
+			return r3.fail("101", fmt.Sprintf("HTTP %d", r3.Status), "the other device's WebSocket upgrade")
+		}
+		return err
+	}
+	defer w.Close()
+	if err := w.sendJSON(ctx, map[string]any{"id": 1, "method": "subscription",
+		"params": map[string]any{"path": "kb.onPage", "input": map[string]any{"page_id": p.id}}}); err != nil {
+		return err
+	}
+	m, err := w.reply(ctx, 1, "the answer to kb.onPage of another workspace's page")
+	if err != nil {
+		return err
+	}
+	if _, err := w.wsError(m, "NOT_FOUND", "kb.onPage", "kb.onPage of another workspace's page"); err != nil {
+		return err
+	}
+	return e.unchanged(ctx, p)
+}
+
+// ---- reconnect ----
+
+func checkReconnect(ctx context.Context, e *Env) error {
+	if e.Restart == nil {
+		return Skipf("needs a server the suite can restart (graceful shutdown, then start on the same URL); " +
+			"a black-box run cannot, so this is checked against the reference server by the Go tests of conformance/protocol")
+	}
+	p, err := e.newPage(ctx)
+	if err != nil {
+		return step("setup", err)
+	}
+	if err := e.addNodes(ctx, p, 2); err != nil {
+		return err
+	}
+	w, err := e.ws(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := w.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, nil); err != nil {
+		return err
+	}
+	if err := w.events(ctx, 1, p, 1, 3); err != nil {
+		return err
+	}
+	if err := e.Restart(ctx); err != nil {
+		return fmt.Errorf("restarting the server: %w", err)
+	}
+	m, err := w.recv(ctx, `{"id":null,"method":"reconnect"}`)
+	if err != nil {
+		return step("shutdown", err)
+	}
+	if m.Method != "reconnect" || string(m.ID) != "null" {
+		return w.fail(`{"id":null,"method":"reconnect"}`, excerpt(m.raw, 200), "a shutting-down server tells its WebSockets to reconnect (PROTOCOL.md 5.3)")
+	}
+	code, err := w.closed(ctx)
+	if err != nil {
+		return step("shutdown", err)
+	}
+	if code != websocket.StatusGoingAway {
+		return w.fail("close 1001", fmt.Sprintf("close %d", code), "a shutting-down server closes with 1001 (going away)")
+	}
+	// Wait for the server to be back.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		r, err := e.query(ctx, "kb.whoami", nil)
+		if err == nil && r.Status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			return failf("the server did not come back within 30 s after the restart")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := e.addNodes(ctx, p, 2); err != nil {
+		return step("after the restart", err)
+	}
+	w2, err := e.ws(ctx)
+	if err != nil {
+		return step("reconnecting", err)
+	}
+	defer w2.Close()
+	if err := w2.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, strp("3")); err != nil {
+		return step("resubscribing with lastEventId", err)
+	}
+	if err := step(`resubscribed with lastEventId "3": the commands after it, none lost or repeated`, w2.events(ctx, 1, p, 4, 5)); err != nil {
+		return err
+	}
+	if err := e.addNodes(ctx, p, 1); err != nil {
+		return err
+	}
+	if err := step("live after the reconnect", w2.events(ctx, 1, p, 6, 6)); err != nil {
+		return err
+	}
+	return w2.quiet(ctx, "nothing after the last seq")
+}

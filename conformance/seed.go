@@ -1,0 +1,126 @@
+package conformance
+
+import (
+	"fmt"
+	"time"
+)
+
+// Options of a simulation run.
+type Options struct {
+	Seed    int64 // the first seed; seeds Seed, Seed+1, ... are run
+	Seeds   int   // how many seeds (default 1)
+	Windows int   // windows per seed (default 4)
+	Pages   int   // pages per seed (default 3)
+	Devices int   // devices per seed (default 2)
+	Steps   int   // scheduler steps per seed (default 100)
+	Faults  bool  // draw faults per seed (swarm style)
+	// Bursts makes a third of the send steps post the next command of
+	// every window at once, so the server decides concurrent commands (a
+	// seed with bursts no longer replays exactly: the server orders them).
+	Bursts bool
+	// Parallel is how many seeds run at once (default 4). Seeds use
+	// disjoint workspaces; a single seed is always sequential, so a seed
+	// run alone replays exactly.
+	Parallel int
+	// EchoTimeout bounds the wait for an echo the server must send.
+	EchoTimeout time.Duration
+	// OutDir receives Porcupine's visualisation of a failed seed ("" = none).
+	OutDir string
+	// Trace sends every history line to Logf as it happens.
+	Trace bool
+	// Logf receives progress and history lines (nil = silent).
+	Logf func(format string, args ...any)
+	// Progress is called after each seed.
+	Progress func(done, total int, r SeedReport)
+}
+
+func (o *Options) defaults() {
+	if o.Seeds <= 0 {
+		o.Seeds = 1
+	}
+	if o.Windows <= 0 {
+		o.Windows = 4
+	}
+	if o.Pages <= 0 {
+		o.Pages = 3
+	}
+	if o.Devices <= 0 {
+		o.Devices = 2
+	}
+	if o.Steps <= 0 {
+		o.Steps = 100
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 4
+	}
+	if o.EchoTimeout <= 0 {
+		o.EchoTimeout = 10 * time.Second
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// Faults are the fault rates drawn for one seed.
+type Faults struct {
+	Drop, Duplicate, Reorder, Cut, LoseResponse float64
+	RestartInstance, RestartPostgres            bool
+}
+
+func (f Faults) String() string {
+	return fmt.Sprintf("drop=%.2f dup=%.2f reorder=%.2f cut=%.2f lose=%.2f restart-instance=%v restart-postgres=%v",
+		f.Drop, f.Duplicate, f.Reorder, f.Cut, f.LoseResponse, f.RestartInstance, f.RestartPostgres)
+}
+
+// Stats count what happened in a seed.
+type Stats struct {
+	Commands   int `json:"commands"`
+	Committed  int `json:"committed"`
+	Rejected   int `json:"rejected"`
+	LocalToast int `json:"local_toasts"`
+	Retries    int `json:"retries"`
+	Gaps       int `json:"gaps"`
+	Refetches  int `json:"refetches"`
+	Dropped    int `json:"dropped_echoes"`
+	Duplicated int `json:"duplicated_echoes"`
+	Reordered  int `json:"reordered_echoes"`
+	Cuts       int `json:"socket_cuts"`
+	LostResp   int `json:"lost_responses"`
+	Restarts   int `json:"restarts"`
+}
+
+// CheckResult is one checker's verdict on a seed.
+type CheckResult struct {
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// SeedReport is the outcome of one seed.
+type SeedReport struct {
+	Seed     int64         `json:"seed"`
+	Faults   string        `json:"faults"`
+	Checks   []CheckResult `json:"checks"`
+	Stats    Stats         `json:"stats"`
+	Duration time.Duration `json:"duration_ns"`
+	// History is the tail of the scheduler's log, for a failing seed.
+	History []string `json:"history,omitempty"`
+	// Visualization is the path of Porcupine's HTML for a failed
+	// linearizability check.
+	Visualization string `json:"visualization,omitempty"`
+	// Err is set when the seed could not run (not a checker failure).
+	Err string `json:"error,omitempty"`
+}
+
+// Failed reports whether a checker failed.
+func (r SeedReport) Failed() bool {
+	for _, c := range r.Checks {
+		if !c.Passed {
+			return true
+		}
+	}
+	return false
+}
+
+// win is one simulated window: a kbcore.Window, its device's client and its
+// subscription.
