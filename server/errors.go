@@ -113,6 +113,9 @@ func storeError(err error) *callError {
 		return errorf(CodeNotFound, "page not found")
 	case errors.Is(err, store.ErrUnauthorized):
 		return errorf(CodeUnauthorized, "unknown device token")
+	case errors.Is(err, store.ErrInvalidData):
+		// The same input fails the same way every time: the caller's error.
+		return errorf(CodeBadRequest, "input: a value was refused by the database (too long or not storable text)")
 	case store.IsRetryable(err):
 		return &callError{code: CodeServiceUnavailable, message: "transient failure, retry the same call",
 			retryable: true, retryAfter: time.Second}

@@ -50,6 +50,11 @@ var (
 	// ErrRetryable wraps transient database failures: the command may be
 	// retried with the same id; it was not decided.
 	ErrRetryable = errors.New("store: transient failure, retry with the same id")
+	// ErrInvalidData wraps a database refusal of the data itself (SQLSTATE
+	// class 22, data exceptions, and 54000, a value too large for an
+	// index): the same input fails the same way on every retry, so it is
+	// the caller's error (400), never a transient one.
+	ErrInvalidData = errors.New("store: the database refused the data")
 )
 
 // NotifyChannel is the LISTEN/NOTIFY channel of committed commands; the
@@ -230,6 +235,8 @@ func classify(err error) error {
 			pg.Code == "57P01", pg.Code == "57P02", pg.Code == "57P03", // shutdown, crash, cannot connect now
 			pg.Code == "53300": // too many connections
 			return fmt.Errorf("%w: %v", ErrRetryable, err)
+		case strings.HasPrefix(pg.Code, "22"), pg.Code == "54000":
+			return fmt.Errorf("%w: %v", ErrInvalidData, err)
 		}
 		return err
 	}
@@ -386,7 +393,7 @@ func (s *Store) Page(ctx context.Context, dev Device, pageID string, pending []s
 			}
 		}
 		rows, err := tx.Query(ctx, `SELECT id::text, coalesce(seq, 0), outcome, coalesce(code, ''), coalesce(message, '')
-			FROM command_log WHERE id = ANY($1::uuid[]) AND page_id = $2`, ids, pageID)
+			FROM command_log WHERE workspace_id = $3 AND id = ANY($1::uuid[]) AND page_id = $2`, ids, pageID, dev.WorkspaceID)
 		if err != nil {
 			return err
 		}
