@@ -104,16 +104,16 @@ type LimitsResult struct {
 	IdleTimeoutMS             int64
 	ParamsTimeoutMS           int64
 	WriteTimeoutMS            int64
-	MaxConnections            int  
-	MaxSubscriptionsPerSocket int  
-	MaxSubscriptionsPerDevice int  
-	MaxBatch                  int  
-	AuthFailuresPerMinute     int  
-	MaxInflight               int  
-	MaxQueue                  int  
-	MaxTitleChars             int  
-	MaxAliases                int  
-	MaxPending                int  
+	MaxConnections            int
+	MaxSubscriptionsPerSocket int
+	MaxSubscriptionsPerDevice int
+	MaxBatch                  int
+	AuthFailuresPerMinute     int
+	MaxInflight               int
+	MaxQueue                  int
+	MaxTitleChars             int
+	MaxAliases                int
+	MaxPending                int
 	RateLimitPerSecond        float64
 }
 

@@ -123,7 +123,7 @@ func New(st *store.Store, hub *dispatch.Hub, opts Options) *Server {
 		st: st, hub: hub, opts: opts, log: opts.Logger,
 		limiter: newLimiter(opts.RateLimit, opts.now),
 		baseCtx: ctx, cancel: cancel,
-		conns: map[*wsConn]struct{}{},
+		conns:     map[*wsConn]struct{}{},
 		authGuard: newAuthGuard(opts.Limits.AuthFailures, opts.now),
 		admission: newAdmission(opts.Limits),
 		subsByDev: map[string]int{},

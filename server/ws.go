@@ -68,7 +68,7 @@ type wsConn struct {
 
 	dev        store.Device // valid once authed
 	authed     bool
-	needParams bool // ?connectionParams=1: the first message carries them
+	needParams bool         // ?connectionParams=1: the first message carries them
 	addr       string       // the remote address (unknown tokens are limited per address)
 	devID      atomic.Value // string: dev.DeviceID, for revocation (other goroutines)
 	gotFirst   atomic.Bool  // a first message arrived (the connectionParams deadline)
