@@ -33,6 +33,8 @@ type EmbeddedOptions struct {
 	// Wrap, when set, wraps each instance's handler: the tests use it to
 	// build deliberately broken servers.
 	Wrap func(http.Handler) http.Handler
+	// Limits are the instances' limits (server.Limits; zero: defaults).
+	Limits server.Limits
 }
 
 // Embedded is a Target running kbkit's reference server in process, on
@@ -97,15 +99,16 @@ func (e *Embedded) start(ctx context.Context, addr string) (*instance, error) {
 	rctx, cancel := context.WithCancel(context.Background())
 	in := &instance{addr: ln.Addr().String(), st: st, cancel: cancel, done: make(chan struct{})}
 	go func() { _ = hub.Run(rctx) }()
-	in.srv = server.New(st, hub, server.Options{Logger: e.opts.Logger})
+	in.srv = server.New(st, hub, server.Options{Logger: e.opts.Logger, Limits: e.opts.Limits})
 	var h http.Handler = in.srv
 	if e.opts.Wrap != nil {
 		h = e.opts.Wrap(h)
 	}
-	in.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	in.http = in.srv.HTTPServer()
+	in.http.Handler = h
 	go func() {
 		defer close(in.done)
-		_ = in.http.Serve(ln)
+		_ = in.http.Serve(in.srv.Listener(ln))
 	}()
 	return in, nil
 }

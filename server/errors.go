@@ -22,6 +22,7 @@ const (
 	CodeForbidden           = "FORBIDDEN"
 	CodeNotFound            = "NOT_FOUND"
 	CodeMethodNotSupported  = "METHOD_NOT_SUPPORTED"
+	CodeTimeout             = "TIMEOUT"
 	CodeConflict            = "CONFLICT"
 	CodePayloadTooLarge     = "PAYLOAD_TOO_LARGE"
 	CodeUnsupportedMedia    = "UNSUPPORTED_MEDIA_TYPE"
@@ -42,6 +43,7 @@ var codes = map[string]codeInfo{
 	CodeForbidden:           {-32003, http.StatusForbidden},
 	CodeNotFound:            {-32004, http.StatusNotFound},
 	CodeMethodNotSupported:  {-32005, http.StatusMethodNotAllowed},
+	CodeTimeout:             {-32008, http.StatusRequestTimeout},
 	CodeConflict:            {-32009, http.StatusConflict},
 	CodePayloadTooLarge:     {-32013, http.StatusRequestEntityTooLarge},
 	CodeUnsupportedMedia:    {-32015, http.StatusUnsupportedMediaType},
@@ -113,6 +115,9 @@ func storeError(err error) *callError {
 		return errorf(CodeNotFound, "page not found")
 	case errors.Is(err, store.ErrUnauthorized):
 		return errorf(CodeUnauthorized, "unknown device token")
+	case errors.Is(err, store.ErrInvalidData):
+		// The same input fails the same way every time: the caller's error.
+		return errorf(CodeBadRequest, "input: a value was refused by the database (too long or not storable text)")
 	case store.IsRetryable(err):
 		return &callError{code: CodeServiceUnavailable, message: "transient failure, retry the same call",
 			retryable: true, retryAfter: time.Second}

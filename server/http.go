@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -59,6 +60,12 @@ func (s *Server) serveTRPC(w http.ResponseWriter, r *http.Request) {
 		s.writeOne(w, callResult{err: errorf(CodeNotFound, "No procedure path given: use /trpc/<procedure>, or a WebSocket on /trpc")})
 		return
 	}
+	if t := s.opts.Limits.BodyTimeout; t > 0 {
+		// The body (and a body left unread after an early answer) must
+		// arrive within the limit; the headers are bounded by the
+		// http.Server's ReadHeaderTimeout (HTTPServer).
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(t))
+	}
 	if r.Method == http.MethodHead { // tRPC answers HEAD (lambda warm-up) with 204
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -76,7 +83,11 @@ func (s *Server) serveTRPC(w http.ResponseWriter, r *http.Request) {
 	// Request-level checks answer one error object, as tRPC does, even for
 	// a batch (httpBatchLink then fails every call with it).
 	token, _ := bearer(r)
-	dev, cerr := s.authenticate(r.Context(), token)
+	dev, cerr := s.authenticate(r.Context(), remoteHost(r), token)
+	if cerr == nil && batch && s.opts.Limits.MaxBatch > 0 && len(paths) > s.opts.Limits.MaxBatch {
+		s.metrics.refused.WithLabelValues("batch").Inc()
+		cerr = errorf(CodePayloadTooLarge, "a batch of %d calls: at most %d calls per batch", len(paths), s.opts.Limits.MaxBatch)
+	}
 	if cerr != nil {
 		s.count(path0, cerr)
 		s.writeOne(w, callResult{err: cerr, path: path0})
@@ -104,7 +115,7 @@ func (s *Server) serveTRPC(w http.ResponseWriter, r *http.Request) {
 		case typ == typeQuery && r.Method != http.MethodGet, typ == typeMutation && r.Method != http.MethodPost:
 			res.err = errorf(CodeMethodNotSupported, "Unsupported %s-request to %s procedure at path %q", r.Method, typ, p)
 		default:
-			res.data, res.err = s.call(r.Context(), dev, p, inputs[i])
+			res.data, res.err = s.safeCall(r.Context(), dev, p, inputs[i])
 		}
 		s.count(p, res.err)
 		s.logCall(r.Context(), "http", p, dev.DeviceID, res.err, time.Since(start))
@@ -156,8 +167,17 @@ func (s *Server) readInputs(w http.ResponseWriter, r *http.Request, batch bool, 
 			if errors.As(err, &mbe) {
 				return nil, errorf(CodePayloadTooLarge, "request body is larger than %d bytes", s.opts.MaxBody)
 			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				s.metrics.refused.WithLabelValues("body_timeout").Inc()
+				w.Header().Set("Connection", "close")
+				return nil, errorf(CodeTimeout, "the request body did not arrive within %s", s.opts.Limits.BodyTimeout)
+			}
 			return nil, errorf(CodeBadRequest, "reading the request body: %v", err)
 		}
+		// Read: the handler may take its time (a background read must not
+		// time out and cancel the request).
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		if len(body) > 0 {
 			raw = body
 		}

@@ -170,17 +170,20 @@ func (v *invalidator) listen(ctx context.Context) error {
 	}
 }
 
-// logCall logs one tRPC call: successes at debug, refusals (4xx) at info,
-// failures (5xx) at warn.
+// logCall logs one tRPC call: successes and refusals (4xx) at debug (a
+// refusal's message may echo the client's input, and a hostile client
+// must not be able to fill the log at info), failures (5xx) at warn.
 func (s *Server) logCall(ctx context.Context, transport, path, device string, err *callError, d time.Duration) {
 	level := slog.LevelDebug
+	if err != nil && err.status() >= 500 {
+		level = slog.LevelWarn
+	}
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
 	attrs := []slog.Attr{slog.String("transport", transport), slog.String("path", path),
 		slog.String("device_id", device), slog.Duration("duration", d)}
 	if err != nil {
-		level = slog.LevelInfo
-		if err.status() >= 500 {
-			level = slog.LevelWarn
-		}
 		attrs = append(attrs, slog.String("code", err.code), slog.String("message", err.message))
 	}
 	s.log.LogAttrs(ctx, level, "trpc call", attrs...)

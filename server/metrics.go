@@ -20,6 +20,12 @@ type metrics struct {
 	calls *prometheus.CounterVec
 	// websockets is the number of open WebSocket connections.
 	websockets prometheus.Gauge
+	// refused counts what the limits of section 8 turned away, by limit:
+	// connections, overload, auth_failures, subscriptions, batch,
+	// body_timeout, params_timeout.
+	refused *prometheus.CounterVec
+	// panics counts recovered panics (each a server bug).
+	panics prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
@@ -42,6 +48,14 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 			Help: "Open WebSocket connections.",
 		}),
 	}
+	m.refused = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kbkit_limit_refusals_total",
+		Help: "Connections and calls refused by a limit (spec/PROTOCOL.md section 8), by limit.",
+	}, []string{"limit"}))
+	m.panics = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kbkit_recovered_panics_total",
+		Help: "Panics recovered in goroutines handling client input (each a server bug; the call got INTERNAL_SERVER_ERROR).",
+	}))
 	m.commands = register(reg, m.commands)
 	m.commitSeconds = register(reg, m.commitSeconds)
 	m.calls = register(reg, m.calls)

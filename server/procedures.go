@@ -20,6 +20,8 @@ const (
 	PathOnPage       = "kb.onPage"
 	PathOnInvalidate = "kb.onInvalidate"
 	PathWhoami       = "kb.whoami"
+	PathLimits       = "kb.limits"
+	PathRevoke       = "kb.revoke"
 )
 
 // Procedure types, as tRPC names them.
@@ -35,6 +37,8 @@ var procedures = map[string]string{
 	PathOnPage:       typeSubscription,
 	PathOnInvalidate: typeSubscription,
 	PathWhoami:       typeQuery,
+	PathLimits:       typeQuery,
+	PathRevoke:       typeMutation,
 }
 
 // CommandResult is kb.command's output: the command committed at Seq.
@@ -105,7 +109,35 @@ func (s *Server) call(ctx context.Context, dev store.Device, path string, input 
 		}
 		return nil, err
 	}
+	if cerr := checkWireText(input); cerr != nil {
+		if path == PathCommand {
+			s.metrics.commands.WithLabelValues("refused").Inc()
+		}
+		return nil, cerr
+	}
+	release, cerr := s.admission.admit(ctx)
+	if cerr != nil {
+		s.metrics.refused.WithLabelValues("overload").Inc()
+		return nil, cerr
+	}
+	defer release()
 	switch path {
+	case PathLimits:
+		var in struct{}
+		if cerr := decodeStrict(input, &in); cerr != nil {
+			return nil, cerr
+		}
+		return s.limitsResult(), nil
+	case PathRevoke:
+		var in struct{}
+		if cerr := decodeStrict(input, &in); cerr != nil {
+			return nil, cerr
+		}
+		if _, err := s.st.RevokeDevice(ctx, dev.DeviceID); err != nil {
+			return nil, storeError(err)
+		}
+		s.revoked(dev.DeviceID) // this instance at once; the others by NOTIFY
+		return dev, nil
 	case PathCommand:
 		return s.command(ctx, dev, input)
 	case PathPage:

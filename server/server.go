@@ -47,8 +47,12 @@ type Options struct {
 	// does not read is disconnected.
 	WriteTimeout time.Duration
 	// AuthCacheTTL is how long a verified token is remembered (default 30s;
-	// negative: never).
+	// negative: never). A revoked device leaves the cache at once
+	// (revoke.go).
 	AuthCacheTTL time.Duration
+	// Limits bound what one client can hold or cost (limits.go); the zero
+	// value takes DefaultLimits.
+	Limits Limits
 
 	now        func() time.Time // for tests
 	eventDelay time.Duration    // for tests: a slow WebSocket writer
@@ -78,6 +82,12 @@ type Server struct {
 
 	inval *invalidator
 
+	revoke    revocations
+	authGuard *authGuard
+	admission *admission
+	subsMu    sync.Mutex
+	subsByDev map[string]int // open subscriptions per device
+
 	resubscribes atomic.Int64 // slow subscribers resubscribed (for tests)
 }
 
@@ -100,6 +110,7 @@ func New(st *store.Store, hub *dispatch.Hub, opts Options) *Server {
 	if opts.now == nil {
 		opts.now = time.Now
 	}
+	opts.Limits = opts.Limits.withDefaults()
 	var gatherer prometheus.Gatherer = prometheus.DefaultGatherer
 	if opts.Registry == nil {
 		reg := prometheus.NewRegistry()
@@ -112,8 +123,12 @@ func New(st *store.Store, hub *dispatch.Hub, opts Options) *Server {
 		st: st, hub: hub, opts: opts, log: opts.Logger,
 		limiter: newLimiter(opts.RateLimit, opts.now),
 		baseCtx: ctx, cancel: cancel,
-		conns: map[*wsConn]struct{}{},
+		conns:     map[*wsConn]struct{}{},
+		authGuard: newAuthGuard(opts.Limits.AuthFailures, opts.now),
+		admission: newAdmission(opts.Limits),
+		subsByDev: map[string]int{},
 	}
+	s.revoke.s = s
 	s.metrics = newMetrics(opts.Registry, s)
 	s.inval = newInvalidator(s)
 	s.mux = http.NewServeMux()
@@ -196,23 +211,35 @@ func bearer(r *http.Request) (string, bool) {
 	return strings.TrimSpace(tok), true
 }
 
-// authenticate finds the device of a token: UNAUTHORIZED when none has it.
-func (s *Server) authenticate(ctx context.Context, token string) (store.Device, *callError) {
+// authenticate finds the device of a token: UNAUTHORIZED when none has it,
+// TOO_MANY_REQUESTS when the remote address addr made too many attempts
+// with unknown tokens (the token is then not looked up).
+func (s *Server) authenticate(ctx context.Context, addr, token string) (store.Device, *callError) {
 	if token == "" {
 		return store.Device{}, errorf(CodeUnauthorized, "missing bearer token (Authorization: Bearer TOKEN, or connectionParams {token} on a WebSocket)")
 	}
+	s.revoke.start()
 	key := sha256.Sum256([]byte(token))
-	if d, ok := s.auth.get(key, s.opts.now()); ok {
-		return d, nil
+	cache := s.opts.AuthCacheTTL > 0 && s.revoke.ready.Load()
+	if cache {
+		if d, ok := s.auth.get(key, s.opts.now()); ok {
+			return d, nil
+		}
 	}
+	if cerr := s.authGuard.check(addr); cerr != nil {
+		s.metrics.refused.WithLabelValues("auth_failures").Inc()
+		return store.Device{}, cerr
+	}
+	gen := s.revoke.gen.Load()
 	d, err := s.st.Authenticate(ctx, token)
 	if err != nil {
 		if errors.Is(err, store.ErrUnauthorized) {
+			s.authGuard.failed(addr)
 			return store.Device{}, errorf(CodeUnauthorized, "unknown device token")
 		}
 		return store.Device{}, storeError(err)
 	}
-	if s.opts.AuthCacheTTL > 0 {
+	if cache && s.revoke.gen.Load() == gen {
 		s.auth.put(key, d, s.opts.now().Add(s.opts.AuthCacheTTL))
 	}
 	return d, nil

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -67,7 +68,10 @@ type wsConn struct {
 
 	dev        store.Device // valid once authed
 	authed     bool
-	needParams bool // ?connectionParams=1: the first message carries them
+	needParams bool         // ?connectionParams=1: the first message carries them
+	addr       string       // the remote address (unknown tokens are limited per address)
+	devID      atomic.Value // string: dev.DeviceID, for revocation (other goroutines)
+	gotFirst   atomic.Bool  // a first message arrived (the connectionParams deadline)
 
 	// Requests queue here and are handled in order by a worker goroutine
 	// that runs only while the queue is not empty, so an idle socket (a
@@ -95,17 +99,17 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			retryable: true, retryAfter: time.Second}})
 		return
 	}
-	c := &wsConn{s: s, subs: map[string]*wsSub{}}
+	c := &wsConn{s: s, subs: map[string]*wsSub{}, addr: remoteHost(r)}
 	c.needParams = r.URL.Query().Get("connectionParams") == "1"
 	if tok, ok := bearer(r); ok {
-		dev, cerr := s.authenticate(r.Context(), tok)
+		dev, cerr := s.authenticate(r.Context(), c.addr, tok)
 		if cerr != nil {
 			s.writeOne(w, callResult{err: cerr})
 			return
 		}
-		c.dev, c.authed = dev, true
+		c.setDevice(dev)
 	} else if !c.needParams {
-		_, cerr := s.authenticate(r.Context(), "")
+		_, cerr := s.authenticate(r.Context(), c.addr, "")
 		s.writeOne(w, callResult{err: cerr})
 		return
 	}
@@ -133,6 +137,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.wsWG.Add(1)
 	s.mu.Unlock()
 	s.metrics.websockets.Inc()
+	if t := s.opts.Limits.ParamsTimeout; c.needParams && t > 0 {
+		timer := time.AfterFunc(t, func() {
+			if !c.gotFirst.Load() {
+				s.metrics.refused.WithLabelValues("params_timeout").Inc()
+				c.closeWith(websocket.StatusPolicyViolation, fmt.Sprintf("no connectionParams message within %s", t))
+			}
+		})
+		defer timer.Stop()
+	}
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
@@ -145,17 +158,31 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 
 func (c *wsConn) run() {
 	defer func() {
+		if p := recover(); p != nil {
+			c.s.recovered("websocket read loop", p, "device_id", c.dev.DeviceID)
+			_ = c.ws.Close(websocket.StatusInternalError, "internal error")
+		}
 		c.cancel()
 		c.workerWG.Wait()
 		c.subWG.Wait()
 		_ = c.ws.CloseNow()
 	}()
 	for {
-		_, data, err := c.ws.Read(c.ctx)
+		typ, data, err := c.ws.Read(c.ctx)
 		if err != nil {
 			if websocket.CloseStatus(err) == websocket.StatusMessageTooBig || errors.Is(err, websocket.ErrMessageTooBig) {
 				c.s.log.Info("websocket: message larger than the limit, closed", "device_id", c.dev.DeviceID, "limit", c.s.opts.MaxBody)
 			}
+			return
+		}
+		c.gotFirst.Store(true)
+		// Text frames of UTF-8 only (spec/PROTOCOL.md section 5).
+		if typ != websocket.MessageText {
+			c.closeWith(websocket.StatusUnsupportedData, "binary frames are not supported: send text frames")
+			return
+		}
+		if !utf8.Valid(data) {
+			c.closeWith(websocket.StatusInvalidFramePayloadData, "a text frame that is not valid UTF-8")
 			return
 		}
 		switch string(data) {
@@ -172,6 +199,10 @@ func (c *wsConn) run() {
 			continue
 		}
 		msgs, cerr := parseWSMessages(data)
+		if cerr == nil && c.s.opts.Limits.MaxBatch > 0 && len(msgs) > c.s.opts.Limits.MaxBatch {
+			c.s.metrics.refused.WithLabelValues("batch").Inc()
+			cerr = errorf(CodePayloadTooLarge, "%d messages in one frame: at most %d", len(msgs), c.s.opts.Limits.MaxBatch)
+		}
 		if cerr != nil {
 			c.send(wsResponse{Error: ptr(cerr.shape(""))})
 			continue
@@ -218,12 +249,12 @@ func (c *wsConn) connectionParams(data []byte) bool {
 			switch tok := params["token"].(type) {
 			case string:
 				var dev store.Device
-				if dev, cerr = c.s.authenticate(c.ctx, tok); cerr == nil {
-					c.dev, c.authed = dev, true
+				if dev, cerr = c.s.authenticate(c.ctx, c.addr, tok); cerr == nil {
+					c.setDevice(dev)
 				}
 			case nil:
 				if !c.authed {
-					_, cerr = c.s.authenticate(c.ctx, "")
+					_, cerr = c.s.authenticate(c.ctx, c.addr, "")
 				}
 			default:
 				cerr = errorf(CodeBadRequest, "connectionParams.token: expected a string")
@@ -315,6 +346,11 @@ func (c *wsConn) handle(m wsMessage) {
 		}
 		c.send(r)
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			reply(nil, c.s.recovered("websocket call", p, "path", m.path(), "device_id", c.dev.DeviceID))
+		}
+	}()
 	idKey, ok := requestID(m.ID)
 	if !ok {
 		reply(nil, errorf(CodeParseError, "`id` is required: a number or a string"))
@@ -327,8 +363,12 @@ func (c *wsConn) handle(m wsMessage) {
 		c.mu.Unlock()
 		if sub != nil {
 			sub.stopped.Store(true)
-			sub.cancel()
+			sub.cancel() // its stream answers "stopped"
+			return
 		}
+		// Unknown or already ended: stopped all the same, so that every
+		// subscription.stop gets its reply.
+		reply(&wsResult{Type: "stopped"}, nil)
 		return
 	}
 	if m.Params == nil {
@@ -392,10 +432,25 @@ func requestID(raw json.RawMessage) (string, bool) {
 func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 	c.mu.Lock()
 	_, dup := c.subs[idKey]
+	open := len(c.subs)
 	c.mu.Unlock()
 	if dup {
 		return errorf(CodeBadRequest, "Duplicate id %s", idKey)
 	}
+	if n := c.s.opts.Limits.MaxSubscriptionsPerSocket; n > 0 && open >= n {
+		c.s.metrics.refused.WithLabelValues("subscriptions").Inc()
+		return errorf(CodeTooManyRequests, "%d subscriptions open on this socket: at most %d (stop one first)", open, n)
+	}
+	if !c.s.holdSubscription(c.dev.DeviceID) {
+		c.s.metrics.refused.WithLabelValues("subscriptions").Inc()
+		return errorf(CodeTooManyRequests, "this device has %d subscriptions open on this server: stop one first", c.s.opts.Limits.MaxSubscriptionsPerDevice)
+	}
+	held := true
+	defer func() {
+		if held {
+			c.s.releaseSubscription(c.dev.DeviceID)
+		}
+	}()
 	if cerr := c.s.limiter.allow(c.dev.DeviceID); cerr != nil {
 		return cerr
 	}
@@ -448,9 +503,15 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 	c.mu.Unlock()
 	c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "started"}})
 	c.subWG.Add(1)
+	held = false // the stream releases it
 	go func() {
 		defer c.subWG.Done()
+		defer c.s.releaseSubscription(c.dev.DeviceID)
 		defer func() {
+			if p := recover(); p != nil {
+				cerr := c.s.recovered("websocket subscription", p, "path", m.path(), "device_id", c.dev.DeviceID)
+				c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr(cerr.shape(m.path()))})
+			}
 			cancel()
 			c.mu.Lock()
 			if c.subs[idKey] == sub {
@@ -591,3 +652,51 @@ func (c *wsConn) drain(ctx context.Context) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func (c *wsConn) setDevice(dev store.Device) {
+	c.dev, c.authed = dev, true
+	c.devID.Store(dev.DeviceID)
+}
+
+// deviceID is the authenticated device, "" before authentication; safe
+// from any goroutine.
+func (c *wsConn) deviceID() string {
+	id, _ := c.devID.Load().(string)
+	return id
+}
+
+// closeWith closes the socket with a status and a reason the client can
+// read, and ends the connection.
+func (c *wsConn) closeWith(code websocket.StatusCode, reason string) {
+	done := make(chan struct{})
+	go func() {
+		_ = c.ws.Close(code, reason)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second): // a peer that does not answer the close
+		_ = c.ws.CloseNow()
+	}
+	c.cancel()
+}
+
+// holdSubscription counts one more subscription of the device, or false
+// past Limits.MaxSubscriptionsPerDevice.
+func (s *Server) holdSubscription(device string) bool {
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	if n := s.opts.Limits.MaxSubscriptionsPerDevice; n > 0 && s.subsByDev[device] >= n {
+		return false
+	}
+	s.subsByDev[device]++
+	return true
+}
+
+func (s *Server) releaseSubscription(device string) {
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	if s.subsByDev[device]--; s.subsByDev[device] <= 0 {
+		delete(s.subsByDev, device)
+	}
+}

@@ -20,7 +20,83 @@ func newDeviceCmd() *cobra.Command {
 		Use:   "device",
 		Short: "Manage devices (bearer tokens)",
 	}
-	cmd.AddCommand(newDevicePairCmd())
+	cmd.AddCommand(newDevicePairCmd(), newDeviceRevokeCmd())
+	return cmd
+}
+
+func newDeviceRevokeCmd() *cobra.Command {
+	var device, workspace, dsn string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "revoke",
+		Short: "Revoke a device (or every device of a workspace): its token stops working at once",
+		Long: `Deletes the device --device (or, with --workspace NAME --all, every device of
+the workspace) and notifies every server instance on the database: within
+a second the token gets 401 UNAUTHORIZED over HTTP, and the device's open
+WebSockets are closed with 1008 "device revoked" (spec/PROTOCOL.md
+section 2). Prints one JSON line per revoked device:
+
+  {"workspace_id":"...","device_id":"..."}
+
+The database is --dsn, else KBKIT_PG_DSN.`,
+		Example: `  kbkit device revoke --device 8d9e... --dsn "$DSN"
+  kbkit device revoke --workspace acme --all --dsn "$DSN"`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx := c.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			switch {
+			case device != "" && (workspace != "" || all):
+				return errors.New("device revoke: give --device ID, or --workspace NAME --all, not both")
+			case device == "" && !(workspace != "" && all):
+				return errors.New("device revoke: --device ID, or --workspace NAME --all, is required")
+			}
+			if dsn == "" {
+				dsn = strings.TrimSpace(os.Getenv(pgprovider.EnvDSN))
+			}
+			if dsn == "" {
+				return fmt.Errorf("device revoke: no database: pass --dsn DSN or set %s", pgprovider.EnvDSN)
+			}
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			st, err := store.Open(ctx, dsn)
+			if err != nil {
+				return fmt.Errorf("device revoke: %w", err)
+			}
+			defer st.Close()
+			var devs []store.Device
+			if device != "" {
+				d, err := st.RevokeDevice(ctx, device)
+				if errors.Is(err, store.ErrNotFound) {
+					return fmt.Errorf("device revoke: no device %s", device)
+				}
+				if err != nil {
+					return fmt.Errorf("device revoke: %w", err)
+				}
+				devs = []store.Device{d}
+			} else {
+				if devs, err = st.RevokeWorkspace(ctx, workspace); err != nil {
+					return fmt.Errorf("device revoke: %w", err)
+				}
+				if len(devs) == 0 {
+					return fmt.Errorf("device revoke: workspace %q has no devices", workspace)
+				}
+			}
+			for _, d := range devs {
+				line, _ := json.Marshal(d)
+				if _, err := fmt.Fprintln(c.OutOrStdout(), string(line)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&device, "device", "", "the device id to revoke")
+	cmd.Flags().StringVar(&workspace, "workspace", "", "with --all: the workspace whose devices to revoke")
+	cmd.Flags().BoolVar(&all, "all", false, "with --workspace: revoke every device of the workspace")
+	cmd.Flags().StringVar(&dsn, "dsn", "", "PostgreSQL DSN of the server's database (default $"+pgprovider.EnvDSN+")")
 	return cmd
 }
 

@@ -33,6 +33,7 @@ type serveOptions struct {
 	maxBody   int64
 	logLevel  string
 	drain     time.Duration
+	limits    server.Limits
 }
 
 // serveInfo is the one JSON line `kbkit serve` prints on stdout.
@@ -86,6 +87,18 @@ Endpoints: /trpc (tRPC HTTP and WebSocket), /metrics (Prometheus), /healthz.`,
 	f.Int64Var(&o.maxBody, "max-body", server.DefaultMaxBody, "largest request body or WebSocket message, in bytes")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.DurationVar(&o.drain, "drain-timeout", 10*time.Second, "how long a graceful shutdown may take")
+	// Limits (spec/PROTOCOL.md section 8); a negative value turns one off.
+	d := server.DefaultLimits
+	f.DurationVar(&o.limits.BodyTimeout, "body-timeout", d.BodyTimeout, "longest wait for a request's headers and body (then 408 and the connection is closed)")
+	f.DurationVar(&o.limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "close a keep-alive HTTP connection idle this long")
+	f.DurationVar(&o.limits.ParamsTimeout, "params-timeout", d.ParamsTimeout, "longest wait for a WebSocket's first (connectionParams) message (then close 1008)")
+	f.IntVar(&o.limits.MaxConnections, "max-conns", d.MaxConnections, "most open TCP connections (past it: 503 and close)")
+	f.IntVar(&o.limits.MaxSubscriptionsPerSocket, "max-subs-per-socket", d.MaxSubscriptionsPerSocket, "most open subscriptions on one WebSocket")
+	f.IntVar(&o.limits.MaxSubscriptionsPerDevice, "max-subs-per-device", d.MaxSubscriptionsPerDevice, "most open subscriptions of one device on this instance")
+	f.IntVar(&o.limits.MaxBatch, "max-batch", d.MaxBatch, "most calls in one HTTP batch or WebSocket message array")
+	f.IntVar(&o.limits.AuthFailures, "auth-failures", d.AuthFailures, "unknown-token attempts per remote address per minute (then 429)")
+	f.IntVar(&o.limits.MaxInflight, "max-inflight", d.MaxInflight, "admission control: calls run at once by this instance (-1 = no admission control)")
+	f.IntVar(&o.limits.MaxQueue, "max-queue", d.MaxQueue, "admission control: calls waiting for a slot (past it: 503 with Retry-After)")
 	return cmd
 }
 
@@ -165,15 +178,16 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) (er
 		RateLimit: server.RateLimit{PerSecond: o.rate, Burst: burst},
 		MaxBody:   o.maxBody,
 		Logger:    log,
+		Limits:    o.limits,
 	})
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := srv.HTTPServer()
+	hs.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
+	go func() { serveErr <- hs.Serve(srv.Listener(ln)) }()
 
 	info := serveInfo{URL: "http://" + urlHost(ln.Addr()), WorkspaceID: dev.WorkspaceID,
 		DeviceID: dev.DeviceID, Token: dev.Token, DSN: dsn}

@@ -296,12 +296,12 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 	}
 	defer t.end()
 
-	ids := make([]string, len(reqs))
+	keys := make([]logKey, len(reqs))
 	for i, r := range reqs {
-		ids[i] = r.env.ID
+		keys[i] = logKey{r.dev.WorkspaceID, r.env.ID}
 	}
 	kb := &txKB{ctx: ctx, s: s, q: t.c}
-	decided, err := t.open(kb, "", []string{page}, ids)
+	decided, err := t.open(kb, "", []string{page}, keys)
 	if err != nil {
 		return g, err
 	}
@@ -320,9 +320,9 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 	for _, r := range reqs {
 		env := r.env
 		// Dedup: decided before, or earlier in this group.
-		if o, ok := decided[env.ID]; ok {
-			o.Duplicate = true
-			decide(o, nil)
+		key := logKey{r.dev.WorkspaceID, env.ID}
+		if d, ok := decided[key]; ok {
+			decide(d.answer(r.dev, env), nil)
 			continue
 		}
 		if !h.ok {
@@ -343,7 +343,7 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 		}
 		if plan.Rejected != nil {
 			queueRejected(b, r.dev, env, plan.Rejected)
-			decided[env.ID] = Outcome{Rejected: plan.Rejected}
+			decided[key] = decision{out: Outcome{Rejected: plan.Rejected, Duplicate: true}, page: page, device: r.dev.DeviceID}
 			decide(Outcome{Rejected: plan.Rejected}, nil)
 			continue
 		}
@@ -361,7 +361,7 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 		}
 		kb.docs[page] = docs[page]
 		kb.heads[page] = head{ws: h.ws, seq: seqs[page], ok: true}
-		decided[env.ID] = Outcome{Seq: w.originSeq}
+		decided[key] = decision{out: Outcome{Seq: w.originSeq, Duplicate: true}, page: page, device: r.dev.DeviceID}
 		decide(Outcome{Seq: w.originSeq}, nil)
 	}
 	if b.Len() == 0 {

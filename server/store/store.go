@@ -50,6 +50,11 @@ var (
 	// ErrRetryable wraps transient database failures: the command may be
 	// retried with the same id; it was not decided.
 	ErrRetryable = errors.New("store: transient failure, retry with the same id")
+	// ErrInvalidData wraps a database refusal of the data itself (SQLSTATE
+	// class 22, data exceptions, and 54000, a value too large for an
+	// index): the same input fails the same way on every retry, so it is
+	// the caller's error (400), never a transient one.
+	ErrInvalidData = errors.New("store: the database refused the data")
 )
 
 // NotifyChannel is the LISTEN/NOTIFY channel of committed commands; the
@@ -230,6 +235,8 @@ func classify(err error) error {
 			pg.Code == "57P01", pg.Code == "57P02", pg.Code == "57P03", // shutdown, crash, cannot connect now
 			pg.Code == "53300": // too many connections
 			return fmt.Errorf("%w: %v", ErrRetryable, err)
+		case strings.HasPrefix(pg.Code, "22"), pg.Code == "54000":
+			return fmt.Errorf("%w: %v", ErrInvalidData, err)
 		}
 		return err
 	}
@@ -386,7 +393,7 @@ func (s *Store) Page(ctx context.Context, dev Device, pageID string, pending []s
 			}
 		}
 		rows, err := tx.Query(ctx, `SELECT id::text, coalesce(seq, 0), outcome, coalesce(code, ''), coalesce(message, '')
-			FROM command_log WHERE id = ANY($1::uuid[]) AND page_id = $2`, ids, pageID)
+			FROM command_log WHERE workspace_id = $3 AND id = ANY($1::uuid[]) AND page_id = $2`, ids, pageID, dev.WorkspaceID)
 		if err != nil {
 			return err
 		}
@@ -459,3 +466,77 @@ func (s *Store) PageWorkspace(ctx context.Context, pageID string) (string, error
 // retryDelay is the pause between attempts of a transaction that failed
 // transiently.
 var retryDelay = 20 * time.Millisecond
+
+// ---- revocation ----
+
+// RevokeChannel is the LISTEN/NOTIFY channel of revoked devices; the
+// payload is the device id. Every instance drops the device from its auth
+// cache and closes its open WebSockets when notified.
+const RevokeChannel = "kbkit_revoke"
+
+// RevokeDevice deletes a device (its token stops working) and notifies
+// every instance, in one transaction. ErrNotFound when no such device.
+func (s *Store) RevokeDevice(ctx context.Context, deviceID string) (Device, error) {
+	if _, err := uuid.Parse(deviceID); err != nil {
+		return Device{}, ErrNotFound
+	}
+	devs, err := s.revoke(ctx, `DELETE FROM devices WHERE id = $1 RETURNING workspace_id::text, id::text`, deviceID)
+	if err != nil {
+		return Device{}, err
+	}
+	if len(devs) == 0 {
+		return Device{}, ErrNotFound
+	}
+	return devs[0], nil
+}
+
+// RevokeWorkspace revokes every device of the workspace named name.
+func (s *Store) RevokeWorkspace(ctx context.Context, name string) ([]Device, error) {
+	return s.revoke(ctx, `DELETE FROM devices WHERE workspace_id = (SELECT id FROM workspaces WHERE name = $1)
+		RETURNING workspace_id::text, id::text`, name)
+}
+
+func (s *Store) revoke(ctx context.Context, sql string, arg string) ([]Device, error) {
+	var devs []Device
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, sql, arg)
+		if err != nil {
+			return err
+		}
+		devs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Device, error) {
+			var d Device
+			return d, r.Scan(&d.WorkspaceID, &d.DeviceID)
+		})
+		if err != nil {
+			return err
+		}
+		for _, d := range devs {
+			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, RevokeChannel, d.DeviceID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: revoke: %w", classify(err))
+	}
+	return devs, nil
+}
+
+// DevicesExist reports which of the device ids still exist (an instance
+// that lost its LISTEN connection checks its open sockets with it).
+func (s *Store) DevicesExist(ctx context.Context, ids []string) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id::text FROM devices WHERE id = ANY($1::uuid[])`, ids)
+	if err != nil {
+		return nil, classify(err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, classify(err)
+	}
+	out := make(map[string]bool, len(found))
+	for _, id := range found {
+		out[id] = true
+	}
+	return out, nil
+}

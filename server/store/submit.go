@@ -99,13 +99,14 @@ func (s *Store) submitOnce(ctx context.Context, dev Device, env kbcore.Envelope,
 	if names {
 		nameLock = dev.WorkspaceID
 	}
-	decided, err := t.open(kb, nameLock, locks, []string{env.ID})
+	decided, err := t.open(kb, nameLock, locks, []logKey{{dev.WorkspaceID, env.ID}})
 	if err != nil {
 		return Outcome{}, classify(err)
 	}
-	// Dedup: an id decided before gets its original outcome.
-	if o, ok := decided[env.ID]; ok {
-		return o, nil
+	// Dedup: an id decided before in the workspace gets its original
+	// outcome, or id-reused.
+	if d, ok := decided[logKey{dev.WorkspaceID, env.ID}]; ok {
+		return d.answer(dev, env), nil
 	}
 
 	ws, _, exists, err := kb.head(env.PageID)
@@ -158,8 +159,9 @@ const (
 	sqlLockPage  = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
 	// One statement per id rather than id = ANY($1): a generic plan cached
 	// while the table was small stays a sequential scan as the log grows.
-	sqlDecided = `SELECT outcome, coalesce(seq, 0), coalesce(code, ''), coalesce(message, '')
-		FROM command_log WHERE id = $1`
+	sqlDecided = `SELECT outcome, coalesce(seq, 0), coalesce(code, ''), coalesce(message, ''),
+		page_id::text, coalesce(device_id::text, '')
+		FROM command_log WHERE workspace_id = $1 AND id = $2`
 	sqlHead = `SELECT workspace_id::text, seq FROM pages WHERE id = $1`
 )
 
@@ -197,9 +199,9 @@ func (t *pipeTx) end() {
 // open begins the transaction and, in the same round trip, takes the locks
 // (the workspace's name lock when nameLock is set, then the pages in the
 // given order, which must be sorted: the same order in every transaction),
-// reads the outcomes of the ids already decided and the heads of the locked
-// pages (into kb).
-func (t *pipeTx) open(kb *txKB, nameLock string, pages, ids []string) (map[string]Outcome, error) {
+// reads the outcomes of the ids already decided (in their workspaces) and
+// the heads of the locked pages (into kb).
+func (t *pipeTx) open(kb *txKB, nameLock string, pages []string, keys []logKey) (map[logKey]decision, error) {
 	b := &pgx.Batch{}
 	b.Queue(sqlBegin)
 	if nameLock != "" {
@@ -208,9 +210,9 @@ func (t *pipeTx) open(kb *txKB, nameLock string, pages, ids []string) (map[strin
 	for _, p := range pages {
 		b.Queue(sqlLockPage, p)
 	}
-	ids = union(ids, nil)
-	for _, id := range ids {
-		b.Queue(sqlDecided, id)
+	keys = uniqueKeys(keys)
+	for _, k := range keys {
+		b.Queue(sqlDecided, k.ws, k.id)
 	}
 	for _, p := range pages {
 		b.Queue(sqlHead, p)
@@ -226,20 +228,21 @@ func (t *pipeTx) open(kb *txKB, nameLock string, pages, ids []string) (map[strin
 			return nil, err
 		}
 	}
-	decided := map[string]Outcome{}
-	for _, id := range ids {
+	decided := map[logKey]decision{}
+	for _, k := range keys {
 		var outcome, code, msg string
-		var seq int64
-		err := br.QueryRow().Scan(&outcome, &seq, &code, &msg)
+		var d decision
+		err := br.QueryRow().Scan(&outcome, &d.out.Seq, &code, &msg, &d.page, &d.device)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
+			continue
 		case err != nil:
 			return nil, err
 		case outcome == "rejected":
-			decided[id] = Outcome{Rejected: &kbcore.Rejection{Code: code, Message: msg}, Duplicate: true}
-		default:
-			decided[id] = Outcome{Seq: seq, Duplicate: true}
+			d.out = Outcome{Rejected: &kbcore.Rejection{Code: code, Message: msg}}
 		}
+		d.out.Duplicate = true
+		decided[k] = d
 	}
 	kb.heads = map[string]head{}
 	for _, p := range pages {
@@ -255,6 +258,44 @@ func (t *pipeTx) open(kb *txKB, nameLock string, pages, ids []string) (map[strin
 		kb.heads[p] = h
 	}
 	return decided, br.Close()
+}
+
+// logKey is the key of command_log: a command id within its workspace.
+type logKey struct{ ws, id string }
+
+func uniqueKeys(keys []logKey) []logKey {
+	seen := make(map[logKey]bool, len(keys))
+	out := keys[:0:0]
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// decision is a logged outcome with the page and device that sent it.
+type decision struct {
+	out          Outcome
+	page, device string
+}
+
+// RejectIDReused is the rejection code of a command whose id was decided
+// before in its workspace for another page or by another device
+// (spec/PROTOCOL.md section 4.1). Its message names nothing of the first
+// use, and it is not logged: the first decision keeps the id.
+const RejectIDReused = "id-reused"
+
+// answer is the reply to a command whose id was decided before: the
+// original outcome when the same device sent it for the same page,
+// id-reused otherwise.
+func (d decision) answer(dev Device, env kbcore.Envelope) Outcome {
+	if d.page == env.PageID && d.device == dev.DeviceID {
+		return d.out
+	}
+	return Outcome{Rejected: &kbcore.Rejection{Code: RejectIDReused,
+		Message: "this command id was already used for another command; send a new command with a new id"}}
 }
 
 // commit sends b followed by COMMIT in one round trip.
@@ -440,19 +481,20 @@ func deref(s *string) string {
 }
 
 func (k *txKB) PageByTitle(title string) (string, bool) {
-	return k.one("t:"+title, `SELECT id::text FROM pages WHERE workspace_id = $1 AND title = $2 AND merged_into IS NULL`, k.ws, title)
+	return k.one("t:"+title, `SELECT id::text FROM pages
+		WHERE workspace_id = $1 AND sha256(title::bytea) = sha256($2::text::bytea) AND title = $2 AND merged_into IS NULL`, k.ws, title)
 }
 
 func (k *txKB) PageByAlias(alias string) (string, bool) {
 	return k.one("a:"+alias, `SELECT a.page_id::text FROM aliases a JOIN pages p ON p.id = a.page_id
-		WHERE a.workspace_id = $1 AND a.alias = $2 AND p.merged_into IS NULL
+		WHERE a.workspace_id = $1 AND sha256(a.alias::bytea) = sha256($2::text::bytea) AND a.alias = $2 AND p.merged_into IS NULL
 		ORDER BY a.page_id LIMIT 1`, k.ws, alias)
 }
 
 func (k *txKB) Referrers(title string) []kbcore.NodeAt {
 	rows, err := k.q.Query(k.ctx, `SELECT DISTINCT l.page_id::text, l.node_id COLLATE "C"
 		FROM links l JOIN pages p ON p.id = l.page_id
-		WHERE l.workspace_id = $1 AND l.title = $2 AND p.merged_into IS NULL
+		WHERE l.workspace_id = $1 AND sha256(l.title::bytea) = sha256($2::text::bytea) AND l.title = $2 AND p.merged_into IS NULL
 		ORDER BY 1, 2`, k.ws, title)
 	if err != nil {
 		k.fail(err)

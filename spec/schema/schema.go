@@ -527,6 +527,10 @@ func leaf(e *jsonschema.ValidationError) []located {
 		return one(fmt.Sprintf("must have at most %d keys, got %d", k.Want, k.Got))
 	case *kind.Minimum:
 		return one(fmt.Sprintf("must be at least %s", k.Want.RatString()))
+	case *kind.MaxLength:
+		return one(fmt.Sprintf("is longer than %d characters (spec/PROTOCOL.md section 8)", k.Want))
+	case *kind.MaxItems:
+		return one(fmt.Sprintf("has more than %d items (spec/PROTOCOL.md section 8)", k.Want))
 	}
 	return one(e.ErrorKind.LocalizedString(printer))
 }

@@ -404,6 +404,13 @@ func TestPayloadNegative(t *testing.T) {
 		{"restore-page", `{"page": "00000000-0000-0000-0000-000000000001", "nodes": []}`, nil},
 		{"restore-page", `{"page": {"title": "Budget"}, "nodes": []}`, []string{"payload.page: must be a string, got an object"}},
 		{"nonsense", `{}`, []string{`type: unknown command type "nonsense"`}},
+		// Length limits (spec/PROTOCOL.md section 8), counted in characters.
+		{"create-page", `{"title": "` + strings.Repeat("é", 1000) + `", "dir": "` + strings.Repeat("d", 1000) + `"}`, nil},
+		{"create-page", `{"title": "` + strings.Repeat("é", 1001) + `"}`, []string{"payload.title: is longer than 1000 characters"}},
+		{"create-page", `{"title": "B", "dir": "` + strings.Repeat("d", 1001) + `"}`, []string{"payload.dir: is longer than 1000 characters"}},
+		{"rename-page", `{"title": "` + strings.Repeat("x", 1001) + `"}`, []string{"payload.title: is longer than 1000 characters"}},
+		{"set-aliases", `{"aliases": ["` + strings.Repeat("a", 1001) + `"]}`, []string{"payload.aliases[0]: is longer than 1000 characters"}},
+		{"set-aliases", `{"aliases": [` + strings.Repeat(`"a",`, 100) + `"a"]}`, []string{"payload.aliases: has more than 100 items"}},
 	}
 	for _, tt := range tests {
 		err := ValidatePayload(tt.typ, []byte(tt.payload))

@@ -1,0 +1,333 @@
+package server
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Limits bound what one client can hold or cost (spec/PROTOCOL.md section
+// 8). A zero field takes its default; a negative one turns the limit off.
+type Limits struct {
+	// BodyTimeout bounds reading a request's headers and body (default
+	// 30s); past it the request is answered 408 TIMEOUT and the connection
+	// closed.
+	BodyTimeout time.Duration
+	// IdleTimeout closes a keep-alive HTTP connection without a request
+	// (default 120s). It is applied by HTTPServer.
+	IdleTimeout time.Duration
+	// ParamsTimeout bounds the wait for the first message of a
+	// ?connectionParams=1 WebSocket (default 30s); past it the socket is
+	// closed with 1008.
+	ParamsTimeout time.Duration
+	// MaxConnections caps the open TCP connections of the listener wrapped
+	// by Listener (default 10000); past it a connection gets 503 and is
+	// closed.
+	MaxConnections int
+	// MaxSubscriptionsPerSocket (default 1000) and
+	// MaxSubscriptionsPerDevice (default 10000, over all the device's
+	// sockets on this instance) cap open subscriptions.
+	MaxSubscriptionsPerSocket int
+	MaxSubscriptionsPerDevice int
+	// MaxBatch caps the calls of one HTTP batch or WebSocket message array
+	// (default 100).
+	MaxBatch int
+	// AuthFailures is how many unknown-token attempts one remote address
+	// may make per minute (default 30, in bursts of as many); past it,
+	// 429 with Retry-After, and the token is not even looked up.
+	AuthFailures int
+	// MaxInflight is how many calls an instance runs at once (default 64)
+	// and MaxQueue how many more wait for a slot (default 1024);
+	// past both, 503 SERVICE_UNAVAILABLE with Retry-After (admission
+	// control: bounded latency instead of an unbounded queue).
+	MaxInflight int
+	MaxQueue    int
+}
+
+// DefaultLimits are the reference server's defaults.
+var DefaultLimits = Limits{
+	BodyTimeout:               30 * time.Second,
+	IdleTimeout:               120 * time.Second,
+	ParamsTimeout:             30 * time.Second,
+	MaxConnections:            10000,
+	MaxSubscriptionsPerSocket: 1000,
+	MaxSubscriptionsPerDevice: 10000,
+	MaxBatch:                  100,
+	AuthFailures:              30,
+	MaxInflight:               64,
+	MaxQueue:                  1024,
+}
+
+// withDefaults fills zero fields from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	pick := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	pickN := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	pick(&l.BodyTimeout, d.BodyTimeout)
+	pick(&l.IdleTimeout, d.IdleTimeout)
+	pick(&l.ParamsTimeout, d.ParamsTimeout)
+	pickN(&l.MaxConnections, d.MaxConnections)
+	pickN(&l.MaxSubscriptionsPerSocket, d.MaxSubscriptionsPerSocket)
+	pickN(&l.MaxSubscriptionsPerDevice, d.MaxSubscriptionsPerDevice)
+	pickN(&l.MaxBatch, d.MaxBatch)
+	pickN(&l.AuthFailures, d.AuthFailures)
+	pickN(&l.MaxInflight, d.MaxInflight)
+	pickN(&l.MaxQueue, d.MaxQueue)
+	return l
+}
+
+// Text limits of the schemas (spec/schema/common.schema.json), in
+// characters, advertised by kb.limits.
+const (
+	MaxTitleChars = 1000
+	MaxAliases    = 100
+)
+
+// LimitsResult is kb.limits' output: the limits a client (or the
+// conformance suite) must expect, in milliseconds and counts; 0 means no
+// limit.
+type LimitsResult struct {
+	MaxBody                   int64
+	BodyTimeoutMS             int64
+	IdleTimeoutMS             int64
+	ParamsTimeoutMS           int64
+	WriteTimeoutMS            int64
+	MaxConnections            int
+	MaxSubscriptionsPerSocket int
+	MaxSubscriptionsPerDevice int
+	MaxBatch                  int
+	AuthFailuresPerMinute     int
+	MaxInflight               int
+	MaxQueue                  int
+	MaxTitleChars             int
+	MaxAliases                int
+	MaxPending                int
+	RateLimitPerSecond        float64
+}
+
+func ms(d time.Duration) int64 {
+	if d < 0 {
+		return 0
+	}
+	return d.Milliseconds()
+}
+
+func count(n int) int { return max(n, 0) }
+
+// limitsResult is kb.limits' answer.
+func (s *Server) limitsResult() LimitsResult {
+	l := s.opts.Limits
+	return LimitsResult{
+		MaxBody:                   s.opts.MaxBody,
+		BodyTimeoutMS:             ms(l.BodyTimeout),
+		IdleTimeoutMS:             ms(l.IdleTimeout),
+		ParamsTimeoutMS:           ms(l.ParamsTimeout),
+		WriteTimeoutMS:            ms(s.opts.WriteTimeout),
+		MaxConnections:            count(l.MaxConnections),
+		MaxSubscriptionsPerSocket: count(l.MaxSubscriptionsPerSocket),
+		MaxSubscriptionsPerDevice: count(l.MaxSubscriptionsPerDevice),
+		MaxBatch:                  count(l.MaxBatch),
+		AuthFailuresPerMinute:     count(l.AuthFailures),
+		MaxInflight:               count(l.MaxInflight),
+		MaxQueue:                  count(l.MaxQueue),
+		MaxTitleChars:             MaxTitleChars,
+		MaxAliases:                MaxAliases,
+		MaxPending:                maxPending,
+		RateLimitPerSecond:        s.opts.RateLimit.PerSecond,
+	}
+}
+
+// HTTPServer returns an http.Server serving s with the limits that belong
+// to the listener side: header read timeout (BodyTimeout) and idle timeout.
+func (s *Server) HTTPServer() *http.Server {
+	hs := &http.Server{Handler: s}
+	if t := s.opts.Limits.BodyTimeout; t > 0 {
+		hs.ReadHeaderTimeout = t
+	}
+	if t := s.opts.Limits.IdleTimeout; t > 0 {
+		hs.IdleTimeout = t
+	}
+	return hs
+}
+
+// Listener caps the open connections of ln at Limits.MaxConnections: a
+// connection past the cap is answered 503 with Retry-After and closed, so
+// that a client learns it at once instead of hanging in the backlog.
+func (s *Server) Listener(ln net.Listener) net.Listener {
+	n := s.opts.Limits.MaxConnections
+	if n <= 0 {
+		return ln
+	}
+	return &capListener{Listener: ln, max: int64(n), s: s}
+}
+
+type capListener struct {
+	net.Listener
+	max  int64
+	open atomic.Int64
+	s    *Server
+}
+
+var overCapAnswer = []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.open.Add(1) > l.max {
+			l.open.Add(-1)
+			l.s.metrics.refused.WithLabelValues("connections").Inc()
+			go func() {
+				_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+				_, _ = c.Write(overCapAnswer)
+				_ = c.Close()
+			}()
+			continue
+		}
+		return &capConn{Conn: c, l: l}, nil
+	}
+}
+
+type capConn struct {
+	net.Conn
+	l    *capListener
+	once sync.Once
+}
+
+func (c *capConn) Close() error {
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return c.Conn.Close()
+}
+
+// ---- unknown tokens per remote address ----
+
+// authGuard limits unknown-token attempts per remote address: a token
+// bucket of AuthFailures per minute. Only failures take a token; an
+// address with an empty bucket is refused before its token is looked up.
+type authGuard struct {
+	perMinute float64
+	now       func() time.Time
+	mu        sync.Mutex
+	buckets   map[string]*bucket
+}
+
+func newAuthGuard(perMinute int, now func() time.Time) *authGuard {
+	return &authGuard{perMinute: float64(perMinute), now: now, buckets: map[string]*bucket{}}
+}
+
+func (g *authGuard) refill(addr string) *bucket {
+	now := g.now()
+	b, ok := g.buckets[addr]
+	if !ok {
+		if len(g.buckets) > 100000 {
+			g.buckets = map[string]*bucket{}
+		}
+		b = &bucket{tokens: g.perMinute, last: now}
+		g.buckets[addr] = b
+	}
+	b.tokens = min(g.perMinute, b.tokens+now.Sub(b.last).Minutes()*g.perMinute)
+	b.last = now
+	return b
+}
+
+// check answers TOO_MANY_REQUESTS when addr has no attempt left.
+func (g *authGuard) check(addr string) *callError {
+	if g == nil || g.perMinute <= 0 {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b := g.refill(addr)
+	if b.tokens >= 1 {
+		return nil
+	}
+	wait := time.Duration((1 - b.tokens) / g.perMinute * float64(time.Minute))
+	return &callError{code: CodeTooManyRequests, message: "too many unknown tokens from this address",
+		retryable: true, retryAfter: wait}
+}
+
+// failed takes one attempt of addr.
+func (g *authGuard) failed(addr string) {
+	if g == nil || g.perMinute <= 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b := g.refill(addr)
+	b.tokens = max(0, b.tokens-1)
+}
+
+// remoteHost is the address part of a request's remote address.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// ---- admission control ----
+
+// admission runs at most MaxInflight calls at once and lets at most
+// MaxQueue more wait; past that a call is refused at once with 503 and
+// Retry-After, so overload costs clients a retry instead of unbounded
+// latency and server memory.
+type admission struct {
+	slots  chan struct{}
+	queue  int64
+	queued atomic.Int64
+}
+
+func newAdmission(l Limits) *admission {
+	if l.MaxInflight <= 0 {
+		return nil
+	}
+	return &admission{slots: make(chan struct{}, l.MaxInflight), queue: int64(max(l.MaxQueue, 0))}
+}
+
+var errOverloaded = &callError{code: CodeServiceUnavailable, message: "server overloaded, retry the same call",
+	retryable: true, retryAfter: time.Second}
+
+// admit waits for a slot; release must be called once the call is done.
+func (a *admission) admit(ctx context.Context) (release func(), cerr *callError) {
+	if a == nil {
+		return func() {}, nil
+	}
+	select {
+	case a.slots <- struct{}{}:
+		return a.release, nil
+	default:
+	}
+	if a.queued.Add(1) > a.queue {
+		a.queued.Add(-1)
+		return nil, errOverloaded
+	}
+	defer a.queued.Add(-1)
+	select {
+	case a.slots <- struct{}{}:
+		return a.release, nil
+	case <-ctx.Done():
+		return nil, errOverloaded
+	}
+}
+
+func (a *admission) release() { <-a.slots }
+
+// retryAfterHeader formats a Retry-After value in whole seconds (at least 1).
+func retryAfterHeader(d time.Duration) string {
+	return strconv.Itoa(max(1, int((d+time.Second-1)/time.Second)))
+}
