@@ -26,6 +26,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzApply$$' -fuzztime=$(FUZZTIME) ./kbcore/
 	$(GO) test -run='^$$' -fuzz='^FuzzTokenize$$' -fuzztime=$(FUZZTIME) ./kbcore/token/
 	$(GO) test -run='^$$' -fuzz='^FuzzBetween$$' -fuzztime=$(FUZZTIME) ./kbcore/rank/
+	$(GO) test -run='^$$' -fuzz='^FuzzParseEnvelope$$' -fuzztime=$(FUZZTIME) ./spec/schema/
 
 # The convergence suite with faults on the local (or KBKIT_PG_*) Postgres.
 conformance:

@@ -195,20 +195,18 @@ func (s *Server) command(ctx context.Context, dev store.Device, input json.RawMe
 }
 
 // parseEnvelope validates a kb.command input against
-// spec/schema/envelope.schema.json (payload included) and decodes it.
+// spec/schema/envelope.schema.json (payload included) and decodes it, in
+// one pass for the common command types (schema.ParseEnvelope).
 func parseEnvelope(input json.RawMessage) (kbcore.Envelope, *callError) {
 	if len(input) == 0 {
 		return kbcore.Envelope{}, errorf(CodeBadRequest, "input: missing (the command envelope)")
 	}
-	if err := schema.ValidateEnvelope(input); err != nil {
+	env, err := schema.ParseEnvelope(input)
+	if err != nil {
 		if errors.Is(err, schema.ErrInvalid) {
 			return kbcore.Envelope{}, errorf(CodeBadRequest, "%v", err)
 		}
 		return kbcore.Envelope{}, errorf(CodeInternalServerError, "schema: %v", err)
-	}
-	var env kbcore.Envelope
-	if cerr := decodeStrict(input, &env); cerr != nil {
-		return kbcore.Envelope{}, cerr
 	}
 	return env, nil
 }

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
+	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/dispatch"
 	"github.com/subspace/kbkit/server/pgprovider"
 	"github.com/subspace/kbkit/server/store"
@@ -849,5 +851,60 @@ func TestSlowSubscriberIsResubscribed(t *testing.T) {
 	readEvents(t, ws, "1", 3, 2+n)
 	if in.srv.resubscribes.Load() == 0 {
 		t.Error("the hub never dropped the slow subscriber: the test did not test anything")
+	}
+}
+
+// BenchmarkFanoutEncode is the server's JSON work per kb.onPage event
+// delivered to one subscriber: "per-subscriber" is an encoding of the
+// whole message for each socket, "shared" the per-event encoding
+// (dispatch.Event.Wire) plus each subscription's prefix, for 200
+// subscribers of a page.
+func BenchmarkFanoutEncode(b *testing.B) {
+	const subs = 200
+	cmd := kbcore.Command{ID: "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", Type: kbcore.TypeEditText,
+		Payload: json.RawMessage(`{"node":"n12","text":"the quick brown fox jumps over the lazy dog"}`)}
+	m := wsMessage{ID: json.RawMessage(`1`)}
+	b.Run("per-subscriber", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			ev := &dispatch.Event{PageID: "p", Entry: store.Entry{Seq: int64(i + 1), Cmd: cmd}}
+			for s := 0; s < subs; s++ {
+				_, _ = json.Marshal(wsResponse{ID: m.ID, Result: &wsResult{Type: "data", ID: strconv.FormatInt(ev.Seq, 10),
+					Data: PageEvent{Seq: ev.Seq, Cmd: ev.Cmd}}})
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*subs), "ns/echo")
+	})
+	b.Run("shared", func(b *testing.B) {
+		b.ReportAllocs()
+		prefix := eventPrefix(m)
+		for i := 0; b.Loop(); i++ {
+			ev := &dispatch.Event{PageID: "p", Entry: store.Entry{Seq: int64(i + 1), Cmd: cmd}}
+			for s := 0; s < subs; s++ {
+				bp := eventBufs.Get().(*[]byte)
+				*bp = append(append((*bp)[:0], prefix...), ev.Wire(encodePageEvent)...)
+				eventBufs.Put(bp)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*subs), "ns/echo")
+	})
+}
+
+// The shared encoding of an event message is byte for byte the reply the
+// server would encode for each subscriber, with and without jsonrpc.
+func TestEventWireMatchesReply(t *testing.T) {
+	cmd := kbcore.Command{ID: "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", Type: kbcore.TypeEditText,
+		Payload: json.RawMessage(`{ "node": "n1",  "text": "<a&b> \u00e9" }`)}
+	ev := &dispatch.Event{PageID: "p", Entry: store.Entry{Seq: 42, Cmd: cmd}}
+	for _, m := range []wsMessage{{ID: json.RawMessage(`7`)}, {ID: json.RawMessage(` "s-1" `), JSONRPC: "2.0"}} {
+		want, err := json.Marshal(wsResponse{ID: json.RawMessage(bytes.TrimSpace(m.ID)), JSONRPC: m.JSONRPC, Result: &wsResult{Type: "data", ID: "42",
+			Data: PageEvent{Seq: ev.Seq, Cmd: ev.Cmd}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := append(eventPrefix(m), ev.Wire(encodePageEvent)...)
+		if !bytes.Equal(got, want) {
+			t.Errorf("shared event message\n%s\nwant\n%s", got, want)
+		}
 	}
 }

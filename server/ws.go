@@ -529,6 +529,7 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 // (dispatch.ErrSlow), it resubscribes after the last seq sent: the client
 // never sees it.
 func (c *wsConn) streamPage(ctx context.Context, m wsMessage, sub *wsSub, hs *dispatch.Subscription, pageID string, after int64) {
+	prefix := eventPrefix(m)
 	for {
 		select {
 		case ev, ok := <-hs.C():
@@ -539,9 +540,7 @@ func (c *wsConn) streamPage(ctx context.Context, m wsMessage, sub *wsSub, hs *di
 				if d := c.s.opts.eventDelay; d > 0 {
 					time.Sleep(d)
 				}
-				id := strconv.FormatInt(ev.Seq, 10)
-				if !c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "data", ID: id,
-					Data: PageEvent{Seq: ev.Seq, Cmd: ev.Cmd}}}) {
+				if !c.sendEvent(prefix, ev.Wire(encodePageEvent)) {
 					hs.Close()
 					return
 				}
@@ -597,6 +596,48 @@ func (c *wsConn) endSubscription(ctx context.Context, m wsMessage, sub *wsSub, e
 		c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeServiceUnavailable,
 			message: fmt.Sprintf("subscription ended (%v): subscribe again with the last event id", err), retryable: true}).shape(m.path()))})
 	}
+}
+
+// A kb.onPage event goes out as {"id":<request id>[,"jsonrpc":...],
+// "result":{"type":"data","id":"<seq>","data":{"seq":...,"cmd":...}}}: the
+// part from "result" on is the same for every subscriber of the page, so
+// it is encoded once per event (dispatch.Event.Wire) and only the short
+// prefix of each subscription is prepended; no JSON work per subscriber.
+
+// eventPrefix is a subscription's part of its event messages.
+func eventPrefix(m wsMessage) []byte {
+	b := append([]byte(`{"id":`), bytes.TrimSpace(m.ID)...)
+	if m.JSONRPC != "" {
+		v, _ := json.Marshal(m.JSONRPC)
+		b = append(append(append(b, `,"jsonrpc":`...), v...), ',')
+	} else {
+		b = append(b, ',')
+	}
+	return b
+}
+
+// encodePageEvent is an event's shared part, `"result":{...}}`.
+func encodePageEvent(ev *dispatch.Event) []byte {
+	r, err := json.Marshal(wsResult{Type: "data", ID: strconv.FormatInt(ev.Seq, 10), Data: PageEvent{Seq: ev.Seq, Cmd: ev.Cmd}})
+	if err != nil { // a payload the store wrote is valid JSON
+		r = []byte(`null`)
+	}
+	return append(append([]byte(`"result":`), r...), '}')
+}
+
+// eventBufs are the buffers event messages are assembled in.
+var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// sendEvent writes prefix+wire as one message.
+func (c *wsConn) sendEvent(prefix, wire []byte) bool {
+	bp := eventBufs.Get().(*[]byte)
+	b := append(append((*bp)[:0], prefix...), wire...)
+	ok := c.writeRaw(b)
+	if cap(b) <= 64<<10 {
+		*bp = b[:0]
+		eventBufs.Put(bp)
+	}
+	return ok
 }
 
 // send writes one reply; false if the connection failed (it is then

@@ -52,6 +52,18 @@ const (
 type Event struct {
 	PageID string `json:"page_id"`
 	store.Entry
+
+	wireOnce sync.Once
+	wire     []byte
+}
+
+// Wire returns encode(e), computed once per event: a live event is one
+// value shared by every subscriber of its page, so a server that sends it
+// to a thousand sockets encodes it once and writes the same bytes to each.
+// The bytes must not be modified; every caller must pass the same encode.
+func (e *Event) Wire(encode func(*Event) []byte) []byte {
+	e.wireOnce.Do(func() { e.wire = encode(e) })
+	return e.wire
 }
 
 // Option configures a Hub.
