@@ -30,6 +30,9 @@ type protocolOptions struct {
 	timeout      time.Duration
 	eventTimeout time.Duration
 	list         bool
+	strict       bool
+	restartCmd   string
+	restartURL   string
 }
 
 func newConformanceProtocolCmd() *cobra.Command {
@@ -48,9 +51,12 @@ lastEventId resume, batching, the WebSocket messages, the trust boundary
 Each check creates its own pages with fresh ids, so checks are independent
 and the suite can be run again and again against the same server.
 --other-token, a device of ANOTHER workspace, enables the cross-workspace
-checks (skipped without it). protocol/reconnect needs a server the suite
-can restart and is skipped here (the Go tests of conformance/protocol run
-it against the reference server).
+checks (skipped without it). protocol/reconnect needs a way to have the
+server shut down gracefully (as on SIGTERM) and come back on the same URL:
+--restart-command (run with sh -c, e.g. "systemctl restart kbkit") or
+--restart-url (POSTed to, e.g. an orchestrator's hook); it is skipped
+without one. Skipped checks are named on stderr; --strict counts them as
+failed, so that a CI run cannot certify a rule it did not check.
 
 The report is TAP version 14 on stdout: one test point per check, named by
 its id; a failing check has a YAML block with the message, expected and
@@ -60,11 +66,14 @@ also write JUnit XML and JSON lines (one object per check).
 The token may also be given as $KBKIT_TOKEN (and the other as
 $KBKIT_OTHER_TOKEN), keeping it out of the process list.
 
-Exit status: 0 every check passed (or was skipped), 1 a check failed,
-2 the suite could not run (server unreachable, token refused, bad flags).`,
+Exit status: 0 every check passed (or was skipped, without --strict),
+1 a check failed (or was skipped, with --strict), 2 the suite could not
+run (server unreachable, token refused, bad flags).`,
 		Example: `  kbkit serve --addr 127.0.0.1:8080 > server.json &
   kbkit conformance protocol --server http://127.0.0.1:8080 --token "$(jq -r .token server.json)"
   kbkit conformance protocol --server "$URL" --token "$T" --other-token "$T2" --junit protocol.xml
+  kbkit conformance protocol --server "$URL" --token "$T" --other-token "$T2" \
+      --restart-command 'systemctl restart kbkit' --strict
   kbkit conformance protocol --server "$URL" --token "$T" --run 'protocol/(retry|rejection)'
   kbkit conformance protocol --list`,
 		Args: cobra.NoArgs,
@@ -92,6 +101,9 @@ Exit status: 0 every check passed (or was skipped), 1 a check failed,
 	f.DurationVar(&o.timeout, "timeout", 60*time.Second, "time limit of one check")
 	f.DurationVar(&o.eventTimeout, "event-timeout", 10*time.Second, "how long to wait for an answer or event the server owes")
 	f.BoolVar(&o.list, "list", false, "list the checks and exit")
+	f.BoolVar(&o.strict, "strict", false, "a skipped check fails the run (exit 1), as a failed one does")
+	f.StringVar(&o.restartCmd, "restart-command", "", "shell command that has the server shut down gracefully and come back on the same URL: enables protocol/reconnect")
+	f.StringVar(&o.restartURL, "restart-url", "", "URL to POST to so that the server shuts down gracefully and comes back on the same URL: enables protocol/reconnect")
 	return cmd
 }
 
@@ -131,6 +143,8 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 		return fail("--server is required")
 	case o.token == "":
 		return fail("--token (or $KBKIT_TOKEN) is required")
+	case o.restartCmd != "" && o.restartURL != "":
+		return fail("--restart-command and --restart-url: give one")
 	}
 	// Open the report files first: a typo in a path should not cost a run.
 	var junitFile, jsonFile *os.File
@@ -150,6 +164,12 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 
 	env := &protocol.Env{BaseURL: o.server, Token: o.token, OtherToken: o.otherToken,
 		MaxBody: o.maxBody, EventTimeout: o.eventTimeout}
+	switch {
+	case o.restartCmd != "":
+		env.Restart = protocol.RestartCommand(o.restartCmd)
+	case o.restartURL != "":
+		env.Restart = protocol.RestartURL(o.restartURL)
+	}
 	if err := env.Preflight(ctx); err != nil {
 		msg := err.Error()
 		if errors.Is(err, protocol.ErrCannotRun) {
@@ -164,7 +184,7 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 	if err := tap.Begin(len(checks)); err != nil {
 		return fail("%v", err)
 	}
-	results := protocol.Run(ctx, env, checks, protocol.Options{Timeout: o.timeout,
+	results := protocol.Run(ctx, env, checks, protocol.Options{Timeout: o.timeout, Strict: o.strict,
 		OnResult: func(n, _ int, r protocol.Result) { _ = tap.Result(n, r) }})
 	sum := protocol.Summarize(results)
 	_ = tap.End(sum)
@@ -181,7 +201,15 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 			return fail("--json: %v", err)
 		}
 	}
+	for _, r := range results {
+		if r.Status == protocol.Skip {
+			fmt.Fprintf(stderr, "kbkit conformance protocol: skipped %s: %s\n", r.ID, r.Message)
+		}
+	}
 	fmt.Fprintf(stderr, "kbkit conformance protocol: %s in %s\n", sum, time.Since(start).Round(time.Millisecond))
+	if sum.Skipped > 0 {
+		fmt.Fprintf(stderr, "kbkit conformance protocol: %d checks skipped (--strict fails the run on a skip)\n", sum.Skipped)
+	}
 	if sum.Failed > 0 {
 		return exitFailed
 	}

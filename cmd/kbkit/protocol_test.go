@@ -55,6 +55,25 @@ func TestConformanceProtocolCLI(t *testing.T) {
 		t.Errorf("only passing checks: exit %d\n%s", code, out)
 	}
 
+	// A skip passes, named on stderr; under --strict it fails the run.
+	skipArgs := []string{"conformance", "protocol", "--server", url, "--token", "good", "--run", `^protocol/(whoami|cross-workspace|reconnect)$`}
+	code, out, errs = kbkit(t, "", skipArgs...)
+	if code != exitOK || !strings.Contains(errs, "skipped protocol/cross-workspace: needs --other-token") ||
+		!strings.Contains(errs, "skipped protocol/reconnect: needs --restart-command or --restart-url") {
+		t.Errorf("skips: exit %d, want %d; stderr:\n%s", code, exitOK, errs)
+	}
+	code, out, errs = kbkit(t, "", append(skipArgs, "--strict")...)
+	if code != exitFailed || !strings.Contains(out, "not ok 2 - protocol/cross-workspace\n") ||
+		!strings.Contains(out, "# not ok: protocol/cross-workspace protocol/reconnect\n") {
+		t.Errorf("--strict: exit %d, want %d\n%s\n%s", code, exitFailed, out, errs)
+	}
+	// A restart hook that fails: protocol/reconnect runs, and fails.
+	code, out, _ = kbkit(t, "", "conformance", "protocol", "--server", url, "--token", "good", "--run", `^protocol/reconnect$`,
+		"--restart-url", url+"/no-restart-here", "--event-timeout", "1s")
+	if code != exitFailed || !strings.Contains(out, "not ok 1 - protocol/reconnect\n") {
+		t.Errorf("--restart-url: exit %d, want %d\n%s", code, exitFailed, out)
+	}
+
 	// Could not run.
 	for _, args := range [][]string{
 		{"--server", url, "--token", "bad"},
@@ -62,6 +81,7 @@ func TestConformanceProtocolCLI(t *testing.T) {
 		{"--token", "good"},
 		{"--server", url, "--token", "good", "--run", "("},
 		{"--server", url, "--token", "good", "--run", "no-such-check"},
+		{"--server", url, "--token", "good", "--restart-command", "true", "--restart-url", url},
 	} {
 		code, out, errs := kbkit(t, "", append([]string{"conformance", "protocol"}, args...)...)
 		if code != exitErrored || out != "" || !strings.Contains(errs, "kbkit conformance protocol: ") {

@@ -2,6 +2,10 @@ package protocol
 
 // Checks returns the suite, in the order it runs. Ids are stable.
 func Checks() []Check {
+	return append(checks(), commandChecks()...)
+}
+
+func checks() []Check {
 	return []Check{
 		// Operations and kb.whoami.
 		{"protocol/healthz", "GET /healthz without a token answers 200 {\"status\":\"ok\"} (9)", checkHealthz},

@@ -7,9 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
-
-	"github.com/coder/websocket"
 )
 
 // ---- exactly-once and order under concurrency ----
@@ -161,80 +158,4 @@ func checkCrossWorkspace(ctx context.Context, e *Env) error {
 		return err
 	}
 	return e.unchanged(ctx, p)
-}
-
-// ---- reconnect ----
-
-func checkReconnect(ctx context.Context, e *Env) error {
-	if e.Restart == nil {
-		return Skipf("needs a server the suite can restart (graceful shutdown, then start on the same URL); " +
-			"a black-box run cannot, so this is checked against the reference server by the Go tests of conformance/protocol")
-	}
-	p, err := e.newPage(ctx)
-	if err != nil {
-		return step("setup", err)
-	}
-	if err := e.addNodes(ctx, p, 2); err != nil {
-		return err
-	}
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	if err := w.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, nil); err != nil {
-		return err
-	}
-	if err := w.events(ctx, 1, p, 1, 3); err != nil {
-		return err
-	}
-	if err := e.Restart(ctx); err != nil {
-		return fmt.Errorf("restarting the server: %w", err)
-	}
-	m, err := w.recv(ctx, `{"id":null,"method":"reconnect"}`)
-	if err != nil {
-		return step("shutdown", err)
-	}
-	if m.Method != "reconnect" || string(m.ID) != "null" {
-		return w.fail(`{"id":null,"method":"reconnect"}`, excerpt(m.raw, 200), "a shutting-down server tells its WebSockets to reconnect (PROTOCOL.md 5.3)")
-	}
-	code, err := w.closed(ctx)
-	if err != nil {
-		return step("shutdown", err)
-	}
-	if code != websocket.StatusGoingAway {
-		return w.fail("close 1001", fmt.Sprintf("close %d", code), "a shutting-down server closes with 1001 (going away)")
-	}
-	// Wait for the server to be back.
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		r, err := e.query(ctx, "kb.whoami", nil)
-		if err == nil && r.Status == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			return failf("the server did not come back within 30 s after the restart")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err := e.addNodes(ctx, p, 2); err != nil {
-		return step("after the restart", err)
-	}
-	w2, err := e.ws(ctx)
-	if err != nil {
-		return step("reconnecting", err)
-	}
-	defer w2.Close()
-	if err := w2.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, strp("3")); err != nil {
-		return step("resubscribing with lastEventId", err)
-	}
-	if err := step(`resubscribed with lastEventId "3": the commands after it, none lost or repeated`, w2.events(ctx, 1, p, 4, 5)); err != nil {
-		return err
-	}
-	if err := e.addNodes(ctx, p, 1); err != nil {
-		return err
-	}
-	if err := step("live after the reconnect", w2.events(ctx, 1, p, 6, 6)); err != nil {
-		return err
-	}
-	return w2.quiet(ctx, "nothing after the last seq")
 }

@@ -44,10 +44,10 @@ type Env struct {
 	MaxBody int64
 	// HTTP is the client for HTTP requests (default: 30 s timeout).
 	HTTP *http.Client
-	// Restart, when set, shuts the server down gracefully (as on SIGTERM)
-	// and starts it again on the same URL; it enables protocol/reconnect.
-	// A black-box run has no way to restart the server, so the check is
-	// skipped there.
+	// Restart, when set, has the server shut down gracefully (as on
+	// SIGTERM) and come back on the same URL; it enables protocol/reconnect
+	// (skipped otherwise). RestartCommand and RestartURL make one from
+	// what an operator can pass on the command line.
 	Restart func(ctx context.Context) error
 	// EventTimeout bounds the wait for a message the server owes (an
 	// answer, an event); default 10 s.
@@ -193,6 +193,10 @@ type Options struct {
 	// OnResult is called after each check, in order; n counts from 1 and
 	// total is the number of selected checks.
 	OnResult func(n, total int, r Result)
+	// Strict turns a skipped check into a failed one (the message keeps
+	// the reason): a run that could not check a rule certifies nothing
+	// about it.
+	Strict bool
 }
 
 // Select returns the checks whose id matches re (all when re is nil).
@@ -219,6 +223,9 @@ func Run(ctx context.Context, env *Env, checks []Check, opts Options) []Result {
 	out := make([]Result, 0, len(sel))
 	for i, c := range sel {
 		r := RunOne(ctx, env, c, opts.Timeout)
+		if opts.Strict && r.Status == Skip {
+			r.Status, r.Message = Fail, "skipped, which --strict counts as a failure: "+r.Message
+		}
 		out = append(out, r)
 		if opts.OnResult != nil {
 			opts.OnResult(i+1, len(sel), r)
@@ -265,6 +272,8 @@ type Summary struct {
 	Total, Passed, Failed, Skipped int
 	// FailedIDs lists the failed checks in order.
 	FailedIDs []string
+	// SkippedIDs lists the skipped checks in order.
+	SkippedIDs []string
 }
 
 // Summarize counts the results.
@@ -277,6 +286,7 @@ func Summarize(rs []Result) Summary {
 			s.Passed++
 		case Skip:
 			s.Skipped++
+			s.SkippedIDs = append(s.SkippedIDs, r.ID)
 		default:
 			s.Failed++
 			s.FailedIDs = append(s.FailedIDs, r.ID)

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +120,22 @@ func TestSkipsWithoutOtherTokenOrRestart(t *testing.T) {
 	}
 	if r := results["protocol/whoami"]; r.Status != Pass {
 		t.Errorf("%s", describe(r))
+	}
+	if s := Summarize(slices.Collect(maps.Values(results))); len(s.SkippedIDs) != 3 {
+		t.Errorf("summary names skips %q, want 3", s.SkippedIDs)
+	}
+
+	// Strict: the same skips are failures, with the reason kept.
+	strict := Run(context.Background(), env, Checks(), Options{Strict: true,
+		Match: regexp.MustCompile(`^protocol/(reconnect|cross-workspace|whoami)$`)})
+	s := Summarize(strict)
+	if s.Failed != 2 || s.Skipped != 0 || s.Passed != 1 {
+		t.Errorf("strict: %s", s)
+	}
+	for _, r := range strict {
+		if r.Status == Fail && !strings.Contains(r.Message, "--strict") {
+			t.Errorf("strict failure %s does not say why: %q", r.ID, r.Message)
+		}
 	}
 }
 

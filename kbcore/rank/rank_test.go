@@ -373,3 +373,27 @@ func BenchmarkBetween(b *testing.B) {
 		}
 	}
 }
+
+// NBetween at the largest n it allows (spec/README.md 3): every key valid,
+// strictly increasing, strictly between the bounds; one more is an error.
+func TestNBetweenLargestN(t *testing.T) {
+	for _, b := range [][2]string{{"", ""}, {"a0", "a001"}} {
+		keys, err := NBetween(b[0], b[1], maxN)
+		if err != nil || len(keys) != maxN {
+			t.Fatalf("NBetween(%q, %q, %d): %d keys, %v", b[0], b[1], maxN, len(keys), err)
+		}
+		prev := b[0]
+		for i, k := range keys {
+			if !Valid(k) || k <= prev {
+				t.Fatalf("key %d %q after %q", i, k, prev)
+			}
+			prev = k
+		}
+		if b[1] != "" && prev >= b[1] {
+			t.Fatalf("last key %q not below %q", prev, b[1])
+		}
+		if _, err := NBetween(b[0], b[1], maxN+1); err == nil {
+			t.Errorf("NBetween(%q, %q, %d) is not an error", b[0], b[1], maxN+1)
+		}
+	}
+}

@@ -295,14 +295,19 @@ func (s *scanner) hash(i int) int {
 }
 
 // tagPosition reports whether a '#' at i may start a tag: at the start of
-// the text, or after a White_Space character or '('.
+// the text, or after a White_Space character or a '(' that does not follow
+// a ']' (the "](" of a Markdown link: "[docs](#install)" is a link to a
+// fragment, not a tag).
 func tagPosition(text string, i int) bool {
 	if i == 0 {
 		return true
 	}
 	c := text[i-1]
 	if c < utf8.RuneSelf {
-		return c == ' ' || c == '(' || c >= '\t' && c <= '\r'
+		if c == '(' {
+			return i < 2 || text[i-2] != ']'
+		}
+		return c == ' ' || c >= '\t' && c <= '\r'
 	}
 	r, _ := utf8.DecodeLastRuneInString(text[:i])
 	return unicode.IsSpace(r)

@@ -93,7 +93,9 @@ export function tokenize(text) {
     let prev = text[i - 1];
     const c = prev.charCodeAt(0);
     if (c >= 0xdc00 && c <= 0xdfff && i >= 2) prev = charAt(text, i - 2);
-    return prev === "(" || isWS(prev);
+    // "](" opens a Markdown link target: "[docs](#install)" is no tag.
+    if (prev === "(") return i < 2 || text[i - 2] !== "]";
+    return isWS(prev);
   };
 
   const hash = (i) => {
