@@ -102,9 +102,9 @@ type Stats struct {
 	// RejectedOutcomes counts rejections a refetch reported (a rejected
 	// command whose answer was lost).
 	RejectedOutcomes int `json:"rejected_outcomes"`
-	Resumes          int `json:"resumes"`         // subscriptions opened after a seq
-	Duplicates       int `json:"duplicate_acks"`  // retries answered duplicate
-	EchoStalls       int `json:"echo_stalls"`     // waits that hit the echo timeout
+	Resumes          int `json:"resumes"`        // subscriptions opened after a seq
+	Duplicates       int `json:"duplicate_acks"` // retries answered duplicate
+	EchoStalls       int `json:"echo_stalls"`    // waits that hit the echo timeout
 }
 
 // CheckResult is one checker's verdict on a seed.

@@ -59,7 +59,7 @@ type sim struct {
 	failures    []string // protocol errors: non-retryable answers
 	start       time.Time
 	pgRestarted bool
-	setupIDs    []string // commands sent outside windows
+	setupIDs    []string            // commands sent outside windows
 	found       map[string][]string // checker -> findings made while running
 	exercised   map[string]int      // checker -> things it checked
 	types       map[string]int      // commands sent, by type
