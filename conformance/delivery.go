@@ -18,9 +18,12 @@ type sendCall struct {
 	c    kbcore.Command
 	env  kbcore.Envelope
 	lose bool
-	ack  client.Ack
-	rej  *kbcore.Rejection
-	err  error
+	// forced: the scheduler lost this answer on purpose (race) and
+	// refetches at once.
+	forced bool
+	ack    client.Ack
+	rej    *kbcore.Rejection
+	err    error
 }
 
 // send posts window w's first pending command that is not acknowledged.
@@ -75,9 +78,15 @@ func (s *sim) prepareSend(w *win) *sendCall {
 		s.types[c.Type]++
 	}
 	s.ops[c.ID].posts++
+	lose := s.chance(s.faults.LoseResponse) // drawn whatever the answer, so the draws replay
+	forced := s.forceLose == c.ID
+	if forced {
+		s.forceLose = ""
+	}
 	return &sendCall{w: w, c: *c,
-		env:  kbcore.Envelope{ID: c.ID, DeviceID: s.devices[w.dev].deviceID, PageID: page, Type: c.Type, Payload: c.Payload},
-		lose: s.chance(s.faults.LoseResponse), // drawn whatever the answer, so the draws replay
+		env:    kbcore.Envelope{ID: c.ID, DeviceID: s.devices[w.dev].deviceID, PageID: page, Type: c.Type, Payload: c.Payload},
+		lose:   lose || forced,
+		forced: forced,
 	}
 }
 
@@ -88,7 +97,7 @@ func (s *sim) concludeSend(sc *sendCall) error {
 	if err == nil && sc.lose {
 		s.stats.LostResp++
 		s.logf("w%d send %s %s: response lost (fault)", w.idx, c.ID[:8], c.Type)
-		if s.rng.IntN(2) == 0 {
+		if s.rng.IntN(2) == 0 || sc.forced {
 			// A client that lost the answer may refetch before it resends:
 			// the outcomes must then report the decision (rejected too).
 			s.stats.Refetches++

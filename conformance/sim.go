@@ -64,6 +64,7 @@ type sim struct {
 	exercised   map[string]int      // checker -> things it checked
 	types       map[string]int      // commands sent, by type
 	halt        string              // why the run should start no further seed
+	forceLose   string              // lose the answer to this command id (race)
 	skipped     map[string]string   // checker -> why it had nothing to check
 }
 
@@ -400,19 +401,21 @@ func (s *sim) retryPage(c *client.Client, page string, pending []string) (client
 func (s *sim) step(i int) error {
 	w := s.wins[s.rng.IntN(len(s.wins))]
 	switch r := s.rng.IntN(100); {
-	case r < 40:
+	case r < 37:
 		s.local(w)
-	case r < 65:
+	case r < 61:
 		if s.opts.Bursts && s.rng.IntN(3) == 0 {
 			return s.burst()
 		}
 		return s.send(w)
-	case r < 90:
+	case r < 86:
 		return s.deliver(w, false)
-	case r < 94:
+	case r < 90:
 		s.undoRedo(w)
-	case r < 96:
+	case r < 94:
 		return s.pageOp(w)
+	case r < 96:
+		return s.race(w)
 	default:
 		return s.fault(i)
 	}
@@ -503,25 +506,128 @@ func (s *sim) undoRedo(w *win) {
 	_ = s.handle(w, acts)
 }
 
-// pageOp renames the window's page, or (rarely) merges it into another.
+// pageOp renames the window's page, sets its aliases, merges it into
+// another (and sometimes regrets it at once: undo issues restore-page), or
+// creates a new page (no window edits it; links may resolve to it).
 func (s *sim) pageOp(w *win) error {
 	if s.merged[w.page] {
 		return nil
 	}
 	var c kbcore.Command
-	if s.rng.IntN(5) == 0 && len(s.pages) > 1 {
+	regret := false
+	switch k := s.rng.IntN(10); {
+	case k < 4:
+		title := fmt.Sprintf("S%d-%s P%d r%d", s.seed, s.nonce, w.page, s.idSeq)
+		c = kbcore.Command{ID: s.newID(), Type: kbcore.TypeRenamePage, Payload: mustJSON(map[string]any{"title": title})}
+	case k < 6:
+		aliases := []string{}
+		for n := s.rng.IntN(3); n > 0; n-- {
+			aliases = append(aliases, fmt.Sprintf("S%d-%s P%d a%d", s.seed, s.nonce, w.page, s.idSeq+n))
+		}
+		c = kbcore.Command{ID: s.newID(), Type: kbcore.TypeSetAliases, Payload: mustJSON(map[string]any{"aliases": aliases})}
+	case k < 8 && len(s.pages) > 1:
 		into := (w.page + 1 + s.rng.IntN(len(s.pages)-1)) % len(s.pages)
 		if s.merged[into] {
 			return nil
 		}
+		regret = s.rng.IntN(2) == 0
 		c = kbcore.Command{ID: s.newID(), Type: kbcore.TypeMergePage, Payload: mustJSON(map[string]any{"into": s.pages[into]})}
-	} else {
-		title := fmt.Sprintf("S%d-%s P%d r%d", s.seed, s.nonce, w.page, s.idSeq)
-		c = kbcore.Command{ID: s.newID(), Type: kbcore.TypeRenamePage, Payload: mustJSON(map[string]any{"title": title})}
+	default:
+		if len(s.pages) >= s.opts.Pages+2 {
+			return nil
+		}
+		return s.newPage()
 	}
 	acts := w.w.Local(c)
 	s.logf("w%d local %s %s -> %v", w.idx, c.Type, c.Payload, acts)
-	return s.handle(w, acts)
+	if err := s.handle(w, acts); err != nil {
+		return err
+	}
+	if regret {
+		s.undoRedo(w)
+	}
+	return nil
+}
+
+// newPage creates a page outside any window (create-page over the wire).
+func (s *sim) newPage() error {
+	page := s.newID()
+	title := fmt.Sprintf("S%d-%s P%d", s.seed, s.nonce, len(s.pages))
+	if err := s.direct(0, page, kbcore.TypeCreatePage, map[string]any{"title": title}); err != nil {
+		return err
+	}
+	s.pages = append(s.pages, page)
+	s.titles = append(s.titles, title)
+	s.merged = append(s.merged, false)
+	s.logf("created page %s %q", shortID(page), title)
+	return nil
+}
+
+// race makes the server reject a window's command and (with faults) lose
+// the answer: window a deletes a node and its delete is decided; window b
+// on the same page, which has not seen that echo, edits the node. With
+// faults the rejection's answer is lost and b refetches: the outcomes must
+// report the rejection.
+func (s *sim) race(a *win) error {
+	var b *win
+	for _, w := range s.wins {
+		if w != a && w.page == a.page {
+			b = w
+			break
+		}
+	}
+	if b == nil || s.merged[a.page] {
+		return nil
+	}
+	var target string
+	b.w.Rendered().Walk(func(n kbcore.Node) bool {
+		if _, ok := a.w.Rendered().Node(n.ID); ok {
+			target = n.ID
+			return false
+		}
+		return true
+	})
+	if target == "" {
+		return nil
+	}
+	del := kbcore.Command{ID: s.newID(), Type: kbcore.TypeDelete, Payload: mustJSON(map[string]any{"node": target})}
+	s.logf("w%d race: delete %s, then w%d edits it", a.idx, target, b.idx)
+	if err := s.handle(a, a.w.Local(del)); err != nil {
+		return err
+	}
+	if err := s.flush(a, del.ID); err != nil {
+		return err
+	}
+	text := "raced"
+	if n, ok := b.w.Rendered().Node(target); ok {
+		text = n.Text + "!"
+	}
+	edit := kbcore.Command{ID: s.newID(), Type: kbcore.TypeEditText, Payload: mustJSON(map[string]any{"node": target, "text": text})}
+	if err := s.handle(b, b.w.Local(edit)); err != nil {
+		return err
+	}
+	if s.opts.Faults {
+		s.forceLose = edit.ID
+	}
+	return s.flush(b, edit.ID)
+}
+
+// flush sends w's commands up to and including id, once each (a retryable
+// answer leaves the rest for later steps).
+func (s *sim) flush(w *win, id string) error {
+	for range len(w.w.Pending()) {
+		c := s.firstUnacked(w)
+		if c == nil {
+			return nil
+		}
+		if err := s.send(w); err != nil {
+			return err
+		}
+		if c.ID == id {
+			return nil
+		}
+	}
+	return nil
 }
 
 func mustJSON(v any) json.RawMessage {
