@@ -112,29 +112,42 @@ func (c *Client) do(req *http.Request) (json.RawMessage, *trpcError, error) {
 // Command posts kb.command. A rejection is a decision (rej set, err nil);
 // err means the command was not decided or not allowed (see IsRetryable).
 func (c *Client) Command(ctx context.Context, env kbcore.Envelope) (seq int64, rej *kbcore.Rejection, err error) {
+	ack, rej, err := c.Submit(ctx, env)
+	return ack.Seq, rej, err
+}
+
+// Ack is kb.command's answer for a committed command.
+type Ack struct {
+	Seq int64 `json:"seq"`
+	// Duplicate is set when the id had been committed before: Seq is the
+	// original seq (spec/PROTOCOL.md 4.1).
+	Duplicate bool `json:"duplicate"`
+}
+
+// Submit is Command with the whole acknowledgement (the duplicate flag
+// too), for callers that check the wire.
+func (c *Client) Submit(ctx context.Context, env kbcore.Envelope) (ack Ack, rej *kbcore.Rejection, err error) {
 	body, _ := json.Marshal(env)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/trpc/kb.command", bytes.NewReader(body))
 	if err != nil {
-		return 0, nil, err
+		return Ack{}, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	data, terr, err := c.do(req)
 	if err != nil {
-		return 0, nil, err
+		return Ack{}, nil, err
 	}
 	if terr != nil {
 		if terr.Data.Code == "CONFLICT" && terr.Data.Rejection != nil {
-			return 0, terr.Data.Rejection, nil
+			return Ack{}, terr.Data.Rejection, nil
 		}
-		return 0, nil, &Error{HTTPStatus: terr.Data.HTTPStatus, Code: terr.Data.Code, Message: terr.Message, Retryable: terr.Data.Retryable}
+		return Ack{}, nil, &Error{HTTPStatus: terr.Data.HTTPStatus, Code: terr.Data.Code, Message: terr.Message, Retryable: terr.Data.Retryable}
 	}
-	var out struct {
-		Seq int64 `json:"seq"`
-	}
+	var out Ack
 	if err := json.Unmarshal(data, &out); err != nil || out.Seq <= 0 {
-		return 0, nil, &Error{Code: "INVALID_RESPONSE", Message: fmt.Sprintf("kb.command data %.200s", data)}
+		return Ack{}, nil, &Error{Code: "INVALID_RESPONSE", Message: fmt.Sprintf("kb.command data %.200s", data)}
 	}
-	return out.Seq, nil, nil
+	return out, nil, nil
 }
 
 // Snapshot is kb.page's answer.
@@ -142,6 +155,8 @@ type Snapshot struct {
 	Doc      kbcore.Doc
 	Seq      int64
 	Outcomes map[string]kbcore.Outcome
+	// RawDoc is doc as the server wrote it (for checks of its encoding).
+	RawDoc json.RawMessage
 }
 
 // Page gets kb.page with the outcomes of the pending ids.
@@ -173,13 +188,16 @@ func (c *Client) Page(ctx context.Context, pageID string, pending []string) (Sna
 	if err != nil {
 		return Snapshot{}, &Error{Code: "INVALID_RESPONSE", Message: err.Error()}
 	}
-	return Snapshot{Doc: d, Seq: raw.Seq, Outcomes: raw.Outcomes}, nil
+	return Snapshot{Doc: d, Seq: raw.Seq, Outcomes: raw.Outcomes, RawDoc: raw.Doc}, nil
 }
 
 // Event is one command of a page's log as the subscription delivers it.
 type Event struct {
 	Seq int64          `json:"seq"`
 	Cmd kbcore.Command `json:"cmd"`
+	// TrackedID is the tracked event's result.id, what a tRPC client
+	// resumes from (spec/PROTOCOL.md 4.4: the seq in decimal).
+	TrackedID string `json:"-"`
 }
 
 // ErrReconnect means the server asked clients to reconnect (shutdown).
@@ -273,6 +291,7 @@ func (s *Subscription) read(ctx context.Context) {
 			s.err = fmt.Errorf("kbkit: bad event %.200s: %w", m.Result.Data, err)
 			return
 		}
+		ev.TrackedID = m.Result.ID
 		select {
 		case s.events <- ev:
 		case <-ctx.Done():

@@ -26,9 +26,10 @@ const (
 	CheckLinear      = "linearizability"
 )
 
-// Checkers lists every checker in report order.
+// Checkers lists every checker in report order (the protocol checker
+// first).
 var Checkers = []string{CheckProtocol, CheckConvergence, CheckProjection, CheckGapless,
-	CheckExactlyOnce, CheckRollback, CheckRefetch, CheckLinear}
+	CheckExactlyOnce, CheckRollback, CheckRefetch, CheckLinear, CheckResume, CheckOutcomes, CheckDedup}
 
 type pageState struct {
 	id   string
@@ -62,7 +63,9 @@ func (s *sim) readLog(c *client.Client, page string, head int64) ([]client.Event
 				break
 			}
 			if ev.Seq <= lastSeq(out) {
-				continue
+				s.find(CheckResume, "reading the log of %s: subscribed with lastEventId %d, got seq %d", shortID(page), lastSeq(out), ev.Seq)
+				sub.Close()
+				return out, fmt.Errorf("log of %s: the subscription replays seqs before its lastEventId", shortID(page))
 			}
 			out = append(out, ev)
 		}
@@ -100,6 +103,7 @@ func (s *sim) check() ([]CheckResult, string) {
 	}
 	var out []CheckResult
 	add := func(name string, problems []string) {
+		problems = append(problems, s.found[name]...)
 		r := CheckResult{Name: name, Passed: len(problems) == 0}
 		if len(problems) > 8 {
 			problems = append(problems[:8], fmt.Sprintf("... and %d more", len(problems)-8))
@@ -136,8 +140,14 @@ func (s *sim) check() ([]CheckResult, string) {
 	var proj []string
 	for _, id := range s.pages {
 		ps := pages[id]
-		if ps.err == "" && !ps.snap.Doc.Equal(ps.fold) {
+		switch {
+		case ps.err != "":
+		case !ps.snap.Doc.Equal(ps.fold):
 			proj = append(proj, fmt.Sprintf("kb.page %s (seq %d) differs from the fold of its log:\n%s", shortID(id), ps.snap.Seq, docDiff(ps.fold, ps.snap.Doc)))
+		default:
+			if d := canonicalDoc(ps.snap.RawDoc, ps.fold); d != "" {
+				proj = append(proj, fmt.Sprintf("kb.page %s (seq %d): the doc's bytes are not the canonical encoding of the fold:%s", shortID(id), ps.snap.Seq, d))
+			}
 		}
 	}
 	add(CheckProjection, proj)
@@ -211,6 +221,9 @@ func (s *sim) check() ([]CheckResult, string) {
 	add(CheckRollback, rollback)
 
 	var refetch []string
+	if s.stats.Dropped == 0 && s.stats.Gaps == 0 {
+		s.skip(CheckRefetch, "no echo was dropped and no gap seen")
+	}
 	if s.stats.Dropped > 0 && s.stats.Refetches == 0 && s.stats.Gaps > 0 {
 		refetch = append(refetch, fmt.Sprintf("%d gaps were seen but no window refetched", s.stats.Gaps))
 	}
@@ -221,7 +234,57 @@ func (s *sim) check() ([]CheckResult, string) {
 
 	lin, vis := s.linearizability(pages)
 	add(CheckLinear, lin)
+
+	if s.exercised[CheckResume] == 0 {
+		s.skip(CheckResume, "no subscription was opened after a seq")
+	}
+	add(CheckResume, nil)
+	if s.exercised[CheckOutcomes] == 0 {
+		s.skip(CheckOutcomes, "no refetch had a pending id the server had decided")
+	}
+	add(CheckOutcomes, nil)
+	if s.exercised[CheckDedup] == 0 {
+		s.skip(CheckDedup, "no decided id was sent again")
+	}
+	add(CheckDedup, nil)
+	for i := range out {
+		if why, ok := s.skipped[out[i].Name]; ok && out[i].Passed {
+			out[i].Skipped, out[i].Detail = true, why
+		}
+	}
 	return out, vis
+}
+
+// skip marks checker as given nothing to check in this seed.
+func (s *sim) skip(checker, why string) {
+	if s.skipped == nil {
+		s.skipped = map[string]string{}
+	}
+	s.skipped[checker] = why
+}
+
+// Skipped returns the checkers that every seed of a run skipped (and none
+// failed): the run proved nothing about what they guard.
+func Skipped(reports []SeedReport) []string {
+	var out []string
+	for _, name := range Checkers {
+		ran, skipped := 0, 0
+		for _, r := range reports {
+			for _, c := range r.Checks {
+				if c.Name != name {
+					continue
+				}
+				ran++
+				if c.Skipped && c.Passed {
+					skipped++
+				}
+			}
+		}
+		if ran > 0 && skipped == ran {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // provenance checks that every command in a page's log is one the clients

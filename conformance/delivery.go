@@ -18,9 +18,12 @@ type sendCall struct {
 	c    kbcore.Command
 	env  kbcore.Envelope
 	lose bool
-	seq  int64
-	rej  *kbcore.Rejection
-	err  error
+	// forced: the scheduler lost this answer on purpose (race) and
+	// refetches at once.
+	forced bool
+	ack    client.Ack
+	rej    *kbcore.Rejection
+	err    error
 }
 
 // send posts window w's first pending command that is not acknowledged.
@@ -29,7 +32,7 @@ func (s *sim) send(w *win) error {
 	if sc == nil {
 		return nil
 	}
-	sc.seq, sc.rej, sc.err = w.c.Command(s.ctx, sc.env)
+	sc.ack, sc.rej, sc.err = w.c.Submit(s.ctx, sc.env)
 	return s.concludeSend(sc)
 }
 
@@ -50,7 +53,7 @@ func (s *sim) burst() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sc.seq, sc.rej, sc.err = sc.w.c.Command(s.ctx, sc.env)
+			sc.ack, sc.rej, sc.err = sc.w.c.Submit(s.ctx, sc.env)
 		}()
 	}
 	wg.Wait()
@@ -72,22 +75,39 @@ func (s *sim) prepareSend(w *win) *sendCall {
 		s.ops[c.ID] = &op{id: c.ID, page: page, cmd: *c, call: time.Since(s.start).Nanoseconds()}
 		s.opOrder = append(s.opOrder, c.ID)
 		s.stats.Commands++
+		s.types[c.Type]++
+	}
+	s.ops[c.ID].posts++
+	lose := s.chance(s.faults.LoseResponse) // drawn whatever the answer, so the draws replay
+	forced := s.forceLose == c.ID
+	if forced {
+		s.forceLose = ""
 	}
 	return &sendCall{w: w, c: *c,
-		env:  kbcore.Envelope{ID: c.ID, DeviceID: s.devices[w.dev].deviceID, PageID: page, Type: c.Type, Payload: c.Payload},
-		lose: s.chance(s.faults.LoseResponse), // drawn whatever the answer, so the draws replay
+		env:    kbcore.Envelope{ID: c.ID, DeviceID: s.devices[w.dev].deviceID, PageID: page, Type: c.Type, Payload: c.Payload},
+		lose:   lose || forced,
+		forced: forced,
 	}
 }
 
 func (s *sim) concludeSend(sc *sendCall) error {
 	w, c, page := sc.w, sc.c, sc.env.PageID
-	seq, rej, err := sc.seq, sc.rej, sc.err
+	seq, rej, err := sc.ack.Seq, sc.rej, sc.err
+	s.checkAnswer(sc)
 	if err == nil && sc.lose {
 		s.stats.LostResp++
-		s.logf("w%d send %s: response lost (fault)", w.idx, c.ID[:8])
+		s.logf("w%d send %s %s: response lost (fault)", w.idx, c.ID[:8], c.Type)
+		if s.rng.IntN(2) == 0 || sc.forced {
+			// A client that lost the answer may refetch before it resends:
+			// the outcomes must then report the decision (rejected too).
+			s.stats.Refetches++
+			return s.refetch(w)
+		}
 		return nil // the retry must be deduplicated
 	}
 	switch {
+	case err != nil && s.ctx.Err() != nil:
+		return s.ctx.Err()
 	case err != nil && client.IsRetryable(err):
 		s.stats.Retries++
 		s.logf("w%d send %s: retryable: %v", w.idx, c.ID[:8], err)
@@ -141,20 +161,33 @@ func (s *sim) nextEvent(w *win) (client.Event, bool, error) {
 	}
 	// The wait for an echo starts when a subscription is up; an instance
 	// being restarted may refuse subscriptions for a while (bounded too).
+	// Resubscribing backs off, and stops when the seed is cancelled.
 	deadline := time.Now().Add(s.opts.EchoTimeout)
 	hardStop := time.Now().Add(3 * s.opts.EchoTimeout)
 	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		if err := s.ctx.Err(); err != nil {
+			return client.Event{}, false, err
+		}
+		if attempt > 0 {
+			s.pause(attempt - 1)
+		}
 		if w.sub == nil {
 			sub, err := w.c.Subscribe(s.ctx, s.pages[w.page], w.w.Seq())
 			if err != nil {
+				if s.ctx.Err() != nil {
+					return client.Event{}, false, s.ctx.Err()
+				}
 				s.logf("w%d subscribe: %v", w.idx, err)
-				s.pause(attempt)
 				if d := time.Now().Add(s.opts.EchoTimeout); d.Before(hardStop) {
 					deadline = d
 				}
 				continue
 			}
 			w.sub, w.recv = sub, w.w.Seq()
+			w.subAfter, w.subLast = w.w.Seq(), w.w.Seq()
+			if w.subAfter > 0 {
+				s.stats.Resumes++
+			}
 			if d := time.Now().Add(s.opts.EchoTimeout); d.After(deadline) && d.Before(hardStop) {
 				deadline = d
 			}
@@ -163,7 +196,10 @@ func (s *sim) nextEvent(w *win) (client.Event, bool, error) {
 		ev, err := w.sub.Next(ctx)
 		cancel()
 		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) && s.ctx.Err() == nil {
+			if s.ctx.Err() != nil {
+				return client.Event{}, false, s.ctx.Err()
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
 				break
 			}
 			s.logf("w%d subscription ended: %v", w.idx, err)
@@ -171,8 +207,9 @@ func (s *sim) nextEvent(w *win) (client.Event, bool, error) {
 			w.sub = nil
 			continue
 		}
-		if ev.Seq <= w.recv {
-			continue // a resubscription replays what we already have
+		if !s.checkStream(w, ev) || ev.Seq <= w.recv {
+			attempt = -1 // an event came: no back-off before the next read
+			continue
 		}
 		w.recv = ev.Seq
 		return ev, true, nil
@@ -192,8 +229,8 @@ func (s *sim) deliver(w *win, quiet bool) error {
 		return err
 	}
 	if !ok {
-		s.failures = append(s.failures, fmt.Sprintf("w%d: no echo after seq %d within %s (server head at least %d)",
-			w.idx, w.recv, s.opts.EchoTimeout, s.known[page]))
+		s.stall(w, fmt.Sprintf("w%d: no echo after seq %d on page %s within %s (the server's head is at least %d)",
+			w.idx, w.recv, shortID(page), s.opts.EchoTimeout, s.known[page]))
 		s.known[page] = w.recv // stop waiting for it
 		return nil
 	}
@@ -225,6 +262,7 @@ func (s *sim) deliver(w *win, quiet bool) error {
 }
 
 func (s *sim) echo(w *win, ev client.Event) error {
+	s.checkEcho(w, ev)
 	before := w.w.Seq()
 	if ev.Seq > before+1 && !w.w.Awaiting() {
 		s.stats.Gaps++

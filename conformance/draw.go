@@ -29,7 +29,30 @@ func (s *sim) drawCommand(w *win) kbcore.Command {
 	id := s.newID()
 	var typ string
 	var p map[string]any
+	var tables, codes []string
+	for _, n := range nodes {
+		switch n.Kind {
+		case "table":
+			tables = append(tables, n.ID)
+		case "code":
+			codes = append(codes, n.ID)
+		}
+	}
 	switch r := s.rng.IntN(100); {
+	case r < 12 && (len(tables) > 0 || len(codes) > 0):
+		// Table cells and code outputs: values a server must store as
+		// sent, formulas included.
+		if len(codes) == 0 || (len(tables) > 0 && s.rng.IntN(2) == 0) {
+			cell := fmt.Sprintf("%c%d", 'A'+rune(s.rng.IntN(3)), 1+s.rng.IntN(3))
+			value := [...]string{fmt.Sprint(s.rng.IntN(100)), "=A1+1", "=SUM(A1:B2)", "", "x [[" + s.titles[s.rng.IntN(len(s.titles))] + "]]"}[s.rng.IntN(5)]
+			typ, p = kbcore.TypeSetCell, map[string]any{"node": tables[s.rng.IntN(len(tables))], "cell": cell, "value": value}
+		} else {
+			outs := []map[string]string{}
+			for k := s.rng.IntN(3); k > 0; k-- {
+				outs = append(outs, map[string]string{"mime": "text/plain", "data": fmt.Sprintf("out %d", s.idSeq)})
+			}
+			typ, p = kbcore.TypeSetOutputs, map[string]any{"node": codes[s.rng.IntN(len(codes))], "outputs": outs}
+		}
 	case r < 40:
 		n := pick()
 		text := "x"
@@ -46,6 +69,12 @@ func (s *sim) drawCommand(w *win) kbcore.Command {
 			p["after"] = pick()
 		} else if len(nodes) > 0 && s.rng.IntN(2) == 0 {
 			p["parent"] = pick()
+		}
+		switch s.rng.IntN(6) {
+		case 0:
+			p["kind"] = "table"
+		case 1:
+			p["kind"] = "code"
 		}
 		typ = kbcore.TypeCreateAfter
 	case r < 72:

@@ -22,8 +22,13 @@ type Options struct {
 	// disjoint workspaces; a single seed is always sequential, so a seed
 	// run alone replays exactly.
 	Parallel int
-	// EchoTimeout bounds the wait for an echo the server must send.
+	// EchoTimeout bounds the wait for an echo the server must send: a
+	// window that makes no progress for this long is a protocol finding.
 	EchoTimeout time.Duration
+	// SeedTimeout bounds a whole seed, checks included (default 2m). A
+	// seed that hits it fails the protocol checker, and the run starts no
+	// further seed (see RunSeeds).
+	SeedTimeout time.Duration
 	// OutDir receives Porcupine's visualisation of a failed seed ("" = none).
 	OutDir string
 	// Trace sends every history line to Logf as it happens.
@@ -56,10 +61,17 @@ func (o *Options) defaults() {
 	if o.EchoTimeout <= 0 {
 		o.EchoTimeout = 10 * time.Second
 	}
+	if o.SeedTimeout <= 0 {
+		o.SeedTimeout = DefaultSeedTimeout
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
 }
+
+// DefaultSeedTimeout bounds one seed when Options.SeedTimeout is zero: a
+// seed of the default shape takes a few seconds on the reference server.
+const DefaultSeedTimeout = 2 * time.Minute
 
 // Faults are the fault rates drawn for one seed.
 type Faults struct {
@@ -87,13 +99,23 @@ type Stats struct {
 	Cuts       int `json:"socket_cuts"`
 	LostResp   int `json:"lost_responses"`
 	Restarts   int `json:"restarts"`
+	// RejectedOutcomes counts rejections a refetch reported (a rejected
+	// command whose answer was lost).
+	RejectedOutcomes int `json:"rejected_outcomes"`
+	Resumes          int `json:"resumes"`        // subscriptions opened after a seq
+	Duplicates       int `json:"duplicate_acks"` // retries answered duplicate
+	EchoStalls       int `json:"echo_stalls"`    // waits that hit the echo timeout
 }
 
 // CheckResult is one checker's verdict on a seed.
 type CheckResult struct {
 	Name   string `json:"name"`
 	Passed bool   `json:"passed"`
-	Detail string `json:"detail,omitempty"`
+	// Skipped means the seed gave the checker nothing to check (it passed
+	// vacuously); Detail says why. Skipped (the func) names the checkers
+	// a whole run skipped.
+	Skipped bool   `json:"skipped,omitempty"`
+	Detail  string `json:"detail,omitempty"`
 }
 
 // SeedReport is the outcome of one seed.
@@ -110,6 +132,12 @@ type SeedReport struct {
 	Visualization string `json:"visualization,omitempty"`
 	// Err is set when the seed could not run (not a checker failure).
 	Err string `json:"error,omitempty"`
+	// Types counts the commands sent over the wire by type (setup
+	// included; derived commands are the server's, not counted).
+	Types map[string]int `json:"types,omitempty"`
+	// Halt is why no further seed should start: the seed hit its deadline
+	// or waited out an echo timeout (the server is not answering).
+	Halt string `json:"halt,omitempty"`
 }
 
 // Failed reports whether a checker failed.

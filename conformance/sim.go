@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -28,6 +29,12 @@ type win struct {
 	recv   int64 // highest seq taken from the subscription
 	acked  map[string]bool
 	gapped bool // a dropped echo is not yet followed by a refetch
+	// subAfter is the lastEventId the subscription was opened with,
+	// subLast the last seq it delivered (checks_wire.go).
+	subAfter, subLast int64
+	// stuck: the window made no progress within the echo timeout in
+	// quiesce (a finding); quiesce no longer waits for it.
+	stuck bool
 }
 
 type sim struct {
@@ -52,7 +59,13 @@ type sim struct {
 	failures    []string // protocol errors: non-retryable answers
 	start       time.Time
 	pgRestarted bool
-	setupIDs    []string // commands sent outside windows
+	setupIDs    []string            // commands sent outside windows
+	found       map[string][]string // checker -> findings made while running
+	exercised   map[string]int      // checker -> things it checked
+	types       map[string]int      // commands sent, by type
+	halt        string              // why the run should start no further seed
+	forceLose   string              // lose the answer to this command id (race)
+	skipped     map[string]string   // checker -> why it had nothing to check
 }
 
 type deviceInfo struct {
@@ -70,6 +83,8 @@ type op struct {
 	ret      int64 // ns since start of the decision (0 = undecided)
 	seq      int64
 	rejected string
+	posts    int     // kb.command calls made for it
+	srv      verdict // the server's verdict, once known (checks_wire.go)
 }
 
 func (s *sim) logf(format string, args ...any) {
@@ -90,13 +105,21 @@ func (s *sim) newID() string {
 
 func (s *sim) chance(p float64) bool { return p > 0 && s.rng.Float64() < p }
 
-// RunSeeds runs opts.Seeds seeds against target and returns their reports.
-// An error means the run could not proceed at all.
+// RunSeeds runs opts.Seeds seeds against target and returns the reports of
+// the seeds that ran. An error means the run could not proceed at all.
+//
+// A seed that hits its deadline or waits out an echo timeout (its report's
+// Halt) stops the run: no further seed starts, and the seeds running end
+// by their own deadlines, so a run against a server that stops answering
+// or echoing ends within 2 x SeedTimeout.
 func RunSeeds(ctx context.Context, target Target, opts Options) ([]SeedReport, error) {
 	opts.defaults()
 	reports := make([]SeedReport, opts.Seeds)
+	ran := make([]bool, opts.Seeds)
 	next := make(chan int)
 	results := make(chan int)
+	halted := make(chan struct{})
+	var haltOnce sync.Once
 	var wg sync.WaitGroup
 	for p := 0; p < min(opts.Parallel, opts.Seeds); p++ {
 		wg.Add(1)
@@ -104,6 +127,9 @@ func RunSeeds(ctx context.Context, target Target, opts Options) ([]SeedReport, e
 			defer wg.Done()
 			for i := range next {
 				reports[i] = RunSeed(ctx, target, opts, opts.Seed+int64(i))
+				if reports[i].Halt != "" {
+					haltOnce.Do(func() { close(halted) })
+				}
 				results <- i
 			}
 		}()
@@ -111,22 +137,35 @@ func RunSeeds(ctx context.Context, target Target, opts Options) ([]SeedReport, e
 	go func() {
 		defer close(next)
 		for i := 0; i < opts.Seeds && ctx.Err() == nil; i++ {
-			next <- i
+			select {
+			case next <- i:
+			case <-halted:
+				return
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
 	go func() { wg.Wait(); close(results) }()
 	done := 0
 	for i := range results {
 		done++
+		ran[i] = true
 		if opts.Progress != nil {
 			opts.Progress(done, opts.Seeds, reports[i])
 		}
 	}
-	if ctx.Err() != nil {
-		return reports[:done], ctx.Err()
+	out := reports[:0]
+	for i := range reports {
+		if ran[i] {
+			out = append(out, reports[i])
+		}
 	}
-	sometimesRefetch(reports)
-	return reports, nil
+	if ctx.Err() != nil {
+		return out, ctx.Err()
+	}
+	sometimesRefetch(out)
+	return out, nil
 }
 
 // sometimesRefetch fails a run in which echoes were dropped on several
@@ -153,46 +192,70 @@ func sometimesRefetch(reports []SeedReport) {
 	}
 }
 
-// RunSeed runs one seed.
+// RunSeed runs one seed, within opts.SeedTimeout.
 func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedReport {
 	opts.defaults()
 	nonce := make([]byte, 4)
 	_, _ = rand.Read(nonce)
+	sctx, cancel := context.WithTimeout(ctx, opts.SeedTimeout)
+	defer cancel()
 	s := &sim{
-		ctx: ctx, opts: opts, seed: seed, target: target,
+		ctx: sctx, opts: opts, seed: seed, target: target,
 		rng:   mrand.New(mrand.NewPCG(uint64(seed), 0x6b626b6974)),
 		nonce: hex.EncodeToString(nonce), known: map[string]int64{}, ops: map[string]*op{},
-		start: time.Now(),
+		start: time.Now(), found: map[string][]string{}, exercised: map[string]int{}, types: map[string]int{},
 	}
 	rep := SeedReport{Seed: seed}
 	s.drawFaults()
 	rep.Faults = s.faults.String()
 	defer s.close()
-	if err := s.setup(); err != nil {
-		rep.Err = err.Error()
-		rep.History = s.hist
-		return rep
-	}
-	for i := 0; i < opts.Steps && ctx.Err() == nil; i++ {
-		if err := s.step(i); err != nil {
-			rep.Err = err.Error()
-			rep.History = s.hist
+	finish := func(phase string, err error) SeedReport {
+		rep.Stats, rep.Types, rep.Duration, rep.History = s.stats, s.types, time.Since(s.start), s.hist
+		if ctx.Err() == nil && sctx.Err() != nil {
+			// The seed's own deadline, not the caller's: the server did
+			// not let it finish. A protocol finding, and the run halts.
+			rep.Halt = fmt.Sprintf("seed %d did not finish within %s (in %s)", seed, opts.SeedTimeout, phase)
+			rep.Checks = s.timedOut(rep.Halt)
 			return rep
 		}
-	}
-	if err := s.quiesce(); err != nil {
 		rep.Err = err.Error()
-		rep.History = s.hist
-		rep.Stats = s.stats
 		return rep
 	}
+	if err := s.setup(); err != nil {
+		return finish("setup", err)
+	}
+	for i := 0; i < opts.Steps; i++ {
+		if sctx.Err() != nil {
+			return finish("the scheduler's steps", sctx.Err())
+		}
+		if err := s.step(i); err != nil {
+			return finish("the scheduler's steps", err)
+		}
+	}
+	if err := s.quiesce(); err != nil || sctx.Err() != nil {
+		return finish("quiesce", cmp.Or(err, sctx.Err()))
+	}
 	rep.Checks, rep.Visualization = s.check()
-	rep.Stats = s.stats
+	if ctx.Err() == nil && sctx.Err() != nil {
+		return finish("the checks", sctx.Err())
+	}
+	rep.Stats, rep.Types, rep.Halt = s.stats, s.types, s.halt
 	rep.Duration = time.Since(s.start)
 	if rep.Failed() {
 		rep.History = s.hist
 	}
 	return rep
+}
+
+// timedOut is the verdict on a seed that hit its deadline: a protocol
+// failure (with the findings made so far); the other checkers did not run.
+func (s *sim) timedOut(why string) []CheckResult {
+	problems := append([]string{why}, s.failures...)
+	out := []CheckResult{{Name: CheckProtocol, Detail: strings.Join(problems, "\n")}}
+	for _, name := range Checkers[1:] {
+		out = append(out, CheckResult{Name: name, Passed: true, Skipped: true, Detail: "not run: the seed did not finish"})
+	}
+	return out
 }
 
 func (s *sim) drawFaults() {
@@ -247,7 +310,7 @@ func (s *sim) setup() error {
 		}
 		var me client.Device
 		for attempt := 0; ; attempt++ {
-			if me, err = d.clients[0].Whoami(s.ctx); err == nil || !client.IsRetryable(err) || attempt > 80 {
+			if me, err = d.clients[0].Whoami(s.ctx); err == nil || !client.IsRetryable(err) || attempt > 80 || s.ctx.Err() != nil {
 				break
 			}
 			s.pause(attempt)
@@ -293,6 +356,7 @@ func (s *sim) direct(dev int, page, typ string, payload any) error {
 	b, _ := json.Marshal(payload)
 	env := kbcore.Envelope{ID: s.newID(), DeviceID: s.devices[dev].deviceID, PageID: page, Type: typ, Payload: b}
 	s.setupIDs = append(s.setupIDs, env.ID)
+	s.types[typ]++
 	for attempt := 0; ; attempt++ {
 		seq, rej, err := s.devices[dev].clients[0].Command(s.ctx, env)
 		switch {
@@ -303,7 +367,7 @@ func (s *sim) direct(dev int, page, typ string, payload any) error {
 			return nil
 		case err == nil:
 			return fmt.Errorf("%w: setup %s rejected: %s", ErrCannotRun, typ, rej.Message)
-		case !client.IsRetryable(err) || attempt > 50:
+		case !client.IsRetryable(err) || attempt > 50 || s.ctx.Err() != nil:
 			return fmt.Errorf("%w: setup %s: %v", ErrCannotRun, typ, err)
 		}
 		s.pause(attempt)
@@ -337,19 +401,21 @@ func (s *sim) retryPage(c *client.Client, page string, pending []string) (client
 func (s *sim) step(i int) error {
 	w := s.wins[s.rng.IntN(len(s.wins))]
 	switch r := s.rng.IntN(100); {
-	case r < 40:
+	case r < 37:
 		s.local(w)
-	case r < 65:
+	case r < 61:
 		if s.opts.Bursts && s.rng.IntN(3) == 0 {
 			return s.burst()
 		}
 		return s.send(w)
-	case r < 90:
+	case r < 86:
 		return s.deliver(w, false)
-	case r < 94:
+	case r < 90:
 		s.undoRedo(w)
-	case r < 96:
+	case r < 94:
 		return s.pageOp(w)
+	case r < 96:
+		return s.race(w)
 	default:
 		return s.fault(i)
 	}
@@ -377,12 +443,20 @@ func (s *sim) refetch(w *win) error {
 	for _, c := range w.w.Pending() {
 		ids = append(ids, c.ID)
 	}
+	want := s.expectOutcomes(ids)
 	snap, err := s.retryPage(w.c, s.pages[w.page], ids)
 	if err != nil {
+		if s.ctx.Err() != nil {
+			return s.ctx.Err()
+		}
 		s.failures = append(s.failures, fmt.Sprintf("w%d kb.page: %v", w.idx, err))
 		return nil
 	}
 	s.logf("w%d refetch -> seq %d (%d outcomes)", w.idx, snap.Seq, len(snap.Outcomes))
+	s.checkOutcomes(w, want, snap)
+	if d := canonicalDoc(snap.RawDoc, snap.Doc); d != "" {
+		s.find(CheckProjection, "w%d refetch of page %s: kb.page's doc is not in canonical JSON:%s", w.idx, shortID(s.pages[w.page]), d)
+	}
 	for id, o := range snap.Outcomes {
 		s.decide(id, o.Seq, o.Rejected)
 	}
@@ -432,25 +506,128 @@ func (s *sim) undoRedo(w *win) {
 	_ = s.handle(w, acts)
 }
 
-// pageOp renames the window's page, or (rarely) merges it into another.
+// pageOp renames the window's page, sets its aliases, merges it into
+// another (and sometimes regrets it at once: undo issues restore-page), or
+// creates a new page (no window edits it; links may resolve to it).
 func (s *sim) pageOp(w *win) error {
 	if s.merged[w.page] {
 		return nil
 	}
 	var c kbcore.Command
-	if s.rng.IntN(5) == 0 && len(s.pages) > 1 {
+	regret := false
+	switch k := s.rng.IntN(10); {
+	case k < 4:
+		title := fmt.Sprintf("S%d-%s P%d r%d", s.seed, s.nonce, w.page, s.idSeq)
+		c = kbcore.Command{ID: s.newID(), Type: kbcore.TypeRenamePage, Payload: mustJSON(map[string]any{"title": title})}
+	case k < 6:
+		aliases := []string{}
+		for n := s.rng.IntN(3); n > 0; n-- {
+			aliases = append(aliases, fmt.Sprintf("S%d-%s P%d a%d", s.seed, s.nonce, w.page, s.idSeq+n))
+		}
+		c = kbcore.Command{ID: s.newID(), Type: kbcore.TypeSetAliases, Payload: mustJSON(map[string]any{"aliases": aliases})}
+	case k < 8 && len(s.pages) > 1:
 		into := (w.page + 1 + s.rng.IntN(len(s.pages)-1)) % len(s.pages)
 		if s.merged[into] {
 			return nil
 		}
+		regret = s.rng.IntN(2) == 0
 		c = kbcore.Command{ID: s.newID(), Type: kbcore.TypeMergePage, Payload: mustJSON(map[string]any{"into": s.pages[into]})}
-	} else {
-		title := fmt.Sprintf("S%d-%s P%d r%d", s.seed, s.nonce, w.page, s.idSeq)
-		c = kbcore.Command{ID: s.newID(), Type: kbcore.TypeRenamePage, Payload: mustJSON(map[string]any{"title": title})}
+	default:
+		if len(s.pages) >= s.opts.Pages+2 {
+			return nil
+		}
+		return s.newPage()
 	}
 	acts := w.w.Local(c)
 	s.logf("w%d local %s %s -> %v", w.idx, c.Type, c.Payload, acts)
-	return s.handle(w, acts)
+	if err := s.handle(w, acts); err != nil {
+		return err
+	}
+	if regret {
+		s.undoRedo(w)
+	}
+	return nil
+}
+
+// newPage creates a page outside any window (create-page over the wire).
+func (s *sim) newPage() error {
+	page := s.newID()
+	title := fmt.Sprintf("S%d-%s P%d", s.seed, s.nonce, len(s.pages))
+	if err := s.direct(0, page, kbcore.TypeCreatePage, map[string]any{"title": title}); err != nil {
+		return err
+	}
+	s.pages = append(s.pages, page)
+	s.titles = append(s.titles, title)
+	s.merged = append(s.merged, false)
+	s.logf("created page %s %q", shortID(page), title)
+	return nil
+}
+
+// race makes the server reject a window's command and (with faults) lose
+// the answer: window a deletes a node and its delete is decided; window b
+// on the same page, which has not seen that echo, edits the node. With
+// faults the rejection's answer is lost and b refetches: the outcomes must
+// report the rejection.
+func (s *sim) race(a *win) error {
+	var b *win
+	for _, w := range s.wins {
+		if w != a && w.page == a.page {
+			b = w
+			break
+		}
+	}
+	if b == nil || s.merged[a.page] {
+		return nil
+	}
+	var target string
+	b.w.Rendered().Walk(func(n kbcore.Node) bool {
+		if _, ok := a.w.Rendered().Node(n.ID); ok {
+			target = n.ID
+			return false
+		}
+		return true
+	})
+	if target == "" {
+		return nil
+	}
+	del := kbcore.Command{ID: s.newID(), Type: kbcore.TypeDelete, Payload: mustJSON(map[string]any{"node": target})}
+	s.logf("w%d race: delete %s, then w%d edits it", a.idx, target, b.idx)
+	if err := s.handle(a, a.w.Local(del)); err != nil {
+		return err
+	}
+	if err := s.flush(a, del.ID); err != nil {
+		return err
+	}
+	text := "raced"
+	if n, ok := b.w.Rendered().Node(target); ok {
+		text = n.Text + "!"
+	}
+	edit := kbcore.Command{ID: s.newID(), Type: kbcore.TypeEditText, Payload: mustJSON(map[string]any{"node": target, "text": text})}
+	if err := s.handle(b, b.w.Local(edit)); err != nil {
+		return err
+	}
+	if s.opts.Faults {
+		s.forceLose = edit.ID
+	}
+	return s.flush(b, edit.ID)
+}
+
+// flush sends w's commands up to and including id, once each (a retryable
+// answer leaves the rest for later steps).
+func (s *sim) flush(w *win, id string) error {
+	for range len(w.w.Pending()) {
+		c := s.firstUnacked(w)
+		if c == nil {
+			return nil
+		}
+		if err := s.send(w); err != nil {
+			return err
+		}
+		if c.ID == id {
+			return nil
+		}
+	}
+	return nil
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -506,10 +683,16 @@ func (s *sim) fault(step int) error {
 // ---- quiesce ----
 
 // quiesce sends every pending command until decided and delivers every echo,
-// without faults, until every window is at its page's head.
+// without faults, until every window is at its page's head. It is bounded:
+// a window that makes no progress within the echo timeout is a protocol
+// finding, is refetched once, and is then given up on; the seed's deadline
+// bounds the rest.
 func (s *sim) quiesce() error {
 	s.logf("quiesce")
 	for round := 0; round < 200; round++ {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
 		busy := false
 		for _, w := range s.wins {
 			for tries := 0; tries < 200; {
@@ -520,6 +703,9 @@ func (s *sim) quiesce() error {
 				if err := s.send(w); err != nil {
 					return err
 				}
+				if err := s.ctx.Err(); err != nil {
+					return err
+				}
 				if c2 := s.firstUnacked(w); c2 != nil && c2.ID == c.ID {
 					s.pause(tries) // not decided yet (retryable): back off
 					tries++
@@ -528,37 +714,14 @@ func (s *sim) quiesce() error {
 		}
 		s.refreshHeads(s.wins[0].c)
 		for _, w := range s.wins {
-			page := s.pages[w.page]
-			for w.w.Seq() < s.known[page] {
-				busy = true
-				if max(w.recv, w.w.Seq()) >= s.known[page] && len(w.inbox) == 0 {
-					// Everything was received but something was dropped on
-					// the way: the window must notice the gap itself.
-					if !w.w.Awaiting() {
-						s.logf("w%d stalled at seq %d: resubscribing", w.idx, w.w.Seq())
-						if w.sub != nil {
-							w.sub.Close()
-						}
-						w.sub, w.inbox, w.recv = nil, nil, w.w.Seq()
-						continue
-					}
-					if err := s.refetch(w); err != nil {
-						return err
-					}
-					continue
-				}
-				before := w.w.Seq()
-				if err := s.deliver(w, true); err != nil {
-					return err
-				}
-				if w.w.Seq() == before && w.w.Awaiting() {
-					if err := s.refetch(w); err != nil {
-						return err
-					}
-				}
+			if w.stuck {
+				continue
 			}
-			if len(w.w.Pending()) > 0 {
-				busy = true
+			if err := s.settle(w); err != nil {
+				return err
+			}
+			if len(w.w.Pending()) > 0 || w.w.Seq() < s.known[s.pages[w.page]] {
+				busy = busy || !w.stuck
 			}
 		}
 		if !busy {
@@ -571,6 +734,74 @@ func (s *sim) quiesce() error {
 			stuck = append(stuck, fmt.Sprintf("w%d: seq %d/%d, %d pending", w.idx, w.w.Seq(), s.known[s.pages[w.page]], n))
 		}
 	}
-	s.failures = append(s.failures, "quiesce did not settle: "+strings.Join(stuck, "; "))
+	if len(stuck) > 0 {
+		s.failures = append(s.failures, "quiesce did not settle: "+strings.Join(stuck, "; "))
+	}
 	return nil
+}
+
+// settle brings window w to its page's known head. No progress within the
+// echo timeout is a protocol finding, followed by a refetch; if that does
+// not bring the window to the head either, w is stuck.
+func (s *sim) settle(w *win) error {
+	page := s.pages[w.page]
+	mark, since := w.w.Seq(), time.Now()
+	for w.w.Seq() < s.known[page] {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		if w.w.Seq() > mark {
+			mark, since = w.w.Seq(), time.Now()
+		}
+		if time.Since(since) > s.opts.EchoTimeout {
+			s.stall(w, fmt.Sprintf("w%d: no echo after seq %d on page %s within %s (the server's head is at least %d)",
+				w.idx, w.w.Seq(), shortID(page), s.opts.EchoTimeout, s.known[page]))
+			if err := s.refetch(w); err != nil {
+				return err
+			}
+			if w.w.Seq() < s.known[page] || len(w.w.Pending()) > 0 {
+				w.stuck = true
+				s.logf("w%d stuck at seq %d/%d: quiesce gives up on it", w.idx, w.w.Seq(), s.known[page])
+			}
+			return nil
+		}
+		if max(w.recv, w.w.Seq()) >= s.known[page] && len(w.inbox) == 0 {
+			// Everything was received but something was dropped on the
+			// way: the window must notice the gap itself.
+			if !w.w.Awaiting() {
+				s.logf("w%d stalled at seq %d: resubscribing", w.idx, w.w.Seq())
+				if w.sub != nil {
+					w.sub.Close()
+				}
+				w.sub, w.inbox, w.recv = nil, nil, w.w.Seq()
+				continue
+			}
+			if err := s.refetch(w); err != nil {
+				return err
+			}
+			continue
+		}
+		before := w.w.Seq()
+		if err := s.deliver(w, true); err != nil {
+			return err
+		}
+		if w.w.Seq() == before && w.w.Awaiting() {
+			if err := s.refetch(w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// stall records that the server owed a window an echo and did not send it
+// in time: a protocol finding, and the run starts no further seed (every
+// seed would wait as long).
+func (s *sim) stall(w *win, finding string) {
+	s.stats.EchoStalls++
+	s.failures = append(s.failures, finding)
+	s.logf("%s", finding)
+	if s.halt == "" {
+		s.halt = "seed " + fmt.Sprint(s.seed) + ": " + finding
+	}
 }

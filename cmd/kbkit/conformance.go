@@ -15,6 +15,7 @@ import (
 
 	"github.com/subspace/kbkit/conformance"
 	"github.com/subspace/kbkit/conformance/report"
+	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/pgprovider"
 )
 
@@ -32,11 +33,11 @@ type conformanceFlags struct {
 	seeds, windows, pages, steps, devices, instances int
 	seed                                             int64
 	seedSet                                          bool
-	faults, trace, bursts                            bool
+	faults, trace, bursts, strict                    bool
 	server                                           string
 	tokens                                           []string
 	junit, jsonOut, outDir                           string
-	echoTimeout                                      time.Duration
+	echoTimeout, seedTimeout                         time.Duration
 }
 
 func newConformanceRunCmd() *cobra.Command {
@@ -54,8 +55,21 @@ the embedded Postgres (KBKIT_PG_DSN, Docker or local binaries; see
 kbkit pg up). With --server URL it needs one --token per device (all of one
 workspace).
 
---seed S replays one seed exactly. Exit status: 0 every checker passed,
-1 a checker failed, 2 the run could not proceed.`,
+--seed S replays one seed exactly.
+
+The run never hangs: a window that gets no echo it is owed within
+--echo-timeout is a protocol finding (then it refetches), and each seed
+ends within --seed-timeout, checks included (a seed that hits it fails).
+Either stops the run: no further seed starts, so against a server that
+stops answering or echoing the run ends within 2 x --seed-timeout
+(4 minutes by default).
+
+A checker that no seed gave anything to check (e.g. dedup without lost
+responses, refetch without dropped echoes) is named on stderr as skipped;
+with --strict a skipped checker fails the run (exit 1).
+
+Exit status: 0 every checker passed, 1 a checker failed (or, with
+--strict, was skipped), 2 the run could not proceed.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			f.seedSet = c.Flags().Changed("seed")
 			return runConformance(c, f)
@@ -78,6 +92,8 @@ workspace).
 	fl.StringVar(&f.jsonOut, "json", "", "write one JSON line per seed to this file")
 	fl.StringVar(&f.outDir, "out", ".", "directory for Porcupine visualisations of failures")
 	fl.DurationVar(&f.echoTimeout, "echo-timeout", 10*time.Second, "how long to wait for an echo the server owes")
+	fl.DurationVar(&f.seedTimeout, "seed-timeout", conformance.DefaultSeedTimeout, "deadline of one seed, checks included")
+	fl.BoolVar(&f.strict, "strict", false, "a checker skipped by every seed fails the run (exit 1)")
 	return cmd
 }
 
@@ -120,7 +136,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	start := time.Now()
 	opts := conformance.Options{
 		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
-		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, EchoTimeout: f.echoTimeout, Trace: f.trace, Bursts: f.bursts,
+		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
 		Progress: func(done, total int, r conformance.SeedReport) {
 			if tty {
@@ -162,6 +178,15 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		if r.Failed() {
 			failed = true
 		}
+		if r.Halt != "" {
+			fmt.Fprintf(stderr, "kbkit conformance run: stopped after %s\n", r.Halt)
+		}
+	}
+	if skipped := conformance.Skipped(reports); len(skipped) > 0 {
+		fmt.Fprintf(stderr, "kbkit conformance run: skipped (no seed gave them anything to check): %s\n", strings.Join(skipped, ", "))
+		if f.strict {
+			failed = true
+		}
 	}
 	switch {
 	case failed:
@@ -201,6 +226,17 @@ func summarize(w io.Writer, reports []conformance.SeedReport, took time.Duration
 	}
 	fmt.Fprintf(w, "%d seeds in %s: %d commands (%d committed, %d rejected), %d gaps, %d refetches\n",
 		len(reports), took.Round(time.Millisecond), commands, committed, rejected, gaps, refetches)
+	types := map[string]int{}
+	for _, r := range reports {
+		for t, n := range r.Types {
+			types[t] += n
+		}
+	}
+	var sent []string
+	for _, t := range kbcore.Types {
+		sent = append(sent, fmt.Sprintf("%s %d", t, types[t]))
+	}
+	fmt.Fprintf(w, "sent by type: %s\n", strings.Join(sent, ", "))
 	for _, r := range reports {
 		if r.Err != "" {
 			fmt.Fprintf(w, "\nseed %d could not run: %s\n", r.Seed, r.Err)
