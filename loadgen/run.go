@@ -170,7 +170,7 @@ type runner struct {
 	// committed but not as an operation.
 	measuring atomic.Bool
 	startMu   sync.Mutex
-	start    time.Time // the measured load's start (after the warm-up)
+	start     time.Time // the measured load's start (after the warm-up)
 	// closed ends resubscriptions when the run closes its windows.
 	closed context.Context
 	close  context.CancelFunc

@@ -129,8 +129,8 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	opts := conformance.Options{
 		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
 		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, EchoTimeout: f.echoTimeout, Trace: f.trace, Bursts: f.bursts,
-		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
-		Progress:    progress.seed,
+		Logf:     func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
+		Progress: progress.seed,
 	}
 	stopTicker := progress.tick()
 	reports, err := conformance.RunSeeds(ctx, target, opts)

@@ -44,7 +44,7 @@ server started by "kbkit serve", use the "dsn" of its JSON line.`,
   until [ -s server.json ]; do sleep 1; done
   kbkit device pair --workspace acme --dsn "$(jq -r .dsn server.json)"
   kill $srv`,
-		Args:    cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
 			if ctx == nil {
