@@ -35,8 +35,10 @@ type Error struct {
 	Retryable  bool
 }
 
+// Error reads "CODE (status): message": the server's answer, which callers
+// wrap with what they were doing ("kb.whoami: UNAUTHORIZED (401): ...").
 func (e *Error) Error() string {
-	return fmt.Sprintf("kbkit: %s (%d): %s", e.Code, e.HTTPStatus, e.Message)
+	return fmt.Sprintf("%s (%d): %s", e.Code, e.HTTPStatus, e.Message)
 }
 
 // IsRetryable reports whether a command may be sent again with the same id:

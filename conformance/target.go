@@ -23,6 +23,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/subspace/kbkit/client"
 )
 
 // Target is a server under test.
@@ -70,4 +73,42 @@ func (r remote) Devices(_ context.Context, n int) ([]string, error) {
 		out[i] = r.tokens[i%len(r.tokens)]
 	}
 	return out, nil
+}
+
+// PreflightTimeout bounds the check that a remote server answers and knows
+// every token, so a dead server or a wrong token fails a run in seconds.
+const PreflightTimeout = 5 * time.Second
+
+// preflighter is a target that can say up front why no seed could run.
+type preflighter interface {
+	preflight(ctx context.Context) error
+}
+
+// preflight asks kb.whoami once per token, without the retries a seed
+// makes (a seed rides out a restarting server; a run that cannot start
+// should say so at once), and checks that the tokens share a workspace.
+func (r remote) preflight(ctx context.Context) error {
+	if r.url == "" {
+		return fmt.Errorf("%w: no server URL (--server)", ErrCannotRun)
+	}
+	if len(r.tokens) == 0 {
+		return fmt.Errorf("%w: no device token given (--token)", ErrCannotRun)
+	}
+	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
+	defer cancel()
+	workspace := ""
+	for i, tok := range r.tokens {
+		me, err := client.New(r.url, tok).Whoami(ctx)
+		var ce *client.Error
+		switch {
+		case errors.As(err, &ce):
+			return fmt.Errorf("%w: the server at %s refuses token %d of %d: %v", ErrCannotRun, r.url, i+1, len(r.tokens), err)
+		case err != nil:
+			return fmt.Errorf("%w: the server at %s is unreachable: %v", ErrCannotRun, r.url, err)
+		case workspace != "" && me.WorkspaceID != workspace:
+			return fmt.Errorf("%w: token %d is a device of workspace %s, token 1 of %s; all tokens must be of one workspace", ErrCannotRun, i+1, me.WorkspaceID, workspace)
+		}
+		workspace = me.WorkspaceID
+	}
+	return nil
 }

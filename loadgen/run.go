@@ -141,9 +141,10 @@ type editor struct {
 // stamp is the intended start of a command in flight, for the echo and
 // fan-out latencies, until every window of its page here has seen it.
 type stamp struct {
-	start  time.Time
-	origin *window
-	left   atomic.Int32
+	start    time.Time
+	origin   *window
+	left     atomic.Int32
+	measured bool // started after the warm-up: its echoes are measured
 }
 
 type runner struct {
@@ -163,8 +164,13 @@ type runner struct {
 	titlesMu sync.RWMutex
 	titles   []string
 	phase    atomic.Value
-	startMu  sync.Mutex
-	start    time.Time // the measured load's start (after the warm-up)
+	// measuring is set when the warm-up ends. An operation counts (as an
+	// operation, and its outcome and echoes) only if it started after: one
+	// started in the warm-up and decided after it would otherwise count as
+	// committed but not as an operation.
+	measuring atomic.Bool
+	startMu   sync.Mutex
+	start     time.Time // the measured load's start (after the warm-up)
 	// closed ends resubscriptions when the run closes its windows.
 	closed context.Context
 	close  context.CancelFunc
@@ -275,6 +281,7 @@ func (r *runner) load(ctx context.Context) (*metrics.Result, error) {
 		for _, rec := range r.recs {
 			rec.Reset()
 		}
+		r.measuring.Store(true) // after every reset: no measured count is wiped
 		cpu0 = cpuTime()
 		r.setPhase("load")
 		close(measured)
@@ -471,6 +478,12 @@ func (r *runner) op(ctx context.Context, ed *editor, intended time.Time) {
 		title = fmt.Sprintf("%s s%d r%d", r.pageTitle(-1), r.cfg.Shard.I, r.renames.Add(1))
 	}
 
+	// Read before anything is counted: measure() sets it after it reset
+	// every recorder, so a measured operation's counts all land after.
+	measured := r.measuring.Load()
+	if !measured {
+		rec = metrics.Discard
+	}
 	w.mu.Lock()
 	cmd := r.cfg.Workload.Next(ed.rng, workload.Context{Doc: w.w.Rendered(), ID: id, Titles: titles, Title: title}, &w.cur)
 	acts := w.w.Local(cmd)
@@ -484,7 +497,7 @@ func (r *runner) op(ctx context.Context, ed *editor, intended time.Time) {
 	env := kbcore.Envelope{ID: id, DeviceID: ed.dev.id, PageID: w.pg.id, Type: cmd.Type, Payload: cmd.Payload}
 	w.envs[id] = env
 	w.sending = id
-	st := &stamp{start: intended, origin: w}
+	st := &stamp{start: intended, origin: w, measured: measured}
 	st.left.Store(int32(len(w.pg.wins)))
 	r.stamps.Store(id, st)
 	w.mu.Unlock()

@@ -140,3 +140,31 @@ func TestShardsShareARun(t *testing.T) {
 		t.Errorf("shards %v", merged.Shards)
 	}
 }
+
+// TestCountsAgree: after a warm-up, every measured operation has exactly
+// one outcome and every committed one exactly one echo to its window. An
+// operation begun in the warm-up and decided after it counted as committed
+// but not as an operation ("300 operations, 304 committed").
+func TestCountsAgree(t *testing.T) {
+	e := embedded(t)
+	spec, _ := workload.Named("hot-page")
+	for _, cfg := range []Config{
+		{Workload: spec, Editors: 6, Duration: 2 * time.Second, Warmup: time.Second, Seed: 4},
+		{Workload: spec, Model: Open, Pacer: Constant(200), Editors: 6, Duration: 2 * time.Second, Warmup: time.Second, Seed: 5},
+	} {
+		res, err := Run(context.Background(), e, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := res.Counts
+		if outcomes := c.Committed + c.Rejections + c.LocalRejections + c.Errors; outcomes != c.Commands {
+			t.Errorf("%s: %d operations but %d outcomes (%+v)", cfg.Model, c.Commands, outcomes, c)
+		}
+		if echo := res.Hist(metrics.Echo).Count(); echo != c.Committed {
+			t.Errorf("%s: %d echo latencies for %d committed", cfg.Model, echo, c.Committed)
+		}
+		if fan := res.Hist(metrics.Fanout).Count(); fan != 5*c.Committed {
+			t.Errorf("%s: %d fan-out latencies for %d committed to 5 other windows (%+v, errors %v)", cfg.Model, fan, c.Committed, c, res.Errors)
+		}
+	}
+}

@@ -262,9 +262,11 @@ func (r *runner) echo(w *window, ev client.Event) {
 	if applied {
 		if v, ok := r.stamps.Load(ev.Cmd.ID); ok {
 			st := v.(*stamp)
-			if st.origin == w {
+			switch {
+			case !st.measured:
+			case st.origin == w:
 				rec.Latency(metrics.Echo, now, now.Sub(st.start))
-			} else {
+			default:
 				rec.Latency(metrics.Fanout, now, now.Sub(st.start))
 			}
 			if st.left.Add(-1) <= 0 {

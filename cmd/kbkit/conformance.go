@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -52,8 +53,13 @@ linearizability (Porcupine).
 
 Without --server it runs an in-process reference server (two instances) on
 the embedded Postgres (KBKIT_PG_DSN, Docker or local binaries; see
-kbkit pg up). With --server URL it needs one --token per device (all of one
-workspace).
+kbkit pg up). With --server URL (or $KBKIT_URL) it needs one --token per device (all of
+one workspace; $KBKIT_TOKEN is one). A dead server or a refused token ends
+the run within seconds with exit status 2.
+
+Seeds run from --seed (default 0) to --seed + --seeds - 1, the same
+numbering as conformance.Options. Off a terminal, a progress line goes to
+stderr every few seconds.
 
 --seed S replays one seed exactly.
 
@@ -76,8 +82,8 @@ Exit status: 0 every checker passed, 1 a checker failed (or, with
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&f.seeds, "seeds", 10, "number of seeds to run (from --seed, default 1)")
-	fl.Int64Var(&f.seed, "seed", 1, "run exactly this seed (replay)")
+	fl.IntVar(&f.seeds, "seeds", 10, "number of seeds to run: --seed, --seed+1, ...")
+	fl.Int64Var(&f.seed, "seed", 0, "the first seed; alone (without --seeds) it replays exactly this seed")
 	fl.IntVar(&f.windows, "windows", 4, "windows per seed")
 	fl.IntVar(&f.pages, "pages", 3, "pages per seed")
 	fl.IntVar(&f.steps, "steps", 100, "scheduler steps per seed")
@@ -86,10 +92,10 @@ Exit status: 0 every checker passed, 1 a checker failed (or, with
 	fl.BoolVar(&f.faults, "faults", false, "inject faults (drawn per seed)")
 	fl.BoolVar(&f.trace, "trace", false, "print every scheduler event on stderr as it happens")
 	fl.BoolVar(&f.bursts, "bursts", false, "also post several windows' commands at once (exercises group commit; such seeds do not replay exactly)")
-	fl.StringVar(&f.server, "server", "", "URL of a server speaking spec/PROTOCOL.md (default: embedded reference server)")
-	fl.StringArrayVar(&f.tokens, "token", nil, "device token for --server (repeat: one device per token)")
+	fl.StringVar(&f.server, "server", "", "URL of a server speaking spec/PROTOCOL.md (default $KBKIT_URL, else the embedded reference server)")
+	fl.StringArrayVar(&f.tokens, "token", nil, "device token for --server (repeat: one device per token; default $KBKIT_TOKEN)")
 	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to this file")
-	fl.StringVar(&f.jsonOut, "json", "", "write one JSON line per seed to this file")
+	fl.StringVar(&f.jsonOut, "json", "", "write one JSON line per seed to this file (- = stdout; the table then goes to stderr)")
 	fl.StringVar(&f.outDir, "out", ".", "directory for Porcupine visualisations of failures")
 	fl.DurationVar(&f.echoTimeout, "echo-timeout", 10*time.Second, "how long to wait for an echo the server owes")
 	fl.DurationVar(&f.seedTimeout, "seed-timeout", conformance.DefaultSeedTimeout, "deadline of one seed, checks included")
@@ -104,6 +110,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	if f.seedSet && !c.Flags().Changed("seeds") {
 		f.seeds = 1
 	}
+	f.server, f.tokens = serverFromEnv(f.server, f.tokens)
 	var target conformance.Target
 	if f.server != "" {
 		target = conformance.Remote(f.server, f.tokens)
@@ -134,40 +141,46 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	}
 	tty := report.IsTerminal(stderr)
 	start := time.Now()
+	progress := newSeedProgress(stderr, tty, f.seeds, start)
 	opts := conformance.Options{
 		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
 		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
-		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
-		Progress: func(done, total int, r conformance.SeedReport) {
-			if tty {
-				verdict := "ok"
-				if r.Failed() || r.Err != "" {
-					verdict = "FAILED"
-				}
-				fmt.Fprintf(stderr, "\r\033[Kseed %d/%d (%d: %s) %s", done, total, r.Seed, verdict, time.Since(start).Round(time.Second))
-			}
-		},
+		Logf:     func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
+		Progress: progress.seed,
 	}
+	stopTicker := progress.tick()
 	reports, err := conformance.RunSeeds(ctx, target, opts)
-	if tty {
-		fmt.Fprint(stderr, "\r\033[K")
+	stopTicker()
+	progress.clear()
+	if err != nil && len(reports) == 0 { // nothing ran: no table of zeros
+		fmt.Fprintln(stderr, "kbkit conformance run:", cannotRun(err))
+		return exitError{exitErrored}
 	}
 	out := c.OutOrStdout()
-	summarize(out, reports, time.Since(start))
+	table := out
+	if f.jsonOut == "-" {
+		table = stderr
+	}
+	summarize(table, reports, time.Since(start))
+	for _, r := range reports {
+		if r.Err != "" {
+			fmt.Fprintf(stderr, "kbkit conformance run: seed %d could not run: %s\n", r.Seed, cannotRun(errors.New(r.Err)))
+		}
+	}
 	if f.jsonOut != "" {
-		if err := writeSeedJSON(f.jsonOut, reports); err != nil {
-			fmt.Fprintln(stderr, "kbkit conformance run:", err)
+		if err := writeSeedJSON(f.jsonOut, out, reports); err != nil {
+			fmt.Fprintln(stderr, "kbkit conformance run: --json:", err)
 			return exitError{exitErrored}
 		}
 	}
 	if f.junit != "" {
 		if err := writeSeedJUnit(f.junit, reports); err != nil {
-			fmt.Fprintln(stderr, "kbkit conformance run:", err)
+			fmt.Fprintln(stderr, "kbkit conformance run: --junit:", err)
 			return exitError{exitErrored}
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "kbkit conformance run:", err)
+		fmt.Fprintln(stderr, "kbkit conformance run:", cannotRun(err))
 		return exitError{exitErrored}
 	}
 	failed, errored := false, false
@@ -263,19 +276,20 @@ func summarize(w io.Writer, reports []conformance.SeedReport, took time.Duration
 	}
 }
 
-func writeSeedJSON(path string, reports []conformance.SeedReport) error {
-	f, err := os.Create(path)
+// writeSeedJSON writes one JSON line per seed to path ("-": stdout).
+func writeSeedJSON(path string, stdout io.Writer, reports []conformance.SeedReport) error {
+	w, closeFn, err := createOutput(path, stdout)
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(f)
+	enc := json.NewEncoder(w)
 	for _, r := range reports {
 		if err := enc.Encode(r); err != nil {
-			f.Close()
+			closeFn()
 			return err
 		}
 	}
-	return f.Close()
+	return closeFn()
 }
 
 // writeSeedJUnit writes one suite per checker with one case per seed.

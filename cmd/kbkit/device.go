@@ -116,8 +116,11 @@ carry it as "Authorization: Bearer TOKEN" (WebSocket: connectionParams
 
 The database is --dsn, else KBKIT_PG_DSN; it is migrated if needed. For a
 server started by "kbkit serve", use the "dsn" of its JSON line.`,
-		Example: `  kbkit device pair --workspace acme --dsn "$(kbkit serve | jq -r .dsn)"`,
-		Args:    cobra.NoArgs,
+		Example: `  kbkit serve > server.json & srv=$!
+  until [ -s server.json ]; do sleep 1; done
+  kbkit device pair --workspace acme --dsn "$(jq -r .dsn server.json)"
+  kill $srv`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
 			if ctx == nil {

@@ -63,19 +63,21 @@ its id; a failing check has a YAML block with the message, expected and
 got, the request and an excerpt of the raw response. --junit and --json
 also write JUnit XML and JSON lines (one object per check).
 
-The token may also be given as $KBKIT_TOKEN (and the other as
-$KBKIT_OTHER_TOKEN), keeping it out of the process list.
+The server may also be given as $KBKIT_URL, the token as $KBKIT_TOKEN (and
+the other as $KBKIT_OTHER_TOKEN), keeping it out of the process list.
 
 Exit status: 0 every check passed (or was skipped, without --strict),
 1 a check failed (or was skipped, with --strict), 2 the suite could not
 run (server unreachable, token refused, bad flags).`,
-		Example: `  kbkit serve --addr 127.0.0.1:8080 > server.json &
+		Example: `  kbkit serve --addr 127.0.0.1:8080 > server.json & srv=$!
+  until [ -s server.json ]; do sleep 1; done
   kbkit conformance protocol --server http://127.0.0.1:8080 --token "$(jq -r .token server.json)"
-  kbkit conformance protocol --server "$URL" --token "$T" --other-token "$T2" --junit protocol.xml
-  kbkit conformance protocol --server "$URL" --token "$T" --other-token "$T2" \
-      --restart-command 'systemctl restart kbkit' --strict
-  kbkit conformance protocol --server "$URL" --token "$T" --run 'protocol/(retry|rejection)'
-  kbkit conformance protocol --list`,
+  export KBKIT_URL=http://127.0.0.1:8080 KBKIT_TOKEN=$(jq -r .token server.json)
+  KBKIT_OTHER_TOKEN=$(kbkit device pair --workspace other --dsn "$(jq -r .dsn server.json)" | jq -r .token) \
+      kbkit conformance protocol --junit protocol.xml
+  kbkit conformance protocol --run 'protocol/(retry|rejection)' --json - | jq -c '{id, status}'
+  kbkit conformance protocol --strict --restart-command 'systemctl restart kbkit' --junit protocol.xml
+  kbkit conformance protocol --list; kill $srv`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
@@ -91,12 +93,12 @@ run (server unreachable, token refused, bad flags).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.server, "server", "", "base URL of the server under test, e.g. http://127.0.0.1:8080 (required)")
+	f.StringVar(&o.server, "server", "", "base URL of the server under test, e.g. http://127.0.0.1:8080 (default $KBKIT_URL)")
 	f.StringVar(&o.token, "token", "", "device token (default $KBKIT_TOKEN)")
 	f.StringVar(&o.otherToken, "other-token", "", "a device token of another workspace: enables the cross-workspace checks (default $KBKIT_OTHER_TOKEN)")
 	f.StringVar(&o.run, "run", "", "run only the checks whose id matches this regular expression")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
-	f.StringVar(&o.json, "json", "", "also write one JSON object per check to this file")
+	f.StringVar(&o.json, "json", "", "also write one JSON object per check to this file (- = stdout; TAP then goes to stderr)")
 	f.Int64Var(&o.maxBody, "max-body", 256<<10, "the server's body, GET input and WebSocket message limit in bytes (the limit checks send more)")
 	f.DurationVar(&o.timeout, "timeout", 60*time.Second, "time limit of one check")
 	f.DurationVar(&o.eventTimeout, "event-timeout", 10*time.Second, "how long to wait for an answer or event the server owes")
@@ -133,14 +135,17 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 		return fail("--run %q matches no check (see --list)", o.run)
 	}
 	if o.token == "" {
-		o.token = os.Getenv("KBKIT_TOKEN")
+		o.token = os.Getenv(envToken)
+	}
+	if o.server == "" {
+		o.server = os.Getenv(envURL)
 	}
 	if o.otherToken == "" {
 		o.otherToken = os.Getenv("KBKIT_OTHER_TOKEN")
 	}
 	switch {
 	case o.server == "":
-		return fail("--server is required")
+		return fail("--server (or $KBKIT_URL) is required")
 	case o.token == "":
 		return fail("--token (or $KBKIT_TOKEN) is required")
 	case o.restartCmd != "" && o.restartURL != "":
@@ -148,6 +153,8 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 	}
 	// Open the report files first: a typo in a path should not cost a run.
 	var junitFile, jsonFile *os.File
+	var jsonOut io.Writer
+	tapOut := stdout
 	var err error
 	if o.junit != "" {
 		if junitFile, err = os.Create(o.junit); err != nil {
@@ -155,11 +162,16 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 		}
 		defer junitFile.Close()
 	}
-	if o.json != "" {
+	switch o.json {
+	case "":
+	case "-":
+		jsonOut, tapOut = stdout, stderr
+	default:
 		if jsonFile, err = os.Create(o.json); err != nil {
 			return fail("--json: %v", err)
 		}
 		defer jsonFile.Close()
+		jsonOut = jsonFile
 	}
 
 	env := &protocol.Env{BaseURL: o.server, Token: o.token, OtherToken: o.otherToken,
@@ -180,7 +192,7 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 	fmt.Fprintf(stderr, "kbkit conformance protocol: %s, workspace %s, device %s\n", env.BaseURL, env.WorkspaceID, env.DeviceID)
 
 	start := time.Now()
-	tap := protocol.NewTAP(stdout)
+	tap := protocol.NewTAP(tapOut)
 	if err := tap.Begin(len(checks)); err != nil {
 		return fail("%v", err)
 	}
@@ -196,8 +208,8 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 			return fail("--junit: %v", err)
 		}
 	}
-	if jsonFile != nil {
-		if err := protocol.WriteJSON(jsonFile, results); err != nil {
+	if jsonOut != nil {
+		if err := protocol.WriteJSON(jsonOut, results); err != nil {
 			return fail("--json: %v", err)
 		}
 	}

@@ -16,5 +16,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newDeviceCmd())
 	root.AddCommand(newConformanceCmd())
 	root.AddCommand(newLoadgenCmd())
+	root.AddCommand(newVersionCmd())
 	return root
 }

@@ -67,8 +67,11 @@ WebSocket clients are told to reconnect, requests in flight finish.
 
 Endpoints: /trpc (tRPC HTTP and WebSocket), /metrics (Prometheus), /healthz.`,
 		Example: `  kbkit serve
-  kbkit serve --addr 127.0.0.1:0 | head -1 | jq -r .token
-  kbkit serve --dsn postgres://kbkit:secret@db:5432/kbkit --addr 0.0.0.0:8080 --rate-limit 50`,
+  kbkit serve --addr 127.0.0.1:0 > server.json & srv=$!
+  until [ -s server.json ]; do sleep 1; done
+  export KBKIT_URL=$(jq -r .url server.json) KBKIT_TOKEN=$(jq -r .token server.json)
+  kbkit conformance protocol; kill $srv
+  kbkit serve --dsn "$(cat pg.dsn)" --addr 127.0.0.1:8081 --rate-limit 50   # pg.dsn: kbkit pg up --print-dsn pg.dsn`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
@@ -117,6 +120,13 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) (er
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	// Bind first: a taken port fails in milliseconds, not after Postgres.
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 
 	dsn := o.dsn
 	if dsn == "" {
@@ -180,10 +190,6 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) (er
 		Logger:    log,
 		Limits:    o.limits,
 	})
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return err
-	}
 	hs := srv.HTTPServer()
 	hs.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	serveErr := make(chan error, 1)

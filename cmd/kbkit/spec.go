@@ -91,7 +91,7 @@ timeout or protocol error; a bad case) or the run could not start.`,
 	f.StringVar(&o.run, "run", "", "run only the cases whose id matches this regular expression")
 	f.StringVar(&o.expect, "expect", "", "expectations file: case ids or globs expected to fail or to be skipped")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
-	f.StringVar(&o.json, "json", "", "also write one JSON object per case to this file")
+	f.StringVar(&o.json, "json", "", "also write one JSON object per case to this file (- = stdout; TAP then goes to stderr)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout for --impl; a timed-out adapter is restarted")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "print a summary line on stderr too")
 	return cmd
@@ -151,7 +151,11 @@ func runSpec(ctx context.Context, o specRunOptions, paths []string, stdout, rawS
 	}
 
 	// Reports.
-	writers := []report.Writer{report.NewTAP(stdout)}
+	tapOut := stdout
+	if o.json == "-" {
+		tapOut = stderr
+	}
+	writers := []report.Writer{report.NewTAP(tapOut)}
 	var closers []*os.File
 	defer func() {
 		for _, f := range closers {
@@ -172,7 +176,11 @@ func runSpec(ctx context.Context, o specRunOptions, paths []string, stdout, rawS
 		}
 		writers = append(writers, report.NewJUnit(f, "kbkit spec"))
 	}
-	if o.json != "" {
+	switch o.json {
+	case "":
+	case "-":
+		writers = append(writers, report.NewJSON(stdout))
+	default:
 		f, err := create(o.json)
 		if err != nil {
 			return fail("--json: %v", err)

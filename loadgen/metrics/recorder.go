@@ -153,6 +153,10 @@ type Recorder struct {
 // recentKeep is how many closed intervals Recent can still see.
 const recentKeep = 10
 
+// Discard is a recorder that records nothing (a nil *Recorder): for work
+// outside the measured window, such as operations of the warm-up.
+var Discard *Recorder
+
 // NewRecorder returns an empty recorder.
 func NewRecorder() *Recorder {
 	r := &Recorder{lat: map[string]*Hist{}, errors: map[string]int64{}, rejections: map[string]int64{}}
@@ -183,6 +187,9 @@ func (r *Recorder) at(now time.Time) *live {
 
 // Latency records one latency of metric name, observed at now.
 func (r *Recorder) Latency(name string, now time.Time, d time.Duration) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lat[name].Record(d)
@@ -193,6 +200,9 @@ func (r *Recorder) Latency(name string, now time.Time, d time.Duration) {
 
 // Count adds n to counter k at now.
 func (r *Recorder) Count(k Counter, now time.Time, n int64) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	*r.counts.field(k) += n
@@ -201,6 +211,9 @@ func (r *Recorder) Count(k Counter, now time.Time, n int64) {
 
 // Error counts a failure of the given kind.
 func (r *Recorder) Error(kind string, now time.Time) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.counts.Errors++
@@ -210,6 +223,9 @@ func (r *Recorder) Error(kind string, now time.Time) {
 
 // Rejection counts a rejection with its code.
 func (r *Recorder) Rejection(code string, now time.Time) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.counts.Rejections++

@@ -106,6 +106,13 @@ func Text(w io.Writer, r *metrics.Result) error {
 	fmt.Fprintf(&b, " %9s\n", "max")
 	for _, row := range Rows(r) {
 		fmt.Fprintf(&b, "%-12s %8d", row.Name, row.Count)
+		if row.Count == 0 { // nothing measured (e.g. fan-out across shards): not a latency of 0
+			for range row.Pcts {
+				fmt.Fprintf(&b, " %9s", "n/a")
+			}
+			fmt.Fprintf(&b, " %9s\n", "n/a")
+			continue
+		}
 		for _, d := range row.Pcts {
 			fmt.Fprintf(&b, " %9s", Dur(d))
 		}
@@ -120,7 +127,7 @@ func Text(w io.Writer, r *metrics.Result) error {
 	}
 	fmt.Fprintf(&b, "errors       %s\n", kinds(r.Errors))
 	fmt.Fprintf(&b, "rejections   %s\n", kinds(r.Rejections))
-	fmt.Fprintf(&b, "retries %d, refetches %d, connects %d, reconnects %d, echoes %d\n",
+	fmt.Fprintf(&b, "retries %d, refetches %d, connects %d, reconnects %d, events received %d (every window's, echoes and fan-out)\n",
 		c.Retries, c.Refetches, c.Connects, c.Reconnects, c.Echoes)
 	if r.CPUSeconds > 0 && r.Seconds() > 0 {
 		fmt.Fprintf(&b, "cpu          %.1fs over %.1fs of load in the generator's process (%s)\n",

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/subspace/kbkit/conformance"
+)
+
+// Every command that takes --server and --token falls back to these, so a
+// token stays out of the process list and one export serves every command.
+const (
+	envURL   = "KBKIT_URL"
+	envToken = "KBKIT_TOKEN"
+)
+
+// serverFromEnv fills an unset --server from $KBKIT_URL and unset --token
+// flags from $KBKIT_TOKEN.
+func serverFromEnv(server string, tokens []string) (string, []string) {
+	if server == "" {
+		server = strings.TrimSpace(os.Getenv(envURL))
+	}
+	if len(tokens) == 0 {
+		if t := strings.TrimSpace(os.Getenv(envToken)); t != "" {
+			tokens = []string{t}
+		}
+	}
+	return server, tokens
+}
+
+// cannotRun words an error of a run that could not proceed without the
+// package prefixes that would stutter after the command's own.
+func cannotRun(err error) string {
+	msg := err.Error()
+	if p := conformance.ErrCannotRun.Error() + ": "; strings.HasPrefix(msg, p) {
+		return "could not run: " + strings.TrimPrefix(msg, p)
+	}
+	return msg
+}
+
+// createOutput opens a report file; "-" is stdout (left open).
+func createOutput(path string, stdout io.Writer) (io.Writer, func() error, error) {
+	if path == "-" {
+		return stdout, func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, f.Close, nil
+}
+
+// progressEvery is how often a run off a terminal prints a progress line.
+var progressEvery = 5 * time.Second
+
+// seedProgress shows a run's progress on stderr: a self-erasing line on a
+// terminal, elsewhere (CI logs, files) a plain line every progressEvery.
+type seedProgress struct {
+	w      io.Writer
+	tty    bool
+	total  int
+	start  time.Time
+	mu     sync.Mutex
+	done   int
+	failed int
+}
+
+func newSeedProgress(w io.Writer, tty bool, total int, start time.Time) *seedProgress {
+	return &seedProgress{w: w, tty: tty, total: total, start: start}
+}
+
+// seed is conformance.Options.Progress.
+func (p *seedProgress) seed(done, total int, r conformance.SeedReport) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done, p.total = done, total
+	verdict := "ok"
+	if r.Failed() || r.Err != "" {
+		p.failed++
+		verdict = "FAILED"
+	}
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[Kseed %d/%d (%d: %s) %s", done, total, r.Seed, verdict, time.Since(p.start).Round(time.Second))
+	}
+}
+
+// tick starts the plain progress lines (off a terminal); the returned func
+// stops them.
+func (p *seedProgress) tick() (stop func()) {
+	if p.tty {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				fmt.Fprintf(p.w, "kbkit conformance run: %d/%d seeds done, %d failed, %s\n",
+					p.done, p.total, p.failed, time.Since(p.start).Round(time.Second))
+				p.mu.Unlock()
+			}
+		}
+	}()
+	return func() { close(quit); wg.Wait() }
+}
+
+// clear erases the terminal line.
+func (p *seedProgress) clear() {
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/subspace/kbkit/conformance/cases"
+)
+
+// versionInfo is what `kbkit version` prints.
+type versionInfo struct {
+	Module      string `json:"module"`
+	Version     string `json:"version"`
+	Commit      string `json:"commit,omitempty"`
+	CommitTime  string `json:"commit_time,omitempty"`
+	Modified    bool   `json:"modified,omitempty"`
+	SpecVersion int    `json:"spec_version"`
+	Go          string `json:"go"`
+}
+
+// commit is set by the Makefile (-ldflags "-X main.commit=...") for builds
+// where the toolchain records no VCS stamp (GOFLAGS=-buildvcs=false, a git
+// worktree); the toolchain's own stamp wins when present.
+var commit string
+
+// buildVersion reads the module version and the VCS stamp that the Go
+// toolchain writes into every binary built from a checkout.
+func buildVersion() versionInfo {
+	v := versionInfo{Module: "github.com/subspace/kbkit", Version: "(devel)", SpecVersion: cases.SpecVersion, Go: runtime.Version()}
+	v.Commit = commit
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if bi.Main.Path != "" {
+		v.Module = bi.Main.Path
+	}
+	if bi.Main.Version != "" {
+		v.Version = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Commit = s.Value
+		case "vcs.time":
+			v.CommitTime = s.Value
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	return v
+}
+
+func newVersionCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print kbkit's module version, commit and spec_version",
+		Long: `Prints the module version and the commit this binary was built from
+(from the build information the Go toolchain records), the spec_version of
+the case files it runs, and the Go version. "(devel)" means a build from a
+checkout rather than "go install module@version"; the commit is missing
+when the binary was built outside a git checkout (or with -buildvcs=false).`,
+		Example: `  kbkit version
+  kbkit version --json | jq -r .commit`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return printVersion(c.OutOrStdout(), buildVersion(), asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func printVersion(w io.Writer, v versionInfo, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(v)
+	}
+	commit := v.Commit
+	switch {
+	case commit == "":
+		commit = "unknown"
+	case v.Modified:
+		commit += " (modified)"
+	}
+	if v.CommitTime != "" {
+		commit += " " + v.CommitTime
+	}
+	_, err := fmt.Fprintf(w, "kbkit %s\n  module        %s\n  commit        %s\n  spec_version  %d\n  go            %s\n",
+		v.Version, v.Module, commit, v.SpecVersion, v.Go)
+	return err
+}
