@@ -65,11 +65,16 @@ func (o *Options) defaults() {
 type Faults struct {
 	Drop, Duplicate, Reorder, Cut, LoseResponse float64
 	RestartInstance, RestartPostgres            bool
+	Failover                                    bool
 }
 
 func (f Faults) String() string {
-	return fmt.Sprintf("drop=%.2f dup=%.2f reorder=%.2f cut=%.2f lose=%.2f restart-instance=%v restart-postgres=%v",
+	s := fmt.Sprintf("drop=%.2f dup=%.2f reorder=%.2f cut=%.2f lose=%.2f restart-instance=%v restart-postgres=%v",
 		f.Drop, f.Duplicate, f.Reorder, f.Cut, f.LoseResponse, f.RestartInstance, f.RestartPostgres)
+	if f.Failover {
+		s += " failover=true"
+	}
+	return s
 }
 
 // Stats count what happened in a seed.
@@ -87,6 +92,7 @@ type Stats struct {
 	Cuts       int `json:"socket_cuts"`
 	LostResp   int `json:"lost_responses"`
 	Restarts   int `json:"restarts"`
+	Failovers  int `json:"failovers"`
 }
 
 // CheckResult is one checker's verdict on a seed.

@@ -52,7 +52,8 @@ type sim struct {
 	failures    []string // protocol errors: non-retryable answers
 	start       time.Time
 	pgRestarted bool
-	setupIDs    []string // commands sent outside windows
+	failover    chan error // a failover in progress (failover.go)
+	setupIDs    []string   // commands sent outside windows
 }
 
 type deviceInfo struct {
@@ -216,6 +217,9 @@ func (s *sim) drawFaults() {
 	if r, ok := s.target.(PostgresRestarter); ok && r.CanRestartPostgres() {
 		s.faults.RestartPostgres = s.rng.IntN(10) == 0
 	}
+	if f, ok := s.target.(Failoverer); ok && f.CanFailover() {
+		s.faults.Failover = true // every seed: not drawn, so other draws replay
+	}
 	if s.faults == (Faults{}) {
 		s.faults.Drop = 0.08 // a faulty seed always has some fault
 	}
@@ -335,6 +339,9 @@ func (s *sim) retryPage(c *client.Client, page string, pending []string) (client
 // ---- the scheduler ----
 
 func (s *sim) step(i int) error {
+	if s.faults.Failover && i == s.opts.Steps/2 {
+		s.startFailover()
+	}
 	w := s.wins[s.rng.IntN(len(s.wins))]
 	switch r := s.rng.IntN(100); {
 	case r < 40:
@@ -508,6 +515,9 @@ func (s *sim) fault(step int) error {
 // quiesce sends every pending command until decided and delivers every echo,
 // without faults, until every window is at its page's head.
 func (s *sim) quiesce() error {
+	if err := s.awaitFailover(); err != nil {
+		return err
+	}
 	s.logf("quiesce")
 	for round := 0; round < 200; round++ {
 		busy := false

@@ -110,6 +110,8 @@ func replicationArgs() []string {
 		"-c", "max_wal_senders=10",
 		"-c", "wal_keep_size=256MB",
 		"-c", "hot_standby=on",
+		// A standby whose primary restarted reconnects within 200ms, not 5s.
+		"-c", "wal_retrieve_retry_interval=200ms",
 	}
 }
 
@@ -356,11 +358,18 @@ func (rs *replicaSet) stallSender(ctx context.Context, d time.Duration) error {
 	if err != nil {
 		return err
 	}
+	// The standby may be reconnecting (after a restart of the primary).
 	var pid int
-	err = conn.QueryRow(ctx, `SELECT pid FROM pg_stat_replication WHERE application_name = $1`, standbyAppName).Scan(&pid)
+	for deadline := time.Now().Add(replicationTimeout); ; {
+		err = conn.QueryRow(ctx, `SELECT pid FROM pg_stat_replication WHERE application_name = $1`, standbyAppName).Scan(&pid)
+		if !errors.Is(err, pgx.ErrNoRows) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	_ = conn.Close(context.WithoutCancel(ctx))
 	if err != nil {
-		return err
+		return fmt.Errorf("no WAL sender to the standby: %w", err)
 	}
 	p, err := os.FindProcess(pid)
 	if err != nil {

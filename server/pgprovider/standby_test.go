@@ -35,10 +35,10 @@ func TestSyncStandbyFailsOverAndBack(t *testing.T) {
 	if got := queryInt(t, conn, `SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'`); got != 1 {
 		t.Fatalf("%d synchronous standbys, want 1", got)
 	}
-	for round := 1; round <= 2; round++ {
+	for round := 1; round <= 3; round++ {
 		mustExec(t, conn, `INSERT INTO t VALUES ($1)`, round)
 		lostDir := srv.b.(*replicaSet).primary.dir
-		rep, err := srv.Failover(ctx, FailoverOptions{Reseed: true})
+		rep, err := srv.Failover(ctx, FailoverOptions{Reseed: true, Stall: time.Duration(round-1) * 100 * time.Millisecond})
 		if err != nil {
 			t.Fatalf("round %d: Failover: %v", round, err)
 		}
