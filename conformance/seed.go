@@ -77,11 +77,16 @@ const DefaultSeedTimeout = 2 * time.Minute
 type Faults struct {
 	Drop, Duplicate, Reorder, Cut, LoseResponse float64
 	RestartInstance, RestartPostgres            bool
+	Failover                                    bool
 }
 
 func (f Faults) String() string {
-	return fmt.Sprintf("drop=%.2f dup=%.2f reorder=%.2f cut=%.2f lose=%.2f restart-instance=%v restart-postgres=%v",
+	s := fmt.Sprintf("drop=%.2f dup=%.2f reorder=%.2f cut=%.2f lose=%.2f restart-instance=%v restart-postgres=%v",
 		f.Drop, f.Duplicate, f.Reorder, f.Cut, f.LoseResponse, f.RestartInstance, f.RestartPostgres)
+	if f.Failover {
+		s += " failover=true"
+	}
+	return s
 }
 
 // Stats count what happened in a seed.
@@ -105,6 +110,7 @@ type Stats struct {
 	Resumes          int `json:"resumes"`        // subscriptions opened after a seq
 	Duplicates       int `json:"duplicate_acks"` // retries answered duplicate
 	EchoStalls       int `json:"echo_stalls"`    // waits that hit the echo timeout
+	Failovers        int `json:"failovers"`
 }
 
 // CheckResult is one checker's verdict on a seed.

@@ -66,6 +66,7 @@ type sim struct {
 	halt        string              // why the run should start no further seed
 	forceLose   string              // lose the answer to this command id (race)
 	skipped     map[string]string   // checker -> why it had nothing to check
+	failover    chan error          // a failover in progress (failover.go)
 }
 
 type deviceInfo struct {
@@ -284,6 +285,9 @@ func (s *sim) drawFaults() {
 	if r, ok := s.target.(PostgresRestarter); ok && r.CanRestartPostgres() {
 		s.faults.RestartPostgres = s.rng.IntN(10) == 0
 	}
+	if f, ok := s.target.(Failoverer); ok && f.CanFailover() {
+		s.faults.Failover = true // every seed: not drawn, so other draws replay
+	}
 	if s.faults == (Faults{}) {
 		s.faults.Drop = 0.08 // a faulty seed always has some fault
 	}
@@ -404,6 +408,9 @@ func (s *sim) retryPage(c *client.Client, page string, pending []string) (client
 // ---- the scheduler ----
 
 func (s *sim) step(i int) error {
+	if s.faults.Failover && i == s.opts.Steps/2 {
+		s.startFailover()
+	}
 	w := s.wins[s.rng.IntN(len(s.wins))]
 	switch r := s.rng.IntN(100); {
 	case r < 37:
@@ -693,6 +700,9 @@ func (s *sim) fault(step int) error {
 // finding, is refetched once, and is then given up on; the seed's deadline
 // bounds the rest.
 func (s *sim) quiesce() error {
+	if err := s.awaitFailover(); err != nil {
+		return err
+	}
 	s.logf("quiesce")
 	for round := 0; round < 200; round++ {
 		if err := s.ctx.Err(); err != nil {

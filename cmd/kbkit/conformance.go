@@ -35,7 +35,7 @@ type conformanceFlags struct {
 	seed                                             int64
 	seedSet                                          bool
 	faults, trace, bursts, strict                    bool
-	server                                           string
+	server, topology                                 string
 	tokens                                           []string
 	junit, jsonOut, outDir                           string
 	echoTimeout, seedTimeout                         time.Duration
@@ -92,6 +92,7 @@ Exit status: 0 every checker passed, 1 a checker failed (or, with
 	fl.BoolVar(&f.faults, "faults", false, "inject faults (drawn per seed)")
 	fl.BoolVar(&f.trace, "trace", false, "print every scheduler event on stderr as it happens")
 	fl.BoolVar(&f.bursts, "bursts", false, "also post several windows' commands at once (exercises group commit; such seeds do not replay exactly)")
+	fl.StringVar(&f.topology, "topology", "", "embedded Postgres: single, sync-standby or async-standby (default $"+pgprovider.EnvTopology+" or single); with a standby, every seed with --faults fails over once at mid-seed")
 	fl.StringVar(&f.server, "server", "", "URL of a server speaking spec/PROTOCOL.md (default $KBKIT_URL, else the embedded reference server)")
 	fl.StringArrayVar(&f.tokens, "token", nil, "device token for --server (repeat: one device per token; default $KBKIT_TOKEN)")
 	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to this file")
@@ -115,7 +116,11 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	if f.server != "" {
 		target = conformance.Remote(f.server, f.tokens)
 	} else {
-		pg, err := pgprovider.Start(ctx, pgprovider.OptionsFromEnv())
+		popts := pgprovider.OptionsFromEnv()
+		if f.topology != "" {
+			popts.Topology = pgprovider.Topology(f.topology)
+		}
+		pg, err := pgprovider.Start(ctx, popts)
 		if err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run:", err)
 			return exitError{exitErrored}

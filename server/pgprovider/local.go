@@ -119,6 +119,10 @@ type localCluster struct {
 	cred   *syscall.Credential // nil when not root
 	env    []string
 
+	// extra are further postgres arguments (replication settings of a
+	// replica set's nodes).
+	extra []string
+
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has been waited for
 
@@ -131,6 +135,29 @@ func startLocal(ctx context.Context, opts Options) (_ backend, err error) {
 	if err != nil {
 		return nil, err
 	}
+	c, err := newLocalNode(opts, binDir, "")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = c.stop(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := c.initdb(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.startOnPort(ctx, 0); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newLocalNode makes the node's temp directory (owned by the unprivileged
+// user when root) and starts its cleanup watchdog; the caller fills the
+// data directory (initdb or pg_basebackup) and starts postgres. name tells
+// the nodes of a replica set apart in temp dir names.
+func newLocalNode(opts Options, binDir, name string) (_ *localCluster, err error) {
 	c := &localCluster{opts: opts, binDir: binDir, env: childEnv()}
 	uid, gid := os.Getuid(), os.Getgid()
 	if os.Geteuid() == 0 {
@@ -146,13 +173,13 @@ func startLocal(ctx context.Context, opts Options) (_ backend, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c.dir, err = os.MkdirTemp(base, "kbkit-pg-")
+	c.dir, err = os.MkdirTemp(base, "kbkit-pg-"+name)
 	if err != nil {
 		return nil, fmt.Errorf("create temp dir: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			_ = c.stop(context.WithoutCancel(ctx))
+			_ = c.stop(context.Background())
 		}
 	}()
 	c.startWatchdog()
@@ -169,29 +196,40 @@ func startLocal(ctx context.Context, opts Options) (_ backend, err error) {
 			}
 		}
 	}
+	return c, nil
+}
 
-	initdb := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"),
+// initdb makes a fresh cluster in the node's data directory.
+func (c *localCluster) initdb(ctx context.Context) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, "initdb"),
 		"-D", c.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C")
-	c.prepare(initdb)
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("initdb (%s) failed: %v\n%s", binDir, err, tail(out, 2000))
+	c.prepare(cmd)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("initdb (%s) failed: %v\n%s", c.binDir, err, tail(out, 2000))
 	}
+	return nil
+}
 
-	// The port is free when picked but may be taken before postgres binds;
-	// retry a few times with a new one.
+// startOnPort starts postgres on port, or (port 0) on a free port: one is
+// free when picked but may be taken before postgres binds, so a few new
+// ones are tried. A taken fixed port is an error.
+func (c *localCluster) startOnPort(ctx context.Context, port int) (err error) {
 	for attempt := 1; ; attempt++ {
-		if c.port, err = freePort(); err != nil {
-			return nil, fmt.Errorf("pick a free port: %w", err)
+		c.port = port
+		if port == 0 {
+			if c.port, err = freePort(); err != nil {
+				return fmt.Errorf("pick a free port: %w", err)
+			}
 		}
 		err = c.startPostgres(ctx)
 		if err == nil {
-			opts.logf("local cluster %s (binaries %s) on 127.0.0.1:%d", c.dir, binDir, c.port)
-			return c, nil
+			c.opts.logf("local cluster %s (binaries %s) on 127.0.0.1:%d", c.dir, c.binDir, c.port)
+			return nil
 		}
-		if attempt >= 3 || !c.bindFailed() {
-			return nil, err
+		if port != 0 || attempt >= 3 || !c.bindFailed() {
+			return err
 		}
-		opts.logf("port %d was taken, retrying: %v", c.port, err)
+		c.opts.logf("port %d was taken, retrying: %v", c.port, err)
 	}
 }
 
@@ -301,7 +339,7 @@ func (c *localCluster) postgresArgs() []string {
 	if c.opts.Fast {
 		fsync = "off"
 	}
-	return []string{
+	return append([]string{
 		"-D", c.data,
 		"-p", strconv.Itoa(c.port),
 		"-k", c.sock,
@@ -309,7 +347,7 @@ func (c *localCluster) postgresArgs() []string {
 		"-c", "fsync=" + fsync,
 		"-c", "synchronous_commit=on",
 		"-c", "max_connections=200",
-	}
+	}, c.extra...)
 }
 
 func (c *localCluster) dsn() string {

@@ -89,14 +89,19 @@ type Options struct {
 	// synchronous_commit stay on, matching a stock pgbench setup, so
 	// benchmarks are comparable. ForTest sets Fast.
 	Fast bool
+	// Topology of the local provider: single (default), sync-standby or
+	// async-standby (a primary and one streaming standby; see Failover).
+	// A standby topology needs the local provider.
+	Topology Topology
 	// Logf, if set, receives progress messages.
 	Logf func(format string, args ...any)
 }
 
 // OptionsFromEnv reads KBKIT_PG (dsn|docker|local), KBKIT_PG_DSN,
 // KBKIT_PG_IMAGE (default postgres:16-alpine), KBKIT_DOCKER_NETWORK=host,
-// KBKIT_PG_BIN_IN_IMAGE, KBKIT_PG_BINDIR and KBKIT_PG_USER. An invalid
-// KBKIT_PG value is kept as is and rejected by Start.
+// KBKIT_PG_BIN_IN_IMAGE, KBKIT_PG_BINDIR, KBKIT_PG_USER and
+// KBKIT_PG_TOPOLOGY. An invalid KBKIT_PG or KBKIT_PG_TOPOLOGY value is kept
+// as is and rejected by Start.
 func OptionsFromEnv() Options {
 	o := Options{
 		Kind:        Kind(strings.ToLower(strings.TrimSpace(os.Getenv(EnvKind)))),
@@ -105,6 +110,7 @@ func OptionsFromEnv() Options {
 		HostNetwork: strings.EqualFold(strings.TrimSpace(os.Getenv(EnvNetwork)), "host"),
 		BinInImage:  strings.TrimSpace(os.Getenv(EnvBinInImage)),
 		User:        strings.TrimSpace(os.Getenv(EnvLocalUser)),
+		Topology:    Topology(strings.ToLower(strings.TrimSpace(os.Getenv(EnvTopology)))),
 	}
 	if v := os.Getenv(EnvBinDir); strings.TrimSpace(v) != "" {
 		for _, d := range filepath.SplitList(v) {
@@ -166,6 +172,22 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		err error
 	)
 	kind := opts.Kind
+	topo, err := ParseTopology(string(opts.Topology))
+	if err != nil {
+		return nil, err
+	}
+	opts.Topology = topo
+	if topo.HasStandby() {
+		if kind != "" && kind != KindLocal {
+			return nil, fmt.Errorf("pgprovider: topology %s needs the local provider (%s=%s)", topo, EnvKind, kind)
+		}
+		b, err = startReplicaSet(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("pgprovider: %s: %w\n%s", topo, err, fixLocal)
+		}
+		opts.logf("using local provider (%s): %s", topo, redactDSN(b.dsn()))
+		return &Server{kind: KindLocal, b: b}, nil
+	}
 	switch kind {
 	case KindDSN:
 		b, err = startDSN(ctx, opts)
