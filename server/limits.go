@@ -99,22 +99,22 @@ const (
 // conformance suite) must expect, in milliseconds and counts; 0 means no
 // limit.
 type LimitsResult struct {
-	MaxBody                   int64
-	BodyTimeoutMS             int64
-	IdleTimeoutMS             int64
-	ParamsTimeoutMS           int64
-	WriteTimeoutMS            int64
-	MaxConnections            int
-	MaxSubscriptionsPerSocket int
-	MaxSubscriptionsPerDevice int
-	MaxBatch                  int
-	AuthFailuresPerMinute     int
-	MaxInflight               int
-	MaxQueue                  int
-	MaxTitleChars             int
-	MaxAliases                int
-	MaxPending                int
-	RateLimitPerSecond        float64
+	MaxBody                   int64   `json:"max_body"`
+	BodyTimeoutMS             int64   `json:"body_timeout_ms"`
+	IdleTimeoutMS             int64   `json:"idle_timeout_ms"`
+	ParamsTimeoutMS           int64   `json:"params_timeout_ms"`
+	WriteTimeoutMS            int64   `json:"write_timeout_ms"`
+	MaxConnections            int     `json:"max_connections"`
+	MaxSubscriptionsPerSocket int     `json:"max_subscriptions_per_socket"`
+	MaxSubscriptionsPerDevice int     `json:"max_subscriptions_per_device"`
+	MaxBatch                  int     `json:"max_batch"`
+	AuthFailuresPerMinute     int     `json:"auth_failures_per_minute"`
+	MaxInflight               int     `json:"max_inflight"`
+	MaxQueue                  int     `json:"max_queue"`
+	MaxTitleChars             int     `json:"max_title_chars"`
+	MaxAliases                int     `json:"max_aliases"`
+	MaxPending                int     `json:"max_pending"`
+	RateLimitPerSecond        float64 `json:"rate_limit_per_second"`
 }
 
 func ms(d time.Duration) int64 {

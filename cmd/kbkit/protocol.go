@@ -23,6 +23,7 @@ type protocolOptions struct {
 	server       string
 	token        string
 	otherToken   string
+	revokeToken  string
 	run          string
 	junit        string
 	json         string
@@ -51,7 +52,11 @@ lastEventId resume, batching, the WebSocket messages, the trust boundary
 Each check creates its own pages with fresh ids, so checks are independent
 and the suite can be run again and again against the same server.
 --other-token, a device of ANOTHER workspace, enables the cross-workspace
-checks (skipped without it). protocol/reconnect needs a way to have the
+checks (skipped without it); --revoke-token, a device the suite may revoke
+for good, enables protocol/hostile-revoke. The hostile checks read the
+server's caps and timeouts from kb.limits and exercise each: they hold
+connections up to a timeout, open up to max_connections sockets and
+spend this address's unknown-token allowance (run last). protocol/reconnect needs a way to have the
 server shut down gracefully (as on SIGTERM) and come back on the same URL:
 --restart-command (run with sh -c, e.g. "systemctl restart kbkit") or
 --restart-url (POSTed to, e.g. an orchestrator's hook); it is skipped
@@ -64,7 +69,8 @@ got, the request and an excerpt of the raw response. --junit and --json
 also write JUnit XML and JSON lines (one object per check).
 
 The server may also be given as $KBKIT_URL, the token as $KBKIT_TOKEN (and
-the other as $KBKIT_OTHER_TOKEN), keeping it out of the process list.
+the other as $KBKIT_OTHER_TOKEN, the one to revoke as
+$KBKIT_REVOKE_TOKEN), keeping them out of the process list.
 
 Exit status: 0 every check passed (or was skipped, without --strict),
 1 a check failed (or was skipped, with --strict), 2 the suite could not
@@ -74,6 +80,7 @@ run (server unreachable, token refused, bad flags).`,
   kbkit conformance protocol --server http://127.0.0.1:8080 --token "$(jq -r .token server.json)"
   export KBKIT_URL=http://127.0.0.1:8080 KBKIT_TOKEN=$(jq -r .token server.json)
   KBKIT_OTHER_TOKEN=$(kbkit device pair --workspace other --dsn "$(jq -r .dsn server.json)" | jq -r .token) \
+  KBKIT_REVOKE_TOKEN=$(kbkit device pair --workspace spare --dsn "$(jq -r .dsn server.json)" | jq -r .token) \
       kbkit conformance protocol --junit protocol.xml
   kbkit conformance protocol --run 'protocol/(retry|rejection)' --json - | jq -c '{id, status}'
   kbkit conformance protocol --strict --restart-command 'systemctl restart kbkit' --junit protocol.xml
@@ -96,6 +103,7 @@ run (server unreachable, token refused, bad flags).`,
 	f.StringVar(&o.server, "server", "", "base URL of the server under test, e.g. http://127.0.0.1:8080 (default $KBKIT_URL)")
 	f.StringVar(&o.token, "token", "", "device token (default $KBKIT_TOKEN)")
 	f.StringVar(&o.otherToken, "other-token", "", "a device token of another workspace: enables the cross-workspace checks (default $KBKIT_OTHER_TOKEN)")
+	f.StringVar(&o.revokeToken, "revoke-token", "", "a device token the suite may revoke (kb.revoke): enables protocol/hostile-revoke; the device is unusable afterwards (default $KBKIT_REVOKE_TOKEN)")
 	f.StringVar(&o.run, "run", "", "run only the checks whose id matches this regular expression")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
 	f.StringVar(&o.json, "json", "", "also write one JSON object per check to this file (- = stdout; TAP then goes to stderr)")
@@ -143,6 +151,9 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 	if o.otherToken == "" {
 		o.otherToken = os.Getenv("KBKIT_OTHER_TOKEN")
 	}
+	if o.revokeToken == "" {
+		o.revokeToken = os.Getenv("KBKIT_REVOKE_TOKEN")
+	}
 	switch {
 	case o.server == "":
 		return fail("--server (or $KBKIT_URL) is required")
@@ -174,7 +185,7 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 		jsonOut = jsonFile
 	}
 
-	env := &protocol.Env{BaseURL: o.server, Token: o.token, OtherToken: o.otherToken,
+	env := &protocol.Env{BaseURL: o.server, Token: o.token, OtherToken: o.otherToken, RevokeToken: o.revokeToken,
 		MaxBody: o.maxBody, EventTimeout: o.eventTimeout}
 	switch {
 	case o.restartCmd != "":

@@ -2,7 +2,7 @@ package protocol
 
 // Checks returns the suite, in the order it runs. Ids are stable.
 func Checks() []Check {
-	return append(checks(), commandChecks()...)
+	return append(append(checks(), commandChecks()...), hostileChecks()...)
 }
 
 func checks() []Check {

@@ -38,6 +38,10 @@ type Env struct {
 	// OtherToken, when set, is a device token of another workspace: it
 	// enables the cross-workspace checks (skipped otherwise).
 	OtherToken string
+	// RevokeToken, when set, is a device token the suite may revoke (with
+	// kb.revoke): it enables protocol/hostile-revoke (skipped otherwise).
+	// The device is unusable afterwards.
+	RevokeToken string
 	// MaxBody is the server's limit of a request body, GET input and
 	// WebSocket message (default 262144, the reference server's); the
 	// checks of the limit send more than this.

@@ -17,18 +17,35 @@ import (
 	"time"
 
 	"github.com/subspace/kbkit/conformance"
+	"github.com/subspace/kbkit/server"
 	"github.com/subspace/kbkit/server/pgprovider"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgprovider.RunTests(m)) }
 
+// testLimits are the reference server's limits in these tests: the
+// timeouts and caps of the hostile checks small enough to reach quickly.
+var testLimits = server.Limits{
+	BodyTimeout:               2 * time.Second,
+	ParamsTimeout:             2 * time.Second,
+	MaxConnections:            64,
+	MaxSubscriptionsPerSocket: 20,
+	MaxBatch:                  10,
+	AuthFailures:              20,
+}
+
 // start runs the reference server (wrapped by wrap, if set) and returns an
-// Env for it with a second workspace's token and a restart hook.
+// Env for it with a second workspace's token, a token to revoke and a
+// restart hook.
 func start(t *testing.T, wrap func(http.Handler) http.Handler) *Env {
+	return startWith(t, wrap, testLimits)
+}
+
+func startWith(t *testing.T, wrap func(http.Handler) http.Handler, limits server.Limits) *Env {
 	t.Helper()
 	ctx := context.Background()
 	dsn := pgprovider.ForTest(t)
-	e, err := conformance.NewEmbedded(ctx, dsn, conformance.EmbeddedOptions{Instances: 1, Wrap: wrap})
+	e, err := conformance.NewEmbedded(ctx, dsn, conformance.EmbeddedOptions{Instances: 1, Wrap: wrap, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +58,11 @@ func start(t *testing.T, wrap func(http.Handler) http.Handler) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &Env{BaseURL: e.Endpoints()[0], Token: tok[0], OtherToken: other[0],
+	revoke, err := e.Devices(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{BaseURL: e.Endpoints()[0], Token: tok[0], OtherToken: other[0], RevokeToken: revoke[0],
 		Restart: func(ctx context.Context) error { return e.RestartInstance(ctx, 0) }}
 	if err := env.Preflight(ctx); err != nil {
 		t.Fatal(err)

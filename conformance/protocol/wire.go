@@ -33,6 +33,7 @@ var codes = map[string]codeInfo{
 	"CONFLICT":               {-32009, 409},
 	"PAYLOAD_TOO_LARGE":      {-32013, 413},
 	"UNSUPPORTED_MEDIA_TYPE": {-32015, 415},
+	"TIMEOUT":                {-32008, 408},
 	"TOO_MANY_REQUESTS":      {-32029, 429},
 	"INTERNAL_SERVER_ERROR":  {-32603, 500},
 	"SERVICE_UNAVAILABLE":    {-32603, 503},
@@ -59,6 +60,8 @@ type request struct {
 	// token: "" = the Env's token; noAuth = no Authorization header.
 	token  string
 	noAuth bool
+	// no429Retry returns a 429 as it is instead of waiting it out.
+	no429Retry bool
 }
 
 // send does one request. A 429 is waited out (Retry-After, at most 5 s
@@ -103,7 +106,7 @@ func (e *Env) send(ctx context.Context, rq request) (*Response, error) {
 			return nil, fmt.Errorf("%s %s: reading the response: %w", rq.method, rq.path, err)
 		}
 		r := &Response{Method: rq.method, URL: u, ReqBody: rq.body, Status: resp.StatusCode, Header: resp.Header, Body: b}
-		if resp.StatusCode == http.StatusTooManyRequests && attempt < 20 {
+		if resp.StatusCode == http.StatusTooManyRequests && attempt < 20 && !rq.no429Retry {
 			wait := time.Second
 			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 				wait = min(time.Duration(s)*time.Second, 5*time.Second)

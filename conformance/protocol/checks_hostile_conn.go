@@ -1,0 +1,534 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// The hostile group, connection side: timeouts, caps, frames, tokens.
+
+// dialRaw opens a TCP (or TLS) connection to the server.
+func (e *Env) dialRaw(ctx context.Context) (net.Conn, string, error) {
+	u, err := url.Parse(e.BaseURL)
+	if err != nil {
+		return nil, "", err
+	}
+	host := u.Host
+	if u.Port() == "" {
+		if u.Scheme == "https" {
+			host += ":443"
+		} else {
+			host += ":80"
+		}
+	}
+	d := net.Dialer{Timeout: e.EventTimeout}
+	if u.Scheme == "https" {
+		c, err := (&tls.Dialer{NetDialer: &d}).DialContext(ctx, "tcp", host)
+		return c, u.Host, err
+	}
+	c, err := d.DialContext(ctx, "tcp", host)
+	return c, u.Host, err
+}
+
+// waitAnswerOrClose reads c until the server answers or closes it, at most
+// within d; it returns the status line (or "" when closed without an
+// answer) and how long it took.
+func waitAnswerOrClose(c net.Conn, d time.Duration) (status string, took time.Duration, open bool) {
+	start := time.Now()
+	_ = c.SetReadDeadline(start.Add(d))
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	took = time.Since(start)
+	var ne net.Error
+	if err != nil && errors.As(err, &ne) && ne.Timeout() {
+		return "", took, true
+	}
+	return strings.TrimSpace(line), took, false
+}
+
+func checkSlowBody(ctx context.Context, e *Env) error {
+	l, err := e.needLimits(ctx)
+	if err != nil {
+		return err
+	}
+	if l.BodyTimeoutMS <= 0 {
+		return failf("kb.limits advertises no body timeout (body_timeout_ms 0): a client can hold a connection forever (PROTOCOL.md 8)")
+	}
+	bound := grace(l.BodyTimeoutMS)
+	cases := []struct {
+		what string
+		send func(host string) string
+	}{
+		{"a body that stops after one byte, without a token", func(host string) string {
+			return "POST /trpc/kb.command HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+		}},
+		{"a body that stops after one byte, with the token", func(host string) string {
+			return "POST /trpc/kb.command HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\nAuthorization: Bearer " +
+				e.Token + "\r\nContent-Length: 1000\r\n\r\n{"
+		}},
+		{"headers that never end", func(host string) string {
+			return "POST /trpc/kb.command HTTP/1.1\r\nHost: " + host + "\r\nX-Slow: "
+		}},
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(cases))
+	for i, cs := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, host, err := e.dialRaw(ctx)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer c.Close()
+			if _, err := io.WriteString(c, cs.send(host)); err != nil {
+				errs[i] = err
+				return
+			}
+			status, took, open := waitAnswerOrClose(c, bound)
+			switch {
+			case open:
+				errs[i] = &Failure{Message: fmt.Sprintf("%s: the connection is still held after %s (body_timeout_ms %d): a client can tie the server up (PROTOCOL.md 8)",
+					cs.what, bound.Round(time.Millisecond), l.BodyTimeoutMS),
+					Expected: fmt.Sprintf("HTTP 408 or a close within %d ms", l.BodyTimeoutMS), Got: "nothing"}
+			case status != "" && !strings.Contains(status, " 408") && !strings.Contains(status, " 401") && !strings.Contains(status, " 400"):
+				errs[i] = &Failure{Message: fmt.Sprintf("%s: answered %q after %s", cs.what, status, took.Round(time.Millisecond)),
+					Expected: "HTTP 408 TIMEOUT (or 401 at once without a token), or a close", Got: status}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr(errs...)
+}
+
+func checkSilentWebSocket(ctx context.Context, e *Env) error {
+	l, err := e.needLimits(ctx)
+	if err != nil {
+		return err
+	}
+	if l.ParamsTimeoutMS <= 0 {
+		return failf("kb.limits advertises no connectionParams timeout (params_timeout_ms 0): a socket without a token can be held forever (PROTOCOL.md 8)")
+	}
+	bound := grace(l.ParamsTimeoutMS)
+	u := e.wsURL("connectionParams=1")
+	dctx, cancel := context.WithTimeout(ctx, e.EventTimeout)
+	conn, _, err := websocket.Dial(dctx, u, &websocket.DialOptions{HTTPClient: e.HTTP})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("WebSocket %s: %w", u, err)
+	}
+	defer conn.CloseNow()
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	for {
+		_, b, err := conn.Read(rctx)
+		if err == nil {
+			continue // e.g. an error message before the close
+		}
+		took := time.Since(start)
+		if rctx.Err() != nil {
+			return &Failure{Message: fmt.Sprintf("a WebSocket that never sent connectionParams is still open after %s (params_timeout_ms %d) (PROTOCOL.md 5.3, 8)",
+				bound.Round(time.Millisecond), l.ParamsTimeoutMS), Expected: "close 1008", Got: "still open", Request: "WebSocket " + u}
+		}
+		if st := websocket.CloseStatus(err); st != websocket.StatusPolicyViolation {
+			return &Failure{Message: fmt.Sprintf("the silent WebSocket ended after %s, but not with 1008", took.Round(time.Millisecond)),
+				Expected: "close 1008", Got: fmt.Sprintf("%v (close status %d) %s", err, st, excerpt(b, 100)), Request: "WebSocket " + u}
+		}
+		return nil
+	}
+}
+
+func checkSubscriptionCap(ctx context.Context, e *Env) error {
+	l, err := e.needLimits(ctx)
+	if err != nil {
+		return err
+	}
+	n := l.MaxSubscriptionsPerSocket
+	if n <= 0 {
+		return failf("kb.limits advertises no cap on subscriptions per socket (PROTOCOL.md 8)")
+	}
+	if n > 20000 {
+		return failf("max_subscriptions_per_socket %d: more than this suite opens (20000)", n)
+	}
+	p, err := e.newPage(ctx)
+	if err != nil {
+		return step("setup", err)
+	}
+	w, _, err := e.dialWS(ctx, wsHeader, "")
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	in := map[string]any{"page_id": p.id}
+	last := "1"
+	for i := 0; i < n; i++ {
+		if err := w.sendJSON(ctx, map[string]any{"id": i, "method": "subscription",
+			"params": map[string]any{"path": "kb.onPage", "input": in, "lastEventId": last}}); err != nil {
+			return err
+		}
+	}
+	for started := 0; started < n; {
+		m, err := w.recv(ctx, fmt.Sprintf("the answer to subscription %d of %d", started+1, n))
+		if err != nil {
+			return err
+		}
+		if m.Result == nil || m.Result.Type != "started" {
+			return w.fail("started", excerpt(m.raw, 300), "subscription %d of max_subscriptions_per_socket (%d) is served", started+1, n)
+		}
+		started++
+	}
+	over := n
+	if err := w.sendJSON(ctx, map[string]any{"id": over, "method": "subscription",
+		"params": map[string]any{"path": "kb.onPage", "input": in, "lastEventId": last}}); err != nil {
+		return err
+	}
+	m, err := w.reply(ctx, over, "the answer to one subscription more than max_subscriptions_per_socket")
+	if err != nil {
+		return err
+	}
+	if m.Error == nil {
+		return w.fail("TOO_MANY_REQUESTS", excerpt(m.raw, 300), "subscription %d on a socket with max_subscriptions_per_socket %d is refused (PROTOCOL.md 8)", n+1, n)
+	}
+	if _, err := w.wsError(m, "TOO_MANY_REQUESTS", "kb.onPage", "the refused subscription"); err != nil {
+		return err
+	}
+	// The socket goes on: stop one, and the place is free again.
+	if err := w.sendJSON(ctx, map[string]any{"id": 0, "method": "subscription.stop"}); err != nil {
+		return err
+	}
+	if m, err := w.reply(ctx, 0, "the answer to subscription.stop"); err != nil {
+		return err
+	} else if m.Result == nil || m.Result.Type != "stopped" {
+		return w.fail("stopped", excerpt(m.raw, 300), "subscription.stop is answered stopped")
+	}
+	return w.subscribe(ctx, over, "kb.onPage", in, &last)
+}
+
+func checkBatchCap(ctx context.Context, e *Env) error {
+	l, err := e.needLimits(ctx)
+	if err != nil {
+		return err
+	}
+	n := l.MaxBatch
+	if n <= 0 {
+		return failf("kb.limits advertises no cap on calls per batch (PROTOCOL.md 8)")
+	}
+	p, err := e.newPage(ctx)
+	if err != nil {
+		return step("setup", err)
+	}
+	batch := func(k int) (*Response, []string, error) {
+		paths := make([]string, k)
+		for i := range paths {
+			paths[i] = "kb.command"
+		}
+		input := map[string]any{}
+		ids := make([]string, k)
+		for i := range ids {
+			ids[i] = newID()
+			input[fmt.Sprint(i)] = e.envelope(p.id, ids[i], "create-after", map[string]any{"text": "batched"})
+		}
+		r, err := e.send(ctx, request{method: http.MethodPost, path: "/trpc/" + strings.Join(paths, ","), rawQuery: "batch=1", body: rawJSON(input)})
+		return r, ids, err
+	}
+	r, ids, err := batch(n + 1)
+	if err != nil {
+		return err
+	}
+	if _, err := expectError(r, "PAYLOAD_TOO_LARGE", ""); err != nil {
+		return step(fmt.Sprintf("an HTTP batch of max_batch+1 (%d) commands", n+1), err)
+	}
+	if err := e.unchanged(ctx, p, ids[:min(len(ids), l.MaxPending)]...); err != nil {
+		return step("the refused batch", err)
+	}
+	r, _, err = batch(n)
+	if err != nil {
+		return err
+	}
+	if r.Status != http.StatusOK {
+		return step(fmt.Sprintf("an HTTP batch of max_batch (%d) commands", n), r.fail("HTTP 200", fmt.Sprintf("HTTP %d", r.Status), "a batch within the cap is served"))
+	}
+	p.seq += int64(n)
+
+	// The same cap on a WebSocket message array.
+	w, _, err := e.dialWS(ctx, wsHeader, "")
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	msgs := make([]any, n+1)
+	for i := range msgs {
+		msgs[i] = map[string]any{"id": i, "method": "query", "params": map[string]any{"path": "kb.whoami", "input": map[string]any{}}}
+	}
+	if err := w.sendJSON(ctx, msgs); err != nil {
+		return err
+	}
+	m, err := w.recv(ctx, "the answer to a message array of max_batch+1 calls")
+	if err != nil {
+		return err
+	}
+	if m.Error == nil {
+		return w.fail("{\"id\":null,\"error\":PAYLOAD_TOO_LARGE}", excerpt(m.raw, 300), "a WebSocket message array of max_batch+1 (%d) calls is refused as a whole (PROTOCOL.md 5, 8)", n+1)
+	}
+	if _, err := w.wsError(m, "PAYLOAD_TOO_LARGE", "", "the refused message array"); err != nil {
+		return err
+	}
+	return w.quiet(ctx, "none of the refused array's calls is answered")
+}
+
+func checkConnectionCap(ctx context.Context, e *Env) error {
+	l, err := e.needLimits(ctx)
+	if err != nil {
+		return err
+	}
+	n := l.MaxConnections
+	if n <= 0 {
+		return failf("kb.limits advertises no connection cap (PROTOCOL.md 8)")
+	}
+	const most = 20000
+	if n > most {
+		return Skipf("max_connections %d: more connections than this suite opens (%d)", n, most)
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	// The server's own other clients hold some; open until one is refused,
+	// at most n+1 from here.
+	refused := -1
+	var status string
+	for i := 0; i <= n && refused < 0; i++ {
+		c, host, err := e.dialRaw(ctx)
+		if err != nil {
+			if isFDLimit(err) {
+				return Skipf("this client can open only %d connections (raise ulimit -n above %d)", len(conns), n+10)
+			}
+			return fmt.Errorf("connection %d: %w", i+1, err)
+		}
+		conns = append(conns, c)
+		if i < n*9/10 {
+			continue // surely within the cap: do not wait on each
+		}
+		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: "+host+"\r\n\r\n"); err != nil {
+			refused, status = i, "closed"
+			break
+		}
+		st, _, open := waitAnswerOrClose(c, e.EventTimeout)
+		switch {
+		case open:
+			return &Failure{Message: fmt.Sprintf("connection %d of max_connections %d hangs without an answer (PROTOCOL.md 8: answered 503 or closed at once)", i+1, n),
+				Expected: "HTTP 200, or 503 / a close past the cap", Got: "nothing within " + e.EventTimeout.String()}
+		case strings.Contains(st, " 200"):
+			// served: within the cap; keep it open (keep-alive)
+		case st == "" || strings.Contains(st, " 503"):
+			refused, status = i, st
+		default:
+			return &Failure{Message: fmt.Sprintf("connection %d answered %q", i+1, st), Expected: "HTTP 200, or 503 past the cap", Got: st}
+		}
+	}
+	if refused < 0 {
+		return &Failure{Message: fmt.Sprintf("%d connections were open at once and all were served: max_connections %d is not enforced (PROTOCOL.md 8)", n+1, n),
+			Expected: fmt.Sprintf("a 503 or a close by connection %d", n+1), Got: "all served"}
+	}
+	_ = status
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	// Served again once they are closed.
+	deadline := time.Now().Add(e.EventTimeout)
+	for {
+		r, err := e.send(ctx, request{method: http.MethodGet, path: "/healthz", noAuth: true})
+		if err == nil && r.Status == http.StatusOK {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return failf("after the connections past the cap were closed, GET /healthz still fails (%v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func isFDLimit(err error) bool {
+	return strings.Contains(err.Error(), "too many open files")
+}
+
+// wsCloseOn sends one frame and expects the server to close with want.
+func wsCloseOn(ctx context.Context, e *Env, typ websocket.MessageType, data []byte, want websocket.StatusCode) error {
+	w, _, err := e.dialWS(ctx, wsHeader, "")
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	w.log("> ", data)
+	if err := w.conn.Write(ctx, typ, data); err != nil {
+		return err
+	}
+	st, err := w.closed(ctx)
+	if err != nil {
+		return err
+	}
+	if st != want {
+		return w.fail(fmt.Sprintf("close %d", want), fmt.Sprintf("close status %d", st), "the WebSocket is closed with %d (PROTOCOL.md 5)", want)
+	}
+	return nil
+}
+
+func checkWSBinary(ctx context.Context, e *Env) error {
+	return wsCloseOn(ctx, e, websocket.MessageBinary,
+		[]byte(`{"id":1,"method":"query","params":{"path":"kb.whoami","input":{}}}`), websocket.StatusUnsupportedData)
+}
+
+func checkWSInvalidUTF8(ctx context.Context, e *Env) error {
+	return wsCloseOn(ctx, e, websocket.MessageText,
+		[]byte("{\"id\":1,\"method\":\"query\",\"params\":{\"path\":\"kb.whoami\",\"input\":{\"x\":\"\xff\"}}}"), websocket.StatusInvalidFramePayloadData)
+}
+
+func checkWSStopUnknown(ctx context.Context, e *Env) error {
+	w, _, err := e.dialWS(ctx, wsHeader, "")
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := w.sendJSON(ctx, map[string]any{"id": "never-opened", "method": "subscription.stop"}); err != nil {
+		return err
+	}
+	m, err := w.reply(ctx, "never-opened", "the answer to subscription.stop of an id never opened")
+	if err != nil {
+		return err
+	}
+	if m.Result == nil || m.Result.Type != "stopped" {
+		return w.fail(`{"id":"never-opened","result":{"type":"stopped"}}`, excerpt(m.raw, 300), "every subscription.stop is answered stopped (PROTOCOL.md 5.1)")
+	}
+	return nil
+}
+
+func checkUnknownTokens(ctx context.Context, e *Env) error {
+	l, err := e.needLimits(ctx)
+	if err != nil {
+		return err
+	}
+	n := l.AuthFailuresPerMinute
+	if n <= 0 {
+		return failf("kb.limits advertises no limit on unknown tokens per address (PROTOCOL.md 8)")
+	}
+	if n > 10000 {
+		return failf("auth_failures_per_minute %d: more than this suite tries (10000)", n)
+	}
+	// A burst of n unknown tokens may all be answered 401; a few more are
+	// allowed for the refill while they are sent.
+	for i := 0; i < n+n/10+5; i++ {
+		r, err := e.send(ctx, request{method: http.MethodGet, path: "/trpc/kb.whoami", token: "kbk_unknown_" + newID(), no429Retry: true})
+		if err != nil {
+			return err
+		}
+		switch r.Status {
+		case http.StatusUnauthorized:
+			continue
+		case http.StatusTooManyRequests:
+			if r.Header.Get("Retry-After") == "" {
+				return r.fail("Retry-After", "no Retry-After header", "a 429 says when to come back (PROTOCOL.md 6)")
+			}
+			_, err := expectError(r, "TOO_MANY_REQUESTS", "")
+			if err != nil {
+				return err
+			}
+			if i < n/2 {
+				return r.fail(fmt.Sprintf("401 for the first %d unknown tokens", n), fmt.Sprintf("429 after %d", i),
+					"auth_failures_per_minute %d: refused far too early", n)
+			}
+			return nil
+		default:
+			return r.fail("HTTP 401, then 429", fmt.Sprintf("HTTP %d", r.Status), "an unknown token is 401, and past the limit 429")
+		}
+	}
+	return failf("%d unknown tokens from one address in a burst were all answered 401: auth_failures_per_minute %d is not enforced (PROTOCOL.md 8)", n+n/10+5, n)
+}
+
+func checkRevoke(ctx context.Context, e *Env) error {
+	if e.RevokeToken == "" {
+		return Skipf("needs --revoke-token (a device the suite may revoke)")
+	}
+	const within = 1500 * time.Millisecond // 1 s, and scheduling on both sides
+	tok := e.RevokeToken
+	r, err := e.send(ctx, request{method: http.MethodGet, path: "/trpc/kb.whoami", token: tok})
+	if err != nil {
+		return err
+	}
+	if r.Status == http.StatusUnauthorized {
+		return Skipf("the --revoke-token is refused already (revoked by an earlier run? pair a fresh device)")
+	}
+	if _, err := expectSuccess(r); err != nil {
+		return step("kb.whoami of the device to revoke", err)
+	}
+	w, _, err := e.dialWS(ctx, wsHeader, tok)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := w.subscribe(ctx, 1, "kb.onInvalidate", map[string]any{}, nil); err != nil {
+		return step("a subscription of the device to revoke", err)
+	}
+	r, err = e.send(ctx, request{method: http.MethodPost, path: "/trpc/kb.revoke", body: []byte(`{}`), token: tok})
+	if err != nil {
+		return err
+	}
+	if _, err := expectSuccess(r); err != nil {
+		return step("kb.revoke", err)
+	}
+	start := time.Now()
+	for {
+		r, err := e.send(ctx, request{method: http.MethodGet, path: "/trpc/kb.whoami", token: tok, no429Retry: true})
+		if err != nil {
+			return err
+		}
+		if r.Status == http.StatusUnauthorized {
+			break
+		}
+		if time.Since(start) > within {
+			return r.fail("HTTP 401 within 1 s of kb.revoke", fmt.Sprintf("HTTP %d after %s", r.Status, time.Since(start).Round(time.Millisecond)),
+				"a revoked device's token still works (PROTOCOL.md 2)")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wait, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	for {
+		_, err := w.nextWithin(wait, within)
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, errTimeout) || wait.Err() != nil {
+			return w.fail("close 1008 within 1 s", "still open", "the revoked device's WebSocket stays open (PROTOCOL.md 2)")
+		}
+		if st := websocket.CloseStatus(w.err); st != websocket.StatusPolicyViolation {
+			return w.fail("close 1008", fmt.Sprintf("close status %d", st), "a revoked device's WebSocket is closed with 1008")
+		}
+		break
+	}
+	w2, resp, err := e.dialWS(ctx, wsHeader, tok)
+	if err == nil {
+		w2.Close()
+		return failf("a WebSocket upgrade with the revoked token was accepted (PROTOCOL.md 2)")
+	}
+	if resp == nil || resp.Status != http.StatusUnauthorized {
+		return step("a WebSocket upgrade with the revoked token", firstErr(err))
+	}
+	return nil
+}
