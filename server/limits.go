@@ -46,6 +46,10 @@ type Limits struct {
 	// control: bounded latency instead of an unbounded queue).
 	MaxInflight int
 	MaxQueue    int
+	// QueueTimeout is the longest a call waits for a slot (default
+	// 500ms); past it, the same 503. It bounds the latency of the calls
+	// that are admitted: a queue is only worth the wait it costs.
+	QueueTimeout time.Duration
 }
 
 // DefaultLimits are the reference server's defaults.
@@ -60,6 +64,7 @@ var DefaultLimits = Limits{
 	AuthFailures:              30,
 	MaxInflight:               64,
 	MaxQueue:                  1024,
+	QueueTimeout:              500 * time.Millisecond,
 }
 
 // withDefaults fills zero fields from DefaultLimits.
@@ -85,6 +90,7 @@ func (l Limits) withDefaults() Limits {
 	pickN(&l.AuthFailures, d.AuthFailures)
 	pickN(&l.MaxInflight, d.MaxInflight)
 	pickN(&l.MaxQueue, d.MaxQueue)
+	pick(&l.QueueTimeout, d.QueueTimeout)
 	return l
 }
 
@@ -111,6 +117,7 @@ type LimitsResult struct {
 	AuthFailuresPerMinute     int     `json:"auth_failures_per_minute"`
 	MaxInflight               int     `json:"max_inflight"`
 	MaxQueue                  int     `json:"max_queue"`
+	QueueTimeoutMS            int64   `json:"queue_timeout_ms"`
 	MaxTitleChars             int     `json:"max_title_chars"`
 	MaxAliases                int     `json:"max_aliases"`
 	MaxPending                int     `json:"max_pending"`
@@ -142,6 +149,7 @@ func (s *Server) limitsResult() LimitsResult {
 		AuthFailuresPerMinute:     count(l.AuthFailures),
 		MaxInflight:               count(l.MaxInflight),
 		MaxQueue:                  count(l.MaxQueue),
+		QueueTimeoutMS:            ms(l.QueueTimeout),
 		MaxTitleChars:             MaxTitleChars,
 		MaxAliases:                MaxAliases,
 		MaxPending:                maxPending,
@@ -287,22 +295,24 @@ func remoteHost(r *http.Request) string {
 // Retry-After, so overload costs clients a retry instead of unbounded
 // latency and server memory.
 type admission struct {
-	slots  chan struct{}
-	queue  int64
-	queued atomic.Int64
+	slots   chan struct{}
+	queue   int64
+	queued  atomic.Int64
+	timeout time.Duration
 }
 
 func newAdmission(l Limits) *admission {
 	if l.MaxInflight <= 0 {
 		return nil
 	}
-	return &admission{slots: make(chan struct{}, l.MaxInflight), queue: int64(max(l.MaxQueue, 0))}
+	return &admission{slots: make(chan struct{}, l.MaxInflight), queue: int64(max(l.MaxQueue, 0)), timeout: l.QueueTimeout}
 }
 
 var errOverloaded = &callError{code: CodeServiceUnavailable, message: "server overloaded, retry the same call",
 	retryable: true, retryAfter: time.Second}
 
-// admit waits for a slot; release must be called once the call is done.
+// admit waits for a slot, at most QueueTimeout; release must be called
+// once the call is done.
 func (a *admission) admit(ctx context.Context) (release func(), cerr *callError) {
 	if a == nil {
 		return func() {}, nil
@@ -317,9 +327,17 @@ func (a *admission) admit(ctx context.Context) (release func(), cerr *callError)
 		return nil, errOverloaded
 	}
 	defer a.queued.Add(-1)
+	var expired <-chan time.Time
+	if a.timeout > 0 {
+		t := time.NewTimer(a.timeout)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case a.slots <- struct{}{}:
 		return a.release, nil
+	case <-expired:
+		return nil, errOverloaded
 	case <-ctx.Done():
 		return nil, errOverloaded
 	}

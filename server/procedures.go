@@ -121,6 +121,9 @@ func (s *Server) call(ctx context.Context, dev store.Device, path string, input 
 		return nil, cerr
 	}
 	defer release()
+	if s.beforeCall != nil {
+		s.beforeCall(path)
+	}
 	switch path {
 	case PathLimits:
 		var in struct{}

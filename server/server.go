@@ -63,6 +63,10 @@ type Options struct {
 // is an http.Handler; the caller listens, and calls Shutdown before
 // shutting its http.Server down.
 type Server struct {
+	// beforeCall, when set (by this package's tests), runs once a query or
+	// mutation is admitted: the tests make it panic.
+	beforeCall func(path string)
+
 	st      *store.Store
 	hub     *dispatch.Hub
 	opts    Options

@@ -908,3 +908,76 @@ func TestEventWireMatchesReply(t *testing.T) {
 		}
 	}
 }
+
+// A panic reached by one client's call is that call's
+// INTERNAL_SERVER_ERROR, over HTTP and over the WebSocket; the process,
+// the socket and every other call go on.
+func TestPanicIsContained(t *testing.T) {
+	in := newInstance(t, pgprovider.ForTest(t), Options{})
+	c := pair(t, in, "acme")
+	page := c.newPage()
+	in.srv.beforeCall = func(path string) {
+		if path == PathWhoami {
+			panic("a bug reached by input")
+		}
+	}
+	status, b := c.do(http.MethodGet, "/trpc/"+PathWhoami, nil, c.dev.Token)
+	wantError(t, status, decode[trpcResp](t, b), http.StatusInternalServerError, CodeInternalServerError)
+	c.mustCommit(page, "create-after", map[string]any{"node": "n1", "text": "after the panic"})
+
+	ws := dialWS(t, in.ts.URL, c.dev.Token, "")
+	sendWS(t, ws, map[string]any{"id": 1, "method": "query", "params": map[string]any{"path": PathWhoami, "input": map[string]any{}}})
+	r := readWS(t, ws)
+	if r.Error == nil || r.Error.Data.Code != CodeInternalServerError || string(r.ID) != "1" {
+		t.Fatalf("a panicking call over the WebSocket answered %s", mustJSON(r))
+	}
+	sendWS(t, ws, map[string]any{"id": 2, "method": "query", "params": map[string]any{"path": PathPage, "input": map[string]any{"page_id": page}}})
+	if r := readWS(t, ws); r.Error != nil || string(r.ID) != "2" {
+		t.Fatalf("the socket's next call answered %s", mustJSON(r))
+	}
+	if _, m := c.do(http.MethodGet, "/metrics", nil, ""); !strings.Contains(string(m), "kbkit_recovered_panics_total 2\n") {
+		t.Errorf("/metrics does not count the 2 panics")
+	}
+}
+
+// Admission control: past MaxInflight running calls, a call waits at most
+// QueueTimeout, then is refused with a retryable 503 and Retry-After.
+func TestAdmissionQueueTimeout(t *testing.T) {
+	in := newInstance(t, pgprovider.ForTest(t), Options{Limits: Limits{MaxInflight: 1, MaxQueue: 1, QueueTimeout: 200 * time.Millisecond}})
+	c := pair(t, in, "acme")
+	hold := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(release)
+	entered := make(chan struct{}, 1)
+	in.srv.beforeCall = func(path string) {
+		if path == PathLimits {
+			entered <- struct{}{}
+			<-hold
+		}
+	}
+	go c.do(http.MethodGet, "/trpc/"+PathLimits, nil, c.dev.Token) // takes the only slot
+	<-entered
+	start := time.Now()
+	req, _ := http.NewRequest(http.MethodGet, in.ts.URL+"/trpc/"+PathWhoami, nil)
+	req.Header.Set("Authorization", "Bearer "+c.dev.Token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	waited := time.Since(start)
+	r := decode[trpcResp](t, b)
+	wantError(t, res.StatusCode, r, http.StatusServiceUnavailable, CodeServiceUnavailable)
+	if !r.Error.Data.Retryable || res.Header.Get("Retry-After") == "" {
+		t.Errorf("the refusal is not retryable with Retry-After: %s %v", b, res.Header)
+	}
+	if waited < 200*time.Millisecond {
+		t.Errorf("refused after %s, before the queue timeout", waited)
+	}
+	release()
+	if status, _ := c.do(http.MethodGet, "/trpc/"+PathWhoami, nil, c.dev.Token); status != http.StatusOK {
+		t.Errorf("after the slot is free: HTTP %d", status)
+	}
+}

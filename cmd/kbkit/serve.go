@@ -102,6 +102,7 @@ Endpoints: /trpc (tRPC HTTP and WebSocket), /metrics (Prometheus), /healthz.`,
 	f.IntVar(&o.limits.AuthFailures, "auth-failures", d.AuthFailures, "unknown-token attempts per remote address per minute (then 429)")
 	f.IntVar(&o.limits.MaxInflight, "max-inflight", d.MaxInflight, "admission control: calls run at once by this instance (-1 = no admission control)")
 	f.IntVar(&o.limits.MaxQueue, "max-queue", d.MaxQueue, "admission control: calls waiting for a slot (past it: 503 with Retry-After)")
+	f.DurationVar(&o.limits.QueueTimeout, "queue-timeout", d.QueueTimeout, "admission control: longest wait for a slot (then 503 with Retry-After; -1ns = no bound)")
 	return cmd
 }
 

@@ -51,6 +51,7 @@ type limits struct {
 	AuthFailuresPerMinute     int     `json:"auth_failures_per_minute"`
 	MaxInflight               int     `json:"max_inflight"`
 	MaxQueue                  int     `json:"max_queue"`
+	QueueTimeoutMS            int64   `json:"queue_timeout_ms"`
 	MaxTitleChars             int     `json:"max_title_chars"`
 	MaxAliases                int     `json:"max_aliases"`
 	MaxPending                int     `json:"max_pending"`
@@ -59,7 +60,7 @@ type limits struct {
 
 var limitFields = []string{"max_body", "body_timeout_ms", "idle_timeout_ms", "params_timeout_ms", "write_timeout_ms",
 	"max_connections", "max_subscriptions_per_socket", "max_subscriptions_per_device", "max_batch",
-	"auth_failures_per_minute", "max_inflight", "max_queue", "max_title_chars", "max_aliases", "max_pending",
+	"auth_failures_per_minute", "max_inflight", "max_queue", "queue_timeout_ms", "max_title_chars", "max_aliases", "max_pending",
 	"rate_limit_per_second"}
 
 // maxTimeoutMS is the longest body or connectionParams timeout a server
