@@ -57,8 +57,9 @@ with --impl, against an adapter process speaking the protocol of
 spec/ADAPTER.md (for example --impl "node adapter.mjs").
 
 The report is TAP version 14 on stdout: one test point per case, named by
-the case id; a failing case has a YAML block with its file, line and diff
-("-" expected, "+" got). --junit and --json also write JUnit XML and JSON
+the case id; a failing case has a YAML block with its file, line, diff
+("-" expected, "+" got) and input (the request sent: the document and
+command, the text, the window script or the pages). --junit and --json also write JUnit XML and JSON
 lines (one object per case).
 
 --expect reads an expectations file (spec/EXPECTATIONS.md): cases expected
