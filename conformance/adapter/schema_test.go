@@ -207,3 +207,28 @@ func TestNodeAdapterRepliesMatchSchemas(t *testing.T) {
 		}
 	}
 }
+
+// The TypeScript skeleton's replies validate too, once it is built
+// (scripts/ci-ts-adapter.sh builds it and sets KBKIT_REQUIRE_TS_ADAPTER).
+func TestTypeScriptAdapterRepliesMatchSchemas(t *testing.T) {
+	script, err := filepath.Abs("../adapters/typescript/build/adapter.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(script); err != nil {
+		if os.Getenv("KBKIT_REQUIRE_TS_ADAPTER") != "" {
+			t.Fatalf("%v (build it: npm ci && npx tsc -p . in conformance/adapters/typescript)", err)
+		}
+		t.Skip("the TypeScript adapter is not built")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatal("node is not installed but the TypeScript adapter is built")
+	}
+	dir := runTee(t, []string{"node", script})
+	reps := validateLog(t, filepath.Join(dir, "replies.ndjson"))
+	for _, typ := range []string{"init_ok", "apply_ok", "tokenize_ok"} {
+		if reps[typ] == 0 {
+			t.Errorf("no %s reply was checked (%v)", typ, reps)
+		}
+	}
+}

@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import { createTRPCClient, createWSClient, httpBatchLink, splitLink, TRPCClientError, wsLink } from "@trpc/client";
 import WebSocket from "ws";
 
-import type { CommandEnvelope, KbkitRouter, PageEvent, Rejection } from "../../spec/types/trpc";
+import type { CommandEnvelope, KbkitRouter, PageEvent, Rejection } from "../../spec/types/trpc.js";
 
 const url = (process.env.KBKIT_URL ?? "").replace(/\/+$/, "");
 const token = process.env.KBKIT_TOKEN ?? "";

@@ -3,7 +3,7 @@
 // that a typed client checks its calls:
 //
 //   import { createTRPCClient, httpBatchLink } from "@trpc/client";
-//   import type { KbkitRouter } from "./trpc";
+//   import type { KbkitRouter } from "./trpc.js";
 //   const kb = createTRPCClient<KbkitRouter>({ links: [httpBatchLink({ url, headers })] });
 //   const { seq } = await kb.kb.command.mutate(envelope);   // CommandEnvelope -> CommandResult
 //
@@ -28,9 +28,9 @@ import type {
   PageInput,
   PageResult,
   Whoami,
-} from "./kbkit";
+} from "./kbkit.js";
 
-export * from "./kbkit";
+export * from "./kbkit.js";
 
 /** The root types: no context or meta a client sees, kbkit's error shape, no transformer. */
 export interface KbkitRootTypes {
