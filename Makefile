@@ -48,9 +48,10 @@ fuzz:
 conformance:
 	$(GO) run ./cmd/kbkit conformance run --seeds 20 --faults --junit conformance-junit.xml
 
-# Runs the built-in spec against the reference reducer.
+# kbkit in one minute: a server, windows of two devices editing at once
+# (with faults) and the convergence checkers, a load run, the counters.
 demo:
-	$(GO) run ./cmd/kbkit spec run -v
+	OUT=$(OUT) scripts/demo.sh
 
 .PHONY: loadgen-smoke bench-server
 
