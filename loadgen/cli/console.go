@@ -32,9 +32,9 @@ type console struct {
 
 // Console modes.
 const (
-	consolePlain = iota // a plain line every few seconds
-	consoleLive         // the multi-line display, on a terminal with a size
-	consoleForced       // the multi-line display forced (--tty) where it would not redraw by itself
+	consolePlain  = iota // a plain line every few seconds
+	consoleLive          // the multi-line display, on a terminal with a size
+	consoleForced        // the multi-line display forced (--tty) where it would not redraw by itself
 )
 
 // consoleMode picks how a run shows its progress on w: the live display on
