@@ -261,8 +261,8 @@ func newSpecExportCmd() *cobra.Command {
 		Use:   "export DIR",
 		Short: "Write the embedded spec (prose, case files, schemas, ADAPTER.md) to a directory",
 		Long: `Writes every file of the spec embedded in this binary (the prose, the YAML
-case files, the JSON Schemas, ADAPTER.md and EXPECTATIONS.md) and the
-schema of expectations files (schema/expectations.schema.json) into DIR,
+case files, the JSON Schemas, ADAPTER.md and EXPECTATIONS.md, the
+TypeScript types in types/) and the schema of expectations files (schema/expectations.schema.json) into DIR,
 creating directories and overwriting files, so that implementations in
 other languages can vendor the exact spec they are checked against.`,
 		Args: cobra.ExactArgs(1),
