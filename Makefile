@@ -1,6 +1,9 @@
 # kbkit developer targets. `make test` is what CI runs.
 GO ?= go
 FUZZTIME ?= 15s
+# Where targets leave their reports: a directory of this checkout (ignored
+# by git), so that two users or two checkouts never write the same file.
+OUT ?= out
 
 # The commit for `kbkit version` when the toolchain records none (a git
 # worktree, GOFLAGS=-buildvcs=false); -v lists packages as they compile
@@ -28,8 +31,9 @@ install:
 # Benchmarks with the figures the issues name: ns/op and allocs/op per page
 # size, the 100k/100 ratio per operation, and the tokenizer's MB/s.
 bench:
-	$(GO) test -run='^$$' -bench='BenchmarkApply' -benchmem -count=5 ./kbcore/ | tee /tmp/kbkit-bench-apply.txt
-	@scripts/benchratio.sh /tmp/kbkit-bench-apply.txt
+	@mkdir -p $(OUT)
+	$(GO) test -run='^$$' -bench='BenchmarkApply' -benchmem -count=5 ./kbcore/ | tee $(OUT)/bench-apply.txt
+	@scripts/benchratio.sh $(OUT)/bench-apply.txt
 	$(GO) test -run='^$$' -bench='BenchmarkTokenize' -benchmem -count=1 ./kbcore/token/
 	$(GO) test -run='^$$' -bench='BenchmarkBetween' -benchmem -count=1 ./kbcore/rank/
 
@@ -44,20 +48,22 @@ fuzz:
 conformance:
 	$(GO) run ./cmd/kbkit conformance run --seeds 20 --faults --junit conformance-junit.xml
 
-# Runs the built-in spec against the reference reducer.
+# kbkit in one minute: a server, windows of two devices editing at once
+# (with faults) and the convergence checkers, a load run, the counters.
 demo:
-	$(GO) run ./cmd/kbkit spec run -v
+	OUT=$(OUT) scripts/demo.sh
 
 .PHONY: loadgen-smoke bench-server
 
 # A 10-second open-model run of the load generator against the embedded
 # reference server (hot page, 16 windows, 100 commands/s); any error fails.
 loadgen-smoke:
+	@mkdir -p $(OUT)
 	$(GO) run ./cmd/kbkit loadgen run --workload hot-page --editors 16 --rate 100 --duration 10s \
-		--threshold 'errors==0' --json /tmp/kbkit-loadgen-smoke.json --html /tmp/kbkit-loadgen-smoke.html
+		--threshold 'errors==0' --json $(OUT)/loadgen-smoke.json --html $(OUT)/loadgen-smoke.html
 
 # kbkit loadgen side by side with pgbench on one local PostgreSQL: the
 # commands/s ÷ tps ratios, fan-out p99 ÷ commit p99 and the server's RSS
 # per idle subscribed window (scripts/bench-server.sh; PHASE=seconds).
 bench-server:
-	scripts/bench-server.sh
+	OUT=$(OUT)/bench-server scripts/bench-server.sh

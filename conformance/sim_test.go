@@ -2,8 +2,11 @@ package conformance
 
 import (
 	"context"
+	"flag"
 	"os"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/subspace/kbkit/server/pgprovider"
 	"pgregory.net/rapid"
@@ -104,5 +107,24 @@ func TestBurstsGroupCommit(t *testing.T) {
 		t.Fatalf("bursts formed no group transaction: %+v", g)
 	} else {
 		t.Logf("group commits: %+v", g)
+	}
+}
+
+// Run honours Options.Parallel: two seeds at once take less wall time
+// than the two seeds' durations added up (run one after the other they
+// cannot), and the reports come back in seed order.
+func TestRunRunsSeedsInParallel(t *testing.T) {
+	if f := flag.Lookup("test.parallel"); runtime.GOMAXPROCS(0) < 2 || (f != nil && f.Value.String() == "1") {
+		t.Skip("needs -parallel 2 or more")
+	}
+	e := embedded(t, EmbeddedOptions{Instances: 1})
+	start := time.Now()
+	reports := Run(t, e, Options{Seed: 200, Seeds: 2, Steps: 150, Parallel: 2})
+	wall := time.Since(start)
+	if len(reports) != 2 || reports[0].Seed != 200 || reports[1].Seed != 201 {
+		t.Fatalf("reports %+v", reports)
+	}
+	if sum := reports[0].Duration + reports[1].Duration; wall >= sum {
+		t.Errorf("2 seeds with Parallel 2 took %s, their durations add up to %s: they did not overlap", wall, sum)
 	}
 }

@@ -112,3 +112,14 @@ func (r remote) preflight(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Preflight checks up front that a run against target can start: for a
+// remote server, that it answers and accepts every token (kb.whoami, no
+// retries, within PreflightTimeout), and that the tokens share a
+// workspace. Other targets need no check. The error wraps ErrCannotRun.
+func Preflight(ctx context.Context, target Target) error {
+	if p, ok := target.(preflighter); ok {
+		return p.preflight(ctx)
+	}
+	return nil
+}

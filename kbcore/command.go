@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 )
 
-// Command types (DESIGN §3, spec/README.md).
+// Command types (spec/README.md section 2).
 const (
 	TypeCreateAfter = "create-after"
 	TypeEditText    = "edit-text"

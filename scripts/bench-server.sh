@@ -22,20 +22,20 @@
 #
 # Environment: PHASE (measured seconds per phase, default 20), WARMUP
 # (unmeasured seconds before each load, default 3; pgbench likewise leaves
-# out connection time), OUT (results, default /tmp/kbkit-bench), KBKIT_PG
-# (provider, default local), IDLE_WINDOWS (default 5000), SERVER (serve or
-# embedded). Each load leaves its JSON, text and HTML report and the
+# out connection time), OUT (results, default out/bench-server in this
+# checkout, ignored by git), KBKIT_PG (provider, default local),
+# IDLE_WINDOWS (default 5000), SERVER (serve or embedded). Each load leaves its JSON, text and HTML report and the
 # generator's CPU profile in OUT.
 set -euo pipefail
 shopt -s inherit_errexit
 
 PHASE=${PHASE:-20}
 WARMUP=${WARMUP:-3}
-OUT=${OUT:-/tmp/kbkit-bench}
 IDLE_WINDOWS=${IDLE_WINDOWS:-5000}
 SERVER=${SERVER:-serve}
 export KBKIT_PG=${KBKIT_PG:-local}
 cd "$(dirname "$0")/.."
+OUT=${OUT:-out/bench-server}
 mkdir -p "$OUT"
 rm -f "$OUT"/*
 

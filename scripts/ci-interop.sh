@@ -10,7 +10,10 @@
 #  3. pair a device with `kbkit device pair --dsn <its dsn>`
 #  4. npm ci in interop/trpc, then node interop/trpc/check.mjs with the
 #     server's URL and the paired device's token
-#  5. stop the server with SIGTERM (it must exit cleanly)
+#  5. tsc -p interop/trpc: the router type of spec/types/trpc.d.ts with a
+#     small typed client (typed-client.ts, whose @ts-expect-error lines
+#     must stay errors), then the compiled client against the server
+#  6. stop the server with SIGTERM (it must exit cleanly)
 # Any failure exits non-zero. Needs Go, Node.js 18+ and npm (the npm
 # registry, for npm ci), and PostgreSQL server binaries (or a DSN).
 set -euo pipefail
@@ -90,6 +93,11 @@ rc=0
 KBKIT_URL=$URL KBKIT_TOKEN=$TOKEN KBKIT_DEVICE_ID=$DEVICE_ID KBKIT_WORKSPACE_ID=$WORKSPACE_ID \
 	node interop/trpc/check.mjs || rc=$?
 [ "$rc" = 0 ] || die "interop/trpc/check.mjs exited $rc"
+
+t0=$(date +%s)
+(cd interop/trpc && rm -rf build && npx --no-install tsc -p .) || die "tsc -p interop/trpc failed (spec/types/trpc.d.ts and typed-client.ts)"
+say "tsc took $(( $(date +%s) - t0 ))s"
+KBKIT_URL=$URL KBKIT_TOKEN=$TOKEN node interop/trpc/build/interop/trpc/typed-client.js || die "the typed @trpc/client (typed-client.ts) failed"
 
 say "stopping kbkit serve"
 kill -TERM "$SERVER_PID"

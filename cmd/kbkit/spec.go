@@ -57,8 +57,9 @@ with --impl, against an adapter process speaking the protocol of
 spec/ADAPTER.md (for example --impl "node adapter.mjs").
 
 The report is TAP version 14 on stdout: one test point per case, named by
-the case id; a failing case has a YAML block with its file, line and diff
-("-" expected, "+" got). --junit and --json also write JUnit XML and JSON
+the case id; a failing case has a YAML block with its file, line, diff
+("-" expected, "+" got) and input (the request sent: the document and
+command, the text, the window script or the pages). --junit and --json also write JUnit XML and JSON
 lines (one object per case).
 
 --expect reads an expectations file (spec/EXPECTATIONS.md): cases expected
@@ -260,8 +261,8 @@ func newSpecExportCmd() *cobra.Command {
 		Use:   "export DIR",
 		Short: "Write the embedded spec (prose, case files, schemas, ADAPTER.md) to a directory",
 		Long: `Writes every file of the spec embedded in this binary (the prose, the YAML
-case files, the JSON Schemas, ADAPTER.md and EXPECTATIONS.md) and the
-schema of expectations files (schema/expectations.schema.json) into DIR,
+case files, the JSON Schemas, ADAPTER.md and EXPECTATIONS.md, the
+TypeScript types in types/) and the schema of expectations files (schema/expectations.schema.json) into DIR,
 creating directories and overwriting files, so that implementations in
 other languages can vendor the exact spec they are checked against.`,
 		Args: cobra.ExactArgs(1),

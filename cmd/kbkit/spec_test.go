@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/subspace/kbkit/conformance/adapter"
 	"github.com/subspace/kbkit/conformance/cases"
 )
@@ -114,6 +116,21 @@ func TestSpecRunBuiltin(t *testing.T) {
 	if n := len(tapResults(t, out)); n < 100 {
 		t.Errorf("only %d cases", n)
 	}
+}
+
+// tapBlock returns the YAML diagnostic block of the test point named id,
+// without its "---" and "..." lines.
+func tapBlock(t *testing.T, tap, id string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(tap, " - "+id+"\n  ---\n")
+	if !ok {
+		t.Fatalf("no YAML block for %s in\n%s", id, tap)
+	}
+	block, _, ok := strings.Cut(rest, "\n  ...\n")
+	if !ok {
+		t.Fatalf("unterminated YAML block for %s", id)
+	}
+	return block
 }
 
 // notOK keeps the failing part of a TAP report, for error messages.
@@ -285,6 +302,30 @@ func TestBrokenAdapter(t *testing.T) {
 	}
 	if got := tapResults(t, out); !equalMaps(got, want) {
 		t.Errorf("TAP results %q, want %q", got, want)
+	}
+	// The failing case's block carries its input: the document it was
+	// given and the command, as the adapter received them.
+	var diag struct {
+		Diff  string `yaml:"diff"`
+		Input struct {
+			Type string `yaml:"type"`
+			Doc  struct {
+				Nodes []struct{ ID, Text string } `yaml:"nodes"`
+				Page  struct{ Title string }      `yaml:"page"`
+			} `yaml:"doc"`
+			Cmd struct {
+				Type    string            `yaml:"type"`
+				Payload map[string]string `yaml:"payload"`
+			} `yaml:"cmd"`
+		} `yaml:"input"`
+	}
+	if err := yaml.Unmarshal([]byte(tapBlock(t, out, "broken/long-text-fails")), &diag); err != nil {
+		t.Fatal(err)
+	}
+	in := diag.Input
+	if in.Type != "apply" || len(in.Doc.Nodes) != 1 || in.Doc.Nodes[0].Text != "old" || in.Doc.Page.Title != "Test page" ||
+		in.Cmd.Type != "edit-text" || in.Cmd.Payload["text"] != "Hello world" || !strings.Contains(diag.Diff, "+       \"text\": \"Hello worl\"") {
+		t.Errorf("TAP block of broken/long-text-fails: input %+v, diff %q", in, diag.Diff)
 	}
 	data, err := os.ReadFile(junit)
 	if err != nil {

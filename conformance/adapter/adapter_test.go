@@ -75,6 +75,8 @@ func fakeAdapter(mode string) int {
 		time.Sleep(time.Hour)
 	case "exit":
 		return 4
+	case "tee":
+		return teeAdapter(ctx)
 	}
 	return 0
 }

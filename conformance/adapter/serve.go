@@ -95,7 +95,10 @@ func (s Server) handle(ctx context.Context, line []byte) []byte {
 		if isNull(req.Doc) || isNull(req.Cmd) {
 			return errorReply(id, CodeMalformed, "apply needs doc and cmd")
 		}
-		body, err = s.Impl.Apply(ctx, req.Doc, req.Cmd)
+		var r cases.ApplyReply
+		if r, err = s.Impl.Apply(ctx, req.Doc, req.Cmd); err == nil {
+			body = applyOK(r)
+		}
 	case TypeTokenize:
 		var req cases.TokenizeRequest
 		if err = json.Unmarshal(line, &req); err != nil {
@@ -126,7 +129,10 @@ func (s Server) handle(ctx context.Context, line []byte) []byte {
 		if err = json.Unmarshal(line, &req); err != nil {
 			break
 		}
-		body, err = pl.Plan(ctx, req)
+		var r cases.PlanReply
+		if r, err = pl.Plan(ctx, req); err == nil {
+			body = planOK(r)
+		}
 	case "":
 		return errorReply(id, CodeMalformed, "the request has no type")
 	default:
@@ -157,4 +163,42 @@ func errorReply(id *int64, code int, text string) []byte {
 		Text      string `json:"text"`
 	}{TypeError, id, code, text})
 	return b
+}
+
+// applyOK is the body of apply_ok: a rejection alone, or doc, inverse and
+// index, all three present (an empty inverse is [], not absent).
+func applyOK(r cases.ApplyReply) any {
+	if r.Rejected != nil {
+		return struct {
+			Rejected *cases.Rejected `json:"rejected"`
+		}{r.Rejected}
+	}
+	if r.Inverse == nil {
+		r.Inverse = []json.RawMessage{}
+	}
+	return struct {
+		Doc     json.RawMessage   `json:"doc"`
+		Inverse []json.RawMessage `json:"inverse"`
+		Index   json.RawMessage   `json:"index"`
+	}{r.Doc, r.Inverse, r.Index}
+}
+
+// planOK is the body of plan_ok: a rejection alone, or effects and pages,
+// both present.
+func planOK(r cases.PlanReply) any {
+	if r.Rejected != nil {
+		return struct {
+			Rejected *cases.Rejected `json:"rejected"`
+		}{r.Rejected}
+	}
+	if r.Effects == nil {
+		r.Effects = []cases.PlanEffect{}
+	}
+	if r.Pages == nil {
+		r.Pages = map[string]json.RawMessage{}
+	}
+	return struct {
+		Effects []cases.PlanEffect         `json:"effects"`
+		Pages   map[string]json.RawMessage `json:"pages"`
+	}{r.Effects, r.Pages}
 }

@@ -33,6 +33,9 @@ type Outcome struct {
 	Status Status `json:"status"`
 	// Diff explains a failure or error: "-" lines are expected, "+" got.
 	Diff string `json:"diff,omitempty"`
+	// Input is the request the case sent (Input), set on a failure or an
+	// error, so a report shows the document and command beside the diff.
+	Input map[string]any `json:"input,omitempty"`
 }
 
 // Rejected is a rejection as implementations report it.
@@ -172,6 +175,9 @@ func Check(ctx context.Context, impl Impl, c Case) Outcome {
 		o.Status, o.Diff = Fail, diff
 	default:
 		o.Status = Pass
+	}
+	if o.Status == Fail || o.Status == Error {
+		o.Input = plainInput(c)
 	}
 	return o
 }

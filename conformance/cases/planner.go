@@ -75,14 +75,12 @@ func (Reference) Plan(_ context.Context, req PlanRequest) (PlanReply, error) {
 	return out, nil
 }
 
-func checkPlanner(ctx context.Context, impl Impl, c Case) (string, error) {
-	pl, ok := impl.(Planner)
-	if !ok {
-		return "", fmt.Errorf("%w: planner suite", ErrNotSupported)
-	}
+// planRequest builds the plan request of a planner case and returns, with
+// it, the page record of each given page by id.
+func planRequest(c Case) (PlanRequest, map[string]map[string]any, error) {
 	pages, ok := c.Given["pages"].([]any)
 	if !ok {
-		return "", fmt.Errorf("%w: given.pages must be a list", ErrFormat)
+		return PlanRequest{}, nil, fmt.Errorf("%w: given.pages must be a list", ErrFormat)
 	}
 	req := PlanRequest{Workspace: DefaultWorkspace}
 	if ws, ok := c.Given["workspace"].(string); ok {
@@ -92,11 +90,11 @@ func checkPlanner(ctx context.Context, impl Impl, c Case) (string, error) {
 	for i, p := range pages {
 		b, err := ExpandDoc(p, DefaultPage)
 		if err != nil {
-			return "", fmt.Errorf("%w: given.pages[%d]: %v", ErrFormat, i, err)
+			return PlanRequest{}, nil, fmt.Errorf("%w: given.pages[%d]: %v", ErrFormat, i, err)
 		}
 		d, err := kbcore.ParseDoc(b)
 		if err != nil {
-			return "", fmt.Errorf("%w: given.pages[%d]: %v", ErrFormat, i, err)
+			return PlanRequest{}, nil, fmt.Errorf("%w: given.pages[%d]: %v", ErrFormat, i, err)
 		}
 		canon, _ := d.MarshalJSON()
 		req.Pages = append(req.Pages, canon)
@@ -108,6 +106,18 @@ func checkPlanner(ctx context.Context, impl Impl, c Case) (string, error) {
 	req.Page, _ = c.When["page"].(string)
 	var err error
 	if req.Cmd, err = json.Marshal(c.When["cmd"]); err != nil {
+		return PlanRequest{}, nil, err
+	}
+	return req, given, nil
+}
+
+func checkPlanner(ctx context.Context, impl Impl, c Case) (string, error) {
+	pl, ok := impl.(Planner)
+	if !ok {
+		return "", fmt.Errorf("%w: planner suite", ErrNotSupported)
+	}
+	req, given, err := planRequest(c)
+	if err != nil {
 		return "", err
 	}
 	reply, err := pl.Plan(ctx, req)

@@ -78,6 +78,9 @@ type tapDiag struct {
 	Line     int          `yaml:"line,omitempty"`
 	Expected *Expectation `yaml:"expected,omitempty"`
 	Diff     string       `yaml:"diff,omitempty"`
+	// Input is the request the case sent (cases.Input): the input
+	// document and command, the text, the window script or the pages.
+	Input map[string]any `yaml:"input,omitempty"`
 }
 
 // Result writes one test point.
@@ -98,7 +101,7 @@ func (t *TAP) Result(n int, r Result) error {
 	d := tapDiag{
 		Message: r.Message, Severity: string(r.Verdict), Status: string(r.Status),
 		Suite: r.Suite, File: r.File, Line: r.Line, Expected: r.Expected,
-		Diff: strings.TrimRight(r.Diff, "\n"),
+		Diff: strings.TrimRight(r.Diff, "\n"), Input: r.Input,
 	}
 	block, err := TAPYAML(d)
 	if err != nil {
@@ -234,6 +237,11 @@ func (j *JUnit) Result(_ int, r Result) error {
 	}
 	c := JUnitCase{Name: r.ID, Classname: name, File: r.File, Line: r.Line, Time: seconds(r.Duration)}
 	body := r.Diff
+	if r.Input != nil {
+		if b, err := json.Marshal(r.Input); err == nil {
+			body = strings.TrimRight(body, "\n") + "\ninput: " + string(b)
+		}
+	}
 	if r.Expected != nil && r.Expected.Issue != "" {
 		body = strings.TrimRight("issue: "+r.Expected.Issue+"\n"+body, "\n")
 	}
@@ -321,6 +329,8 @@ type Record struct {
 	Diff       string       `json:"diff,omitempty"`
 	Expected   *Expectation `json:"expected,omitempty"`
 	DurationMS float64      `json:"duration_ms"`
+	// Input is the request a failing or errored case sent (cases.Input).
+	Input map[string]any `json:"input,omitempty"`
 }
 
 // Begin does nothing.
@@ -331,7 +341,7 @@ func (j *JSON) Result(_ int, r Result) error {
 	return j.enc.Encode(Record{
 		ID: r.ID, Suite: r.Suite, File: r.File, Line: r.Line, Status: string(r.Status),
 		Verdict: r.Verdict, OK: r.Verdict.OK(), Message: r.Message, Diff: r.Diff,
-		Expected: r.Expected, DurationMS: float64(r.Duration.Microseconds()) / 1000,
+		Expected: r.Expected, DurationMS: float64(r.Duration.Microseconds()) / 1000, Input: r.Input,
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -149,8 +150,8 @@ PostgreSQL of --dsn, else one from "kbkit pg up"'s providers
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.server, "server", "", "URL of a server speaking spec/PROTOCOL.md (default: embedded reference server)")
-	fl.StringArrayVar(&f.tokens, "token", nil, "device token for --server (repeat; editors cycle through them; all of one workspace)")
+	fl.StringVar(&f.server, "server", "", "URL of a server speaking spec/PROTOCOL.md (default $KBKIT_URL, else the embedded reference server)")
+	fl.StringArrayVar(&f.tokens, "token", nil, "device token for --server (repeat; editors cycle through them; all of one workspace; default $KBKIT_TOKEN)")
 	fl.StringVar(&f.dsn, "dsn", "", "embedded server: PostgreSQL database to use (default: a fresh database from the provider)")
 	fl.IntVar(&f.instances, "instances", 1, "embedded server: instances sharing the database")
 	fl.IntVar(&f.devices, "devices", 0, "embedded server: devices to pair (default one per editor, at most 64)")
@@ -172,7 +173,7 @@ PostgreSQL of --dsn, else one from "kbkit pg up"'s providers
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the editors' random sources")
 	fl.StringVar(&f.runID, "run-id", "", "name of the run, the same on every shard (page ids derive from it)")
 	fl.StringVar(&f.shard, "shard", "0/1", "run shard i of n (editors e with e mod n == i)")
-	fl.StringVar(&f.jsonOut, "json", "", "write the result (encoded histograms) to this file")
+	fl.StringVar(&f.jsonOut, "json", "", "write the result (encoded histograms) to this file (- = stdout; the summary then goes to stderr)")
 	fl.StringVar(&f.htmlOut, "html", "", "write the HTML report to this file")
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, "pass/fail condition, e.g. 'commit.p99<250ms' or 'errors==0' (repeat); exit 99 when broken")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the load phase (this process: with the embedded server, server and generator)")
@@ -182,9 +183,46 @@ PostgreSQL of --dsn, else one from "kbkit pg up"'s providers
 	return cmd
 }
 
+// Every command that takes --server and --token falls back to these (as
+// every kbkit command does), so a token stays out of the process list.
+const (
+	envURL   = "KBKIT_URL"
+	envToken = "KBKIT_TOKEN"
+)
+
+// serverFromEnv fills an unset --server from $KBKIT_URL and unset tokens
+// from $KBKIT_TOKEN.
+func serverFromEnv(server string, tokens []string) (string, []string) {
+	if server == "" {
+		server = strings.TrimSpace(os.Getenv(envURL))
+	}
+	if len(tokens) == 0 {
+		if t := strings.TrimSpace(os.Getenv(envToken)); t != "" {
+			tokens = []string{t}
+		}
+	}
+	return server, tokens
+}
+
 func errored(stderr io.Writer, err error) error {
-	fmt.Fprintln(stderr, "kbkit loadgen:", err)
+	fmt.Fprintln(stderr, "kbkit loadgen:", message(err))
 	return ExitError{ExitErrored}
+}
+
+// message words an error without the package prefixes that would stutter
+// after "kbkit loadgen: " ("loadgen: ", "conformance: cannot run: ").
+func message(err error) string {
+	msg := err.Error()
+	for {
+		switch {
+		case strings.HasPrefix(msg, "loadgen: "):
+			msg = strings.TrimPrefix(msg, "loadgen: ")
+		case strings.HasPrefix(msg, conformance.ErrCannotRun.Error()+": "):
+			msg = "could not run: " + strings.TrimPrefix(msg, conformance.ErrCannotRun.Error()+": ")
+		default:
+			return msg
+		}
+	}
 }
 
 // buildConfig turns flags into a run configuration.
@@ -272,12 +310,18 @@ func runLoad(c *cobra.Command, f runFlags) error {
 	cfg.Logf = logf
 
 	var target conformance.Target
+	f.server, f.tokens = serverFromEnv(f.server, f.tokens)
 	if f.server != "" {
 		if len(f.tokens) == 0 {
-			return errored(stderr, errors.New("--server needs at least one --token"))
+			return errored(stderr, errors.New("--server needs at least one --token (or $KBKIT_TOKEN)"))
 		}
 		target = conformance.Remote(f.server, f.tokens)
 		cfg.Server = f.server
+		// A dead server or a refused token ends the run at once, not after
+		// the setup's retries.
+		if err := conformance.Preflight(ctx, target); err != nil {
+			return errored(stderr, err)
+		}
 	} else {
 		e, stopEmbedded, err := loadgen.StartEmbedded(ctx, loadgen.EmbeddedOptions{DSN: f.dsn, Instances: f.instances, Logf: logf})
 		if err != nil {
@@ -311,7 +355,11 @@ func runLoad(c *cobra.Command, f runFlags) error {
 
 	title := fmt.Sprintf("kbkit loadgen %s", cfg.Workload.Name)
 	if !f.quiet {
-		con := newConsole(stderr, f.tty || report.IsTerminal(stderr), title, cfg.Duration)
+		mode, note := consoleMode(stderr, f.tty, report.IsTerminal(stderr))
+		if note != "" {
+			fmt.Fprintln(stderr, "kbkit loadgen:", note)
+		}
+		con := newConsole(stderr, mode, title, cfg.Duration)
 		cfg.Status = con.update
 		res, err := loadgen.Run(ctx, target, cfg)
 		con.close()
@@ -328,10 +376,20 @@ func finish(stdout, stderr io.Writer, res *metrics.Result, err error, ths []thre
 	}
 	checks, ok := threshold.Evaluate(ths, res)
 	res.Checks = checks
-	if err := lgreport.Text(stdout, res); err != nil {
+	text := stdout
+	if jsonOut == "-" { // the JSON takes stdout; the summary goes to stderr
+		text = stderr
+	}
+	if err := lgreport.Text(text, res); err != nil {
 		return errored(stderr, err)
 	}
-	if jsonOut != "" {
+	switch jsonOut {
+	case "":
+	case "-":
+		if err := res.Write(stdout); err != nil {
+			return errored(stderr, err)
+		}
+	default:
 		if err := res.WriteFile(jsonOut); err != nil {
 			return errored(stderr, err)
 		}
@@ -399,7 +457,7 @@ or the merged JSON (--json). --threshold works as for run (exit 99).`,
 		},
 	}
 	cmd.Flags().StringVar(&htmlOut, "html", "", "write the HTML report to this file")
-	cmd.Flags().StringVar(&jsonOut, "json", "", "write the merged result to this file")
+	cmd.Flags().StringVar(&jsonOut, "json", "", "write the merged result to this file (- = stdout; the summary then goes to stderr)")
 	cmd.Flags().StringArrayVar(&ths, "threshold", nil, "pass/fail condition (repeat); default: the thresholds of the first run")
 	return cmd
 }
@@ -430,9 +488,14 @@ the memory per idle subscribed window. Raise "ulimit -n" for many windows.`,
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			stderr := c.ErrOrStderr()
-			if server == "" || token == "" {
-				return errored(stderr, errors.New("idle needs --server and --token"))
+			var tokens []string
+			if token != "" {
+				tokens = []string{token}
 			}
+			if server, tokens = serverFromEnv(server, tokens); server == "" || len(tokens) == 0 {
+				return errored(stderr, errors.New("idle needs --server and --token (or $KBKIT_URL and $KBKIT_TOKEN)"))
+			}
+			token = tokens[0]
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			iw, rep, err := loadgen.OpenIdle(ctx, conformance.Remote(server, []string{token}),
@@ -457,8 +520,8 @@ the memory per idle subscribed window. Raise "ulimit -n" for many windows.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&server, "server", "", "URL of the server")
-	fl.StringVar(&token, "token", "", "device token")
+	fl.StringVar(&server, "server", "", "URL of the server (default $KBKIT_URL)")
+	fl.StringVar(&token, "token", "", "device token (default $KBKIT_TOKEN)")
 	fl.StringVar(&page, "page", "", "page id to open (default: create a page)")
 	fl.IntVar(&windows, "windows", 1000, "windows to open")
 	fl.IntVar(&conc, "concurrency", 64, "windows opened at once")

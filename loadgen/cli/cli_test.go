@@ -59,6 +59,8 @@ func TestThresholdsSetTheExitCode(t *testing.T) {
 }
 
 func TestBadInvocationsExit2(t *testing.T) {
+	t.Setenv(envURL, "")
+	t.Setenv(envToken, "")
 	for _, args := range [][]string{
 		{"run", "--threshold", "commit<1s"},
 		{"run", "--workload", "nope"},

@@ -30,13 +30,41 @@ type console struct {
 	done  sync.Once
 }
 
-func newConsole(w io.Writer, tty bool, title string, d time.Duration) *console {
+// Console modes.
+const (
+	consolePlain  = iota // a plain line every few seconds
+	consoleLive          // the multi-line display, on a terminal with a size
+	consoleForced        // the multi-line display forced (--tty) where it would not redraw by itself
+)
+
+// consoleMode picks how a run shows its progress on w: the live display on
+// a terminal that reports its size, else plain lines; --tty forces the
+// live display even into a file or pipe (it then redraws on a timer), but
+// not on a terminal that reports no size, where it would print nothing.
+func consoleMode(w io.Writer, tty, isTerminal bool) (mode int, note string) {
+	_, _, sized := termSize(w)
+	switch {
+	case isTerminal && sized:
+		return consoleLive, ""
+	case isTerminal:
+		return consolePlain, "the terminal reports no size (columns or rows 0): plain progress lines"
+	case tty:
+		return consoleForced, ""
+	}
+	return consolePlain, ""
+}
+
+func newConsole(w io.Writer, mode int, title string, d time.Duration) *console {
 	c := &console{title: title, total: d.Milliseconds()}
-	if !tty {
+	if mode == consolePlain {
 		c.plain = w
 		return c
 	}
-	c.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(40), mpb.WithRefreshRate(250*time.Millisecond))
+	opts := []mpb.ContainerOption{mpb.WithOutput(w), mpb.WithWidth(40), mpb.WithRefreshRate(250 * time.Millisecond)}
+	if mode == consoleForced {
+		opts = append(opts, mpb.WithAutoRefresh())
+	}
+	c.p = mpb.New(opts...)
 	line := func(f func(loadgen.Status) string) mpb.BarFiller {
 		return mpb.BarFillerFunc(func(w io.Writer, _ decor.Statistics) error {
 			c.mu.Lock()

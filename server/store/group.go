@@ -13,15 +13,15 @@ import (
 	"github.com/subspace/kbkit/kbcore"
 )
 
-// Group commit (DESIGN.md §9): commands for one page are decided one page
-// transaction at a time anyway (the page lock), so while one runs, the
-// commands that arrive for the same page queue up, and the next transaction
-// decides all of them (up to groupMax) in order, in two round trips and one
-// WAL flush: BEGIN + the page lock + the dedup reads of every id + the page
-// head, then each command planned against the document the previous ones
-// left, each with its own seq, log row, outbox row and notification, and
-// COMMIT. The page's node rows (with their index rows) and its seq are
-// written once, in their final state.
+// Group commit (its counters: spec/PROTOCOL.md section 9): commands for one
+// page are decided one page transaction at a time anyway (the page lock), so
+// while one runs, the commands that arrive for the same page queue up, and
+// the next transaction decides all of them (up to groupMax) in order, in two
+// round trips and one WAL flush: BEGIN + the page lock + the dedup reads of
+// every id + the page head, then each command planned against the document
+// the previous ones left, each with its own seq, log row, outbox row and
+// notification, and COMMIT. The page's node rows (with their index rows) and
+// its seq are written once, in their final state.
 //
 // After a group, the drainer waits a moment (at most groupWait, and at most
 // half the group's own time) for its callers to queue their next commands,

@@ -24,7 +24,7 @@ func pair(t *testing.T, st *Store, ws string) Device {
 }
 
 // A command id tells nothing across workspaces: B's command with an id
-// decided in A is decided on its own (issue #10, item 1).
+// decided in A is decided on its own (spec/PROTOCOL.md section 4.1).
 func TestDedupIsPerWorkspace(t *testing.T) {
 	st := newStore(t)
 	a, b := pair(t, st, "a"), pair(t, st, "b")

@@ -52,6 +52,16 @@ const (
 	CommonSchema   = "common.schema.json"
 )
 
+// AdapterMessages lists the message types of the adapter protocol
+// (spec/ADAPTER.md), each with a schema adapter/<type>.schema.json.
+var AdapterMessages = []string{
+	"init", "init_ok", "apply", "apply_ok", "tokenize", "tokenize_ok",
+	"window", "window_ok", "plan", "plan_ok", "error",
+}
+
+// AdapterSchema is the file name of an adapter message type's schema.
+func AdapterSchema(typ string) string { return "adapter/" + typ + ".schema.json" }
+
 // PayloadSchema is the file name of a command type's payload schema.
 func PayloadSchema(typ string) string { return "payload/" + typ + ".schema.json" }
 
@@ -83,6 +93,7 @@ func invalid(problems ...string) *Error { return &Error{Problems: problems} }
 type compiled struct {
 	envelope, document, caseFile *jsonschema.Schema
 	payloads                     map[string]*jsonschema.Schema
+	adapter                      map[string]*jsonschema.Schema
 }
 
 var (
@@ -157,7 +168,7 @@ func compileAll(fsys fs.FS) (*compiled, error) {
 		}
 		return s, nil
 	}
-	out := &compiled{payloads: map[string]*jsonschema.Schema{}}
+	out := &compiled{payloads: map[string]*jsonschema.Schema{}, adapter: map[string]*jsonschema.Schema{}}
 	if out.envelope, err = get(EnvelopeSchema); err != nil {
 		return nil, err
 	}
@@ -169,6 +180,11 @@ func compileAll(fsys fs.FS) (*compiled, error) {
 	}
 	for _, t := range Types {
 		if out.payloads[t], err = get(PayloadSchema(t)); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range AdapterMessages {
+		if out.adapter[t], err = get(AdapterSchema(t)); err != nil {
 			return nil, err
 		}
 	}
@@ -211,6 +227,33 @@ func ValidatePayload(typ string, payload []byte) error {
 		return perr
 	}
 	return check(sch, v, "payload", "payload")
+}
+
+// ValidateAdapterMessage checks one line of the adapter protocol (a
+// request or a reply, spec/ADAPTER.md) against the schema of its type,
+// adapter/<type>.schema.json. Paths are relative to the message.
+func ValidateAdapterMessage(b []byte) error {
+	s, err := load()
+	if err != nil {
+		return err
+	}
+	v, perr := parseJSON("message", b)
+	if perr != nil {
+		return perr
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return invalid("message: must be an object")
+	}
+	typ, ok := m["type"].(string)
+	if !ok {
+		return invalid("type: missing or not a string")
+	}
+	sch, ok := s.adapter[typ]
+	if !ok {
+		return invalid(fmt.Sprintf("type: unknown adapter message type %q", typ))
+	}
+	return check(sch, v, "", "message")
 }
 
 // ValidateDocument checks a document in canonical JSON form.

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# ci-layout.sh — the module's hygiene and the direction of its imports:
+#
+#  1. go.mod and go.sum are tidy (`go mod tidy -diff` prints nothing);
+#  2. every Go file is gofmt-formatted;
+#  3. no package under server/ depends, even indirectly, on conformance/,
+#     loadgen/ or cmd/ (cmd -> loadgen/conformance -> client/server -> kbcore);
+#  4. kbcore depends on no other package of the module but its own.
+#
+# Prints what is wrong and exits 1; takes a few seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+say() { echo "ci-layout: $*" >&2; }
+rc=0
+START=$(date +%s)
+MOD=$(go list -m)
+
+if ! diff=$(go mod tidy -diff 2>&1); then
+	say "FAILED: go.mod/go.sum are not tidy (run go mod tidy):"
+	echo "$diff" >&2
+	rc=1
+fi
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
+if [ -n "$unformatted" ]; then
+	say "FAILED: not gofmt-formatted (run gofmt -w):"
+	echo "$unformatted" >&2
+	rc=1
+fi
+
+# deps_violations PATTERN FORBIDDEN: packages matched by PATTERN that depend
+# on a package of the module matching the extended regexp FORBIDDEN.
+deps_violations() {
+	go list -deps -f '{{.ImportPath}}' "$1" | grep -E "^$MOD/($2)(/|\$)" || true
+}
+
+bad=$(deps_violations ./server/... 'conformance|loadgen|cmd')
+if [ -n "$bad" ]; then
+	say "FAILED: packages under server/ depend on the test kit or the CLI:"
+	echo "$bad" >&2
+	for p in $(go list ./server/...); do
+		go list -f '{{.ImportPath}}: {{join .Imports " "}}' "$p" | grep -E "$MOD/(conformance|loadgen|cmd)" >&2 || true
+	done
+	rc=1
+fi
+
+bad=$(go list -deps -f '{{.ImportPath}}' ./kbcore/... | grep -E "^$MOD/" | grep -vE "^$MOD/kbcore(/|\$)" || true)
+if [ -n "$bad" ]; then
+	say "FAILED: kbcore depends on other packages of the module:"
+	echo "$bad" >&2
+	rc=1
+fi
+
+[ "$rc" = 0 ] && say "passed in $(( $(date +%s) - START ))s"
+exit "$rc"

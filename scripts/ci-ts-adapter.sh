@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# ci-ts-adapter.sh — the TypeScript adapter skeleton
+# (conformance/adapters/typescript) on this machine's Node.js:
+#
+#  1. npm ci (the pinned typescript and @types/node) and tsc -p . there
+#     (strict; its types come from spec/types/kbkit.d.ts);
+#  2. kbkit spec run --impl "node .../build/adapter.js" with its
+#     expectations file: exit 0, no failure, and its commands' cases passed;
+#  3. go test: its replies validate against spec/schema/adapter.
+#
+# Needs Go, Node.js 18+ and npm (the npm registry). About 20 s warm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+say() { echo "ci-ts-adapter: $*" >&2; }
+die() { echo "ci-ts-adapter: FAILED: $*" >&2; exit 1; }
+
+START=$(date +%s)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-ts-adapter.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+for t in go node npm; do
+	command -v "$t" >/dev/null 2>&1 || die "$t is required"
+done
+
+DIR=conformance/adapters/typescript
+(cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in $DIR failed"
+(cd "$DIR" && rm -rf build && npx --no-install tsc -p .) || die "tsc -p $DIR failed"
+
+go build -o "$WORK/kbkit" ./cmd/kbkit || die "go build ./cmd/kbkit failed"
+rc=0
+"$WORK/kbkit" spec run --impl "node $DIR/build/adapter.js" --expect "$DIR/expectations.yaml" \
+	--junit "$WORK/junit.xml" >"$WORK/tap.txt" 2>"$WORK/stderr.txt" || rc=$?
+tail -n 1 "$WORK/tap.txt" >&2
+if [ "$rc" != 0 ]; then
+	grep -A30 '^not ok' "$WORK/tap.txt" | head -60 >&2 || true
+	cat "$WORK/stderr.txt" >&2
+	die "kbkit spec run exited $rc"
+fi
+for suite in edit-text set-outputs tokenizer; do
+	n=$(grep "^ok [0-9]* - $suite/" "$WORK/tap.txt" | grep -vc '# SKIP' || true)
+	[ "$n" -gt 0 ] || die "no $suite case passed"
+	say "$suite: $n cases passed"
+done
+
+KBKIT_REQUIRE_TS_ADAPTER=1 go test -count=1 -run 'TestTypeScriptAdapterRepliesMatchSchemas' ./conformance/adapter ||
+	die "the TypeScript adapter's replies do not match spec/schema/adapter"
+say "passed in $(( $(date +%s) - START ))s"
