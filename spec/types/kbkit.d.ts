@@ -191,30 +191,31 @@ export interface Invalidation {
   seq?: number;
 }
 
-/** kb.limits' output (reference server): milliseconds and counts, 0 = no limit. */
+/** kb.limits' output (spec/PROTOCOL.md sections 4.6 and 8): milliseconds and counts, 0 = no limit. */
 export interface Limits {
-  MaxBody: number;
-  BodyTimeoutMS: number;
-  IdleTimeoutMS: number;
-  ParamsTimeoutMS: number;
-  WriteTimeoutMS: number;
-  MaxConnections: number;
-  MaxSubscriptionsPerSocket: number;
-  MaxSubscriptionsPerDevice: number;
-  MaxBatch: number;
-  AuthFailuresPerMinute: number;
-  MaxInflight: number;
-  MaxQueue: number;
-  MaxTitleChars: number;
-  MaxAliases: number;
-  MaxPending: number;
-  RateLimitPerSecond: number;
+  max_body: number;
+  body_timeout_ms: number;
+  idle_timeout_ms: number;
+  params_timeout_ms: number;
+  write_timeout_ms: number;
+  max_connections: number;
+  max_subscriptions_per_socket: number;
+  max_subscriptions_per_device: number;
+  max_batch: number;
+  auth_failures_per_minute: number;
+  max_inflight: number;
+  max_queue: number;
+  queue_timeout_ms: number;
+  max_title_chars: number;
+  max_aliases: number;
+  max_pending: number;
+  rate_limit_per_second: number;
 }
 
 /** The tRPC error code names a kbkit server answers (spec/PROTOCOL.md section 6). */
 export type ErrorCode =
   | "PARSE_ERROR" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND"
-  | "METHOD_NOT_SUPPORTED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE"
+  | "METHOD_NOT_SUPPORTED" | "TIMEOUT" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE"
   | "TOO_MANY_REQUESTS" | "INTERNAL_SERVER_ERROR" | "SERVICE_UNAVAILABLE";
 
 /** error.data of a kbkit error. */

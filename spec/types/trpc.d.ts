@@ -53,7 +53,7 @@ export type KbkitRouter = TRPCBuiltRouter<KbkitRootTypes, {
     page: Query<PageInput, PageResult>;
     /** The authenticated device. */
     whoami: Query<void | Record<string, never>, Whoami>;
-    /** The reference server's limits. */
+    /** The server's limits (spec/PROTOCOL.md 8). */
     limits: Query<void | Record<string, never>, Limits>;
     /** Revoke the calling device's token. */
     revoke: Mutation<void | Record<string, never>, Whoami>;
