@@ -550,14 +550,20 @@ func (r *run) refusedCmd(what string) {
 	r.refused = append(r.refused, what)
 }
 
-// longestGap is the longest time between two consecutive committed
-// answers (from any writer) between from and to.
+// longestGap is the longest time from to without a committed answer
+// (from any writer): between two consecutive answers, from from to the
+// first, or from the last to to.
 func longestGap(times []time.Time, from, to time.Time) time.Duration {
-	sorted := append([]time.Time{from}, times...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Before(sorted[j]) })
+	points := []time.Time{from, to}
+	for _, t := range times {
+		if t.After(from) && t.Before(to) {
+			points = append(points, t)
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return points[i].Before(points[j]) })
 	var gap time.Duration
-	for i := 1; i < len(sorted) && !sorted[i].After(to); i++ {
-		gap = max(gap, sorted[i].Sub(sorted[i-1]))
+	for i := 1; i < len(points); i++ {
+		gap = max(gap, points[i].Sub(points[i-1]))
 	}
 	return gap
 }

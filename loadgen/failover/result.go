@@ -180,12 +180,20 @@ func (r *run) result(final map[string][]store.Entry, settled map[*writer]bool, c
 	}
 	var stuck []string
 	for _, w := range r.writers {
-		seq, doc := w.state()
-		if settled[w] && doc.Equal(folds[w.page.id]) {
+		seq, doc, pending := w.state()
+		same := doc.Equal(folds[w.page.id])
+		if settled[w] && same {
 			res.Converged++
 			continue
 		}
-		stuck = append(stuck, fmt.Sprintf("writer %d (page %s at seq %d, log head %d)", w.idx, short(w.page.id), seq, lastSeq(final[w.page.id])))
+		why := fmt.Sprintf("writer %d: page %s at seq %d, log head %d", w.idx, short(w.page.id), seq, lastSeq(final[w.page.id]))
+		if pending > 0 {
+			why += fmt.Sprintf(", %d pending", pending)
+		}
+		if !same {
+			why += ", its document is not the fold of the log"
+		}
+		stuck = append(stuck, why)
 	}
 	if res.Converged == res.Windows && len(conv) == len(r.writers) {
 		var last time.Time

@@ -289,11 +289,12 @@ func (w *writer) settled(head int64) bool {
 	return w.w.Seq() == head && len(w.w.Pending()) == 0 && !w.w.Awaiting()
 }
 
-// state is the window's seq and server document.
-func (w *writer) state() (int64, kbcore.Doc) {
+// state is the window's seq, server document and number of pending
+// commands.
+func (w *writer) state() (int64, kbcore.Doc, int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.w.Seq(), w.w.Server()
+	return w.w.Seq(), w.w.Server(), len(w.w.Pending())
 }
 
 func (w *writer) close() {

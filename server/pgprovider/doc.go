@@ -1,5 +1,5 @@
 // Package pgprovider supplies a PostgreSQL server to kbkit's tests, the
-// simulator, the load generator and `kbkit serve` (DESIGN.md §12).
+// simulator, the load generator and `kbkit serve`.
 //
 // Three providers, chosen by Options.Kind or, when it is empty, in this
 // order:
@@ -32,6 +32,18 @@
 // Servers run with fsync and synchronous_commit on (as a stock pgbench
 // setup) and max_connections=200; Options.Fast turns fsync off, which
 // ForTest does.
+//
+// The local provider can also start a primary with one streaming standby
+// (Options.Topology, KBKIT_PG_TOPOLOGY): sync-standby makes the standby
+// synchronous (synchronous_standby_names='*' with synchronous_commit=on:
+// a commit returns once the standby has flushed its WAL; remote_apply
+// would also wait for the standby to replay it, which only matters to
+// reads on the standby, and kbkit reads only from the primary), and
+// async-standby leaves it asynchronous. The DSN names both nodes with
+// target_session_attrs=read-write, so connections find whichever is the
+// primary. Server.Failover loses the primary's machine (SIGKILL of every
+// process, data directory deleted), promotes the standby and can seed a
+// new standby on the lost address.
 //
 // Usage in a program:
 //

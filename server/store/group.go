@@ -13,7 +13,7 @@ import (
 	"github.com/subspace/kbkit/kbcore"
 )
 
-// Group commit (DESIGN.md §9): commands for one page are decided one page
+// Group commit: commands for one page are decided one page
 // transaction at a time anyway (the page lock), so while one runs, the
 // commands that arrive for the same page queue up, and the next transaction
 // decides all of them (up to groupMax) in order, in two round trips and one
