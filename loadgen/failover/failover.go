@@ -302,16 +302,15 @@ func setupCommand(ctx context.Context, c *client.Client, env kbcore.Envelope) er
 func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store) (*Result, error) {
 	cfg := r.cfg
 	loadCtx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
 	// Commands in flight when the load stops are still decided, within
 	// Settle.
 	opCtx, stopOps := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopOps()
 	r.begin = time.Now()
 	var wg sync.WaitGroup
 	for _, w := range r.writers {
 		wg.Go(func() { w.run(loadCtx, opCtx) })
 	}
+	defer func() { stopLoad(); stopOps(); wg.Wait() }()
 
 	var stallAt time.Time
 	fo := pgprovider.FailoverOptions{
@@ -351,9 +350,6 @@ func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store) 
 		select {
 		case <-r.promoted:
 		default:
-			stopLoad()
-			stopOps()
-			wg.Wait()
 			return nil, fmt.Errorf("failover: %w", foErr)
 		}
 	}
@@ -364,8 +360,6 @@ func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store) 
 	stopLoad()
 	<-foDone
 	if foErr != nil {
-		stopOps()
-		wg.Wait()
 		return nil, fmt.Errorf("failover: %w", foErr)
 	}
 	settleBy := time.Now().Add(cfg.Settle)
