@@ -69,6 +69,13 @@ a window that did not converge), 2 the run could not be made.`,
 				return exitError{exitErrored}
 			}
 			cfg.Topology = t
+			// 0 in the Config is "the default"; an explicit 0 is "none".
+			if c.Flags().Changed("stall") && cfg.Stall == 0 {
+				cfg.Stall = -1
+			}
+			if c.Flags().Changed("detect") && cfg.Detect == 0 {
+				cfg.Detect = -1
+			}
 			if verbose {
 				start := time.Now()
 				cfg.Logf = func(format string, args ...any) {
@@ -102,8 +109,8 @@ a window that did not converge), 2 the run could not be made.`,
 	fl.DurationVar(&cfg.Before, "before", 2*time.Second, "load before the failover")
 	fl.DurationVar(&cfg.After, "after", 2*time.Second, "load after the promotion")
 	fl.DurationVar(&cfg.Think, "think", 20*time.Millisecond, "each writer's pause between commands")
-	fl.DurationVar(&cfg.Stall, "stall", 300*time.Millisecond, "how long the replication link lags before the primary is lost")
-	fl.DurationVar(&cfg.Detect, "detect", time.Second, "time from the loss to the promotion (a failover manager noticing): no primary meanwhile")
+	fl.DurationVar(&cfg.Stall, "stall", 300*time.Millisecond, "how long the replication link lags before the primary is lost (0: no stall)")
+	fl.DurationVar(&cfg.Detect, "detect", time.Second, "time from the loss to the promotion (a failover manager noticing; 0: at once): no primary meanwhile")
 	fl.BoolVar(&cfg.NoReseed, "no-reseed", false, "do not seed a new standby after the promotion")
 	fl.DurationVar(&cfg.Settle, "settle", 10*time.Second, "bound on the wait for commands in flight and convergence after the load")
 	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the writers' choices")

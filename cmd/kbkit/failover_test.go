@@ -16,7 +16,7 @@ func TestPgFailoverTestRefusesBadFlags(t *testing.T) {
 		{[]string{"--topology", "single"}, "has no standby"},
 		{[]string{"--topology", "triple"}, "unknown topology"},
 		{[]string{"--writers", "2", "--shared", "3"}, "3 shared writers of 2"},
-		{[]string{"--stall", "-1s"}, "must not be negative"},
+		{[]string{"--think", "-1s"}, "must not be negative"},
 	} {
 		code, out, errs := kbkit(t, "", append([]string{"pg", "failover-test"}, c.args...)...)
 		if code != exitErrored || !strings.Contains(errs, c.want) || out != "" {

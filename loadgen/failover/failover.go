@@ -55,14 +55,15 @@ type Config struct {
 	// Think is each writer's pause between its commands (default 20ms).
 	Think time.Duration
 	// Stall is how long the replication link lags before the primary is
-	// lost (default 300ms). With an asynchronous standby the stall also
+	// lost (default 300ms; negative: no stall). With an asynchronous standby the stall also
 	// lasts until StallAcks commands were acknowledged during it (default
 	// 5, for at most 2 s more), so that what is lost does not depend on
 	// luck.
 	Stall     time.Duration
 	StallAcks int
 	// Detect is the time from the loss to the promotion, as a failover
-	// manager takes to notice (default 1s): no primary at all meanwhile.
+	// manager takes to notice (default 1s; negative: promote at once): no
+	// primary at all meanwhile.
 	Detect time.Duration
 	// NoReseed skips seeding a new standby after the promotion.
 	NoReseed bool
@@ -88,8 +89,8 @@ func (c *Config) defaults() error {
 	}
 	c.Topology = t
 	switch {
-	case c.Writers < 0, c.Shared < 0, c.Instances < 0, c.Before < 0, c.After < 0, c.Think < 0, c.Stall < 0, c.Settle < 0, c.StallAcks < 0, c.Detect < 0:
-		return errors.New("failover: counts and durations must not be negative")
+	case c.Writers < 0, c.Shared < 0, c.Instances < 0, c.Before < 0, c.After < 0, c.Think < 0, c.Settle < 0, c.StallAcks < 0:
+		return errors.New("failover: counts and durations must not be negative (but --stall and --detect)")
 	case c.Writers > 256:
 		return fmt.Errorf("failover: %d writers: at most 256", c.Writers)
 	}
@@ -314,8 +315,8 @@ func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store) 
 
 	var stallAt time.Time
 	fo := pgprovider.FailoverOptions{
-		Stall:  cfg.Stall,
-		Detect: cfg.Detect,
+		Stall:  max(0, cfg.Stall),
+		Detect: max(0, cfg.Detect),
 		Reseed: !cfg.NoReseed,
 		Stalled: func(sctx context.Context) {
 			stallAt = time.Now()

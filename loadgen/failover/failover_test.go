@@ -19,7 +19,7 @@ func measure(t *testing.T, topo pgprovider.Topology) *Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, Config{Topology: topo, Writers: 4, Before: time.Second, After: time.Second,
-		Detect: 400 * time.Millisecond, Settle: 5 * time.Second, Logf: t.Logf})
+		Detect: 600 * time.Millisecond, Settle: 5 * time.Second, Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("Run %s: %v", topo, err)
 	}
@@ -44,10 +44,10 @@ func TestSyncStandbyFailoverLosesNothing(t *testing.T) {
 	case res.Acknowledged == 0 || res.Found != res.Acknowledged || res.Lost != 0 || res.Duplicated != 0 || res.SeqReused != 0:
 		t.Fatalf("acknowledged %d found %d lost %d duplicated %d seq reused %d", res.Acknowledged, res.Found, res.Lost, res.Duplicated, res.SeqReused)
 	case res.FailedAttempts == 0 || res.WritesFailed <= 0:
-		t.Fatalf("no write failed during a %s outage (%d failed attempts): the primary was not lost", 400*time.Millisecond, res.FailedAttempts)
+		t.Fatalf("no write failed during a %s outage (%d failed attempts): the primary was not lost", 600*time.Millisecond, res.FailedAttempts)
 	case res.PromotionToFirstWrite < 0 || res.PromotionToConverged < 0 || res.Converged != res.Windows:
 		t.Fatalf("promotion -> first write %.3f s, -> converged %.3f s, %d of %d windows converged", res.PromotionToFirstWrite, res.PromotionToConverged, res.Converged, res.Windows)
-	case res.Timeline.Promoted < res.Timeline.Lost+400*time.Millisecond || res.LostPrimary == res.NewPrimary:
+	case res.Timeline.Promoted < res.Timeline.Lost+600*time.Millisecond || res.LostPrimary == res.NewPrimary:
 		t.Fatalf("timeline %+v, lost %s new %s", res.Timeline, res.LostPrimary, res.NewPrimary)
 	}
 }
@@ -72,6 +72,7 @@ func TestConfigRefused(t *testing.T) {
 		{Topology: "triple"},
 		{Writers: 2, Shared: 3},
 		{Before: -time.Second},
+		{Settle: -time.Second},
 		{Writers: 1000},
 	} {
 		if _, err := Run(context.Background(), c); err == nil {

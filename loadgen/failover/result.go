@@ -285,8 +285,12 @@ func Text(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "failover: %s (synchronous_commit=%s), %d instances, %d writers (%d on one shared page, %d on pages of their own)\n",
 		r.Topology, r.SynchronousCommit, r.Instances, r.Writers, r.SharedWriters, r.Writers-r.SharedWriters)
 	t := r.Timeline
-	fmt.Fprintf(w, "timeline: replication stalled at %.2f s, primary %s lost at %.2f s, standby %s promoted at %.2f s, %s",
-		t.Stalled.Seconds(), r.LostPrimary, t.Lost.Seconds(), r.NewPrimary, t.Promoted.Seconds(), reseed)
+	stall := "no replication stall"
+	if t.Stalled > 0 {
+		stall = fmt.Sprintf("replication stalled at %.2f s", t.Stalled.Seconds())
+	}
+	fmt.Fprintf(w, "timeline: %s, primary %s lost at %.2f s, standby %s promoted at %.2f s, %s",
+		stall, r.LostPrimary, t.Lost.Seconds(), r.NewPrimary, t.Promoted.Seconds(), reseed)
 	if t.Reseeded > 0 {
 		fmt.Fprintf(w, " at %.2f s", t.Reseeded.Seconds())
 	}
