@@ -67,3 +67,17 @@ loadgen-smoke:
 # per idle subscribed window (scripts/bench-server.sh; PHASE=seconds).
 bench-server:
 	OUT=$(OUT)/bench-server scripts/bench-server.sh
+
+.PHONY: failover
+
+# A Postgres failover under load (kbkit pg failover-test): a primary with a
+# synchronous standby, writers on a shared page and on pages of their own;
+# mid-load the primary's machine is lost and the standby promoted. Prints
+# acknowledged, found, lost, duplicated, the seconds writes failed and the
+# time from the promotion to the first write and to every window
+# converged; exit 1 if anything acknowledged was lost. TOPOLOGY=async-standby
+# is the contrast (it loses acknowledged commands: exit 1 is its point).
+TOPOLOGY ?= sync-standby
+failover:
+	@mkdir -p $(OUT)
+	$(GO) run ./cmd/kbkit pg failover-test --topology $(TOPOLOGY) --json $(OUT)/failover-$(TOPOLOGY).json

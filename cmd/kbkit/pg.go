@@ -22,6 +22,7 @@ func newPgCmd() *cobra.Command {
 		Short: "PostgreSQL for local development",
 	}
 	cmd.AddCommand(newPgUpCmd())
+	cmd.AddCommand(newPgFailoverTestCmd())
 	return cmd
 }
 

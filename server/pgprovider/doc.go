@@ -33,6 +33,18 @@
 // setup) and max_connections=200; Options.Fast turns fsync off, which
 // ForTest does.
 //
+// The local provider can also start a primary with one streaming standby
+// (Options.Topology, KBKIT_PG_TOPOLOGY): sync-standby makes the standby
+// synchronous (synchronous_standby_names='*' with synchronous_commit=on:
+// a commit returns once the standby has flushed its WAL; remote_apply
+// would also wait for the standby to replay it, which only matters to
+// reads on the standby, and kbkit reads only from the primary), and
+// async-standby leaves it asynchronous. The DSN names both nodes with
+// target_session_attrs=read-write, so connections find whichever is the
+// primary. Server.Failover loses the primary's machine (SIGKILL of every
+// process, data directory deleted), promotes the standby and can seed a
+// new standby on the lost address.
+//
 // Usage in a program:
 //
 //	srv, err := pgprovider.Start(ctx, pgprovider.OptionsFromEnv())

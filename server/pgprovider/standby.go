@@ -230,6 +230,15 @@ type FailoverOptions struct {
 	// primary then acknowledges nothing during the stall, an asynchronous
 	// one acknowledges commits the standby never receives.
 	Stall time.Duration
+	// Stalled, if set, is called once the WAL sender is stopped (with
+	// Stall > 0); the primary is lost when it has returned and Stall has
+	// passed, so a caller can wait for what it wants to see happen during
+	// the stall (commits acknowledged by an asynchronous primary).
+	Stalled func(ctx context.Context)
+	// Detect is how long after the loss the standby is promoted: the time
+	// a failover manager takes to notice (0: at once). Meanwhile there is
+	// no primary at all.
+	Detect time.Duration
 	// Reseed makes a new standby of the new primary (pg_basebackup) on the
 	// lost primary's address once the promotion is done, so the set can
 	// fail over again; sync-standby waits until it is synchronous.
@@ -287,7 +296,7 @@ func (rs *replicaSet) failover(ctx context.Context, opts FailoverOptions) (Failo
 	old, sb := rs.primary, rs.standby
 	rep.LostPrimary = fmt.Sprintf("127.0.0.1:%d", old.port)
 	if opts.Stall > 0 {
-		if err := rs.stallSender(ctx, opts.Stall); err != nil {
+		if err := rs.stallSender(ctx, opts.Stall, opts.Stalled); err != nil {
 			return rep, fmt.Errorf("pgprovider: stall replication: %w", err)
 		}
 	}
@@ -303,6 +312,13 @@ func (rs *replicaSet) failover(ctx context.Context, opts FailoverOptions) (Failo
 		rs.opts.logf("failover: removing the lost primary: %v", err)
 	}
 	rs.primary, rs.standby = sb, nil
+	if opts.Detect > 0 {
+		select {
+		case <-time.After(opts.Detect):
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		}
+	}
 
 	promote := exec.CommandContext(ctx, filepath.Join(rs.binDir, "pg_ctl"), "promote", "-w", "-t", "60", "-D", sb.data)
 	sb.prepare(promote)
@@ -350,10 +366,11 @@ func resetSyncNames(ctx context.Context, dsn string) error {
 	return err
 }
 
-// stallSender stops the primary's WAL sender (SIGSTOP) for d: the standby
-// receives nothing meanwhile. The primary is lost right after, so the
-// sender is never continued unless ctx ends first.
-func (rs *replicaSet) stallSender(ctx context.Context, d time.Duration) error {
+// stallSender stops the primary's WAL sender (SIGSTOP) for d (and until
+// stalled, if set, has returned): the standby receives nothing meanwhile.
+// The primary is lost right after, so the sender is never continued
+// unless ctx ends first.
+func (rs *replicaSet) stallSender(ctx context.Context, d time.Duration, stalled func(context.Context)) error {
 	conn, err := pgx.Connect(ctx, rs.primary.dsn())
 	if err != nil {
 		return err
@@ -378,8 +395,12 @@ func (rs *replicaSet) stallSender(ctx context.Context, d time.Duration) error {
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
+	until := time.After(d)
+	if stalled != nil {
+		stalled(ctx)
+	}
 	select {
-	case <-time.After(d):
+	case <-until:
 		return nil
 	case <-ctx.Done():
 		_ = p.Signal(syscall.SIGCONT)

@@ -122,7 +122,7 @@ func (s *Store) submitGrouped(ctx context.Context, dev Device, env kbcore.Envelo
 		q = &pageQueue{wake: make(chan struct{}, 1)}
 		s.groups.queues[page] = q
 		s.groups.mu.Unlock()
-		out, err := s.submitAlone(ctx, dev, env, nil, false)
+		out, err := s.submitAlone(ctx, dev, env, nil, false, false)
 		s.idle(page, q)
 		return out, err
 	}
@@ -235,16 +235,17 @@ func (s *Store) gather(q *pageQueue, expect int, wait time.Duration) {
 	}
 }
 
-// alone decides r by the single-command path.
-func (s *Store) alone(r *request, locks []string, names bool) {
-	r.answer(s.submitAlone(r.ctx, r.dev, r.env, locks, names))
+// alone decides r by the single-command path; doubt says a group
+// transaction that may have committed r came first.
+func (s *Store) alone(r *request, locks []string, names, doubt bool) {
+	r.answer(s.submitAlone(r.ctx, r.dev, r.env, locks, names, doubt))
 }
 
 // round decides the first commands of reqs and returns those left to queue
 // again.
 func (s *Store) round(reqs []*request) []*request {
 	if len(reqs) == 1 {
-		s.alone(reqs[0], nil, false)
+		s.alone(reqs[0], nil, false, false)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
@@ -253,8 +254,9 @@ func (s *Store) round(reqs []*request) []*request {
 	if err != nil {
 		// Decide each alone, in order: the same outcomes as without batching.
 		s.stats.failures.Add(1)
+		doubt := inDoubt(err)
 		for _, r := range reqs {
-			s.alone(r, nil, false)
+			s.alone(r, nil, false, doubt)
 		}
 		return nil
 	}
@@ -269,7 +271,7 @@ func (s *Store) round(reqs []*request) []*request {
 		return nil
 	}
 	// reqs[g.n] needs more than the page lock.
-	s.alone(reqs[g.n], g.locks, true)
+	s.alone(reqs[g.n], g.locks, true, false)
 	return reqs[g.n+1:]
 }
 
@@ -378,7 +380,7 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 		}
 	}
 	if err := t.commit(b); err != nil {
-		return g, uniqueAsRetry(err)
+		return g, commitFailed(err, uniqueAsRetry(err))
 	}
 	if gw.seq != 0 {
 		s.remember(page, gw.seq, gw.doc)

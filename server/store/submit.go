@@ -45,7 +45,7 @@ func (s *Store) Submit(ctx context.Context, dev Device, env kbcore.Envelope) (Ou
 		return Outcome{}, classify(err)
 	}
 	if s.groupMax <= 1 {
-		return s.submitAlone(ctx, dev, env, nil, false)
+		return s.submitAlone(ctx, dev, env, nil, false, false)
 	}
 	return s.submitGrouped(ctx, dev, env)
 }
@@ -53,7 +53,14 @@ func (s *Store) Submit(ctx context.Context, dev Device, env kbcore.Envelope) (Ou
 // submitAlone decides one command in its own transaction, retrying
 // transient failures. locks and names, when given, are the lock set to
 // start from (a hint: the plan is checked against the locks held).
-func (s *Store) submitAlone(ctx context.Context, dev Device, env kbcore.Envelope, locks []string, names bool) (Outcome, error) {
+// doubt says a transaction of this call whose COMMIT got no answer may
+// have committed the command (a group transaction, see round).
+//
+// After a COMMIT that got no answer (the connection broke, the primary
+// was lost), the next attempt may find the id decided: by this call's own
+// transaction, which did commit. That is the command's first outcome, not
+// a retry's, so it is answered without Duplicate.
+func (s *Store) submitAlone(ctx context.Context, dev Device, env kbcore.Envelope, locks []string, names, doubt bool) (Outcome, error) {
 	if len(locks) == 0 {
 		locks = []string{env.PageID}
 	}
@@ -63,6 +70,9 @@ func (s *Store) submitAlone(ctx context.Context, dev Device, env kbcore.Envelope
 		var relock errRelock
 		switch {
 		case err == nil:
+			if doubt && out.Duplicate {
+				out.Duplicate = false
+			}
 			return out, nil
 		case errors.As(err, &relock):
 			locks, names = relock.locks, true
@@ -75,6 +85,7 @@ func (s *Store) submitAlone(ctx context.Context, dev Device, env kbcore.Envelope
 			return Outcome{}, err
 		case IsRetryable(err) && ctx.Err() == nil:
 			lastErr = err
+			doubt = doubt || inDoubt(err)
 			time.Sleep(retryDelay << attempt)
 			continue
 		default:
@@ -128,7 +139,7 @@ func (s *Store) submitOnce(ctx context.Context, dev Device, env kbcore.Envelope,
 		b := &pgx.Batch{}
 		queueRejected(b, dev, env, plan.Rejected)
 		if err := t.commit(b); err != nil {
-			return Outcome{}, classify(err)
+			return Outcome{}, commitFailed(err, classify(err))
 		}
 		return Outcome{Rejected: plan.Rejected}, nil
 	}
@@ -142,7 +153,7 @@ func (s *Store) submitOnce(ctx context.Context, dev Device, env kbcore.Envelope,
 		return Outcome{}, err
 	}
 	if err := t.commit(w.batch); err != nil {
-		return Outcome{}, uniqueAsRetry(err)
+		return Outcome{}, commitFailed(err, uniqueAsRetry(err))
 	}
 	for page, d := range docs {
 		s.remember(page, seqs[page], d)
@@ -317,6 +328,30 @@ func (t *pipeTx) commit(b *pgx.Batch) error {
 		return fmt.Errorf("store: transaction ended with %q instead of COMMIT", tag.String())
 	}
 	return nil
+}
+
+// errInDoubt marks the failure of a transaction whose COMMIT was sent and
+// got no answer from the server: it may have committed.
+type errInDoubt struct{ err error }
+
+func (e errInDoubt) Error() string { return e.err.Error() + " (the commit may have happened)" }
+func (e errInDoubt) Unwrap() error { return e.err }
+
+// commitFailed is the error of a failed commit: err as classified, marked
+// in doubt unless the server answered (a server error means the
+// transaction rolled back).
+func commitFailed(raw, err error) error {
+	var pg *pgconn.PgError
+	if errors.As(raw, &pg) {
+		return err
+	}
+	return errInDoubt{err}
+}
+
+// inDoubt reports whether err is a commit that may have happened.
+func inDoubt(err error) bool {
+	var d errInDoubt
+	return errors.As(err, &d)
 }
 
 // queueRejected queues the log row of a rejected command (no seq).
