@@ -26,9 +26,9 @@ func (c *TypeCounts) add(o TypeCounts) {
 // per-second precision, 2 significant digits, to keep a run's memory
 // flat in the number of types).
 type TypeStats struct {
-	Counts  TypeCounts `json:"counts"`
-	Commit  *Hist      `json:"commit"`
-	Echo    *Hist      `json:"echo"`
+	Counts TypeCounts `json:"counts"`
+	Commit *Hist      `json:"commit"`
+	Echo   *Hist      `json:"echo"`
 }
 
 func newTypeStats() *TypeStats {

@@ -64,8 +64,8 @@ func TestHTMLIsSelfContained(t *testing.T) {
 		"fanout.p99&lt;250ms", "<polyline", "embedded &lt;&amp;&gt;",
 		"errors and recovery per second", "retries/s", "reconnects/s", "refetches/s", "operations in flight (peak per second)",
 		"<td>edit-text</td><td>2500</td><td>2500</td>", // the per-type table
-		`class="band partial"`, // the partial first second
-		`class="hov" data-tip="`, "<title>", // hover values
+		`class="band partial"`,                         // the partial first second
+		`class="hov" data-tip="`, "<title>",            // hover values
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
