@@ -130,8 +130,8 @@ h1{font-size:19px;margin:0 0 4px} h2{font-size:15px;margin:18px 0 6px;border-bot
 .sub{color:#555;margin:2px 0} code{background:#f3f3f3;padding:1px 4px;border-radius:3px}
 table.checks{border-collapse:collapse} .checks td{padding:1px 8px;border-bottom:1px solid #eee;vertical-align:top}
 .pass{color:#137333} .fail{color:#c5221f;font-weight:600} .skip{color:#888}
-.main{display:grid;grid-template-columns:minmax(260px,26%) 1fr;gap:14px;align-items:start}
-#findings{max-height:84vh;overflow:auto}
+.main{display:grid;grid-template-columns:minmax(260px,26%) minmax(0,1fr);gap:14px;align-items:start} .main>section{min-width:0}
+#findings{max-height:84vh;overflow:auto;position:relative} #findings h2{position:sticky;top:0;background:#fff;margin-top:0;z-index:1}
 #findings a.finding{display:block;white-space:pre-wrap;font:11px/1.35 ui-monospace,monospace;color:#222;text-decoration:none;word-break:break-all;
  border-left:4px solid #c5221f;background:#fdf0ef;margin:4px 0;padding:3px 6px;cursor:pointer;max-height:4.1em;overflow:hidden}
 #findings a.finding.active{background:#ffe08a;border-left-color:#b06000;max-height:none}

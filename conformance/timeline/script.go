@@ -66,8 +66,11 @@ function setSel(ids){
  layout();
 }
 function scrollTo(ids){
- var best=-1;ids.forEach(function(id){var r=rowOf[id];if(r!==undefined&&(best<0||r<best))best=r;});
- if(best>=0){box.scrollTop=Math.max(0,best*H-box.clientHeight/3);render();}
+ var best=-1;ids.forEach(function(id){var r=rowOf[id];if(r!==undefined&&(best<0||r<rowOf[best]))best=id;});
+ if(best<0)return;
+ box.scrollTop=Math.max(0,rowOf[best]*H-box.clientHeight/3);
+ var x=laneX[ev[best].lane];if(x<box.scrollLeft+TW||x+LW>box.scrollLeft+box.clientWidth)box.scrollLeft=Math.max(0,x-TW);
+ render();
 }
 function related(id){
  var e=ev[id],ids=[id];
@@ -95,7 +98,10 @@ function selectEvent(id){
  scrollTo([id]);
 }
 function activeFinding(fid){
- Array.prototype.forEach.call(document.querySelectorAll("a.finding"),function(a){a.classList.toggle("active",a.getAttribute("data-finding")===String(fid));});
+ var list=document.getElementById("findings");
+ Array.prototype.forEach.call(document.querySelectorAll("a.finding"),function(a){
+  var on=a.getAttribute("data-finding")===String(fid);a.classList.toggle("active",on);
+  if(on&&(a.offsetTop<list.scrollTop||a.offsetTop+a.offsetHeight>list.scrollTop+list.clientHeight))list.scrollTop=a.offsetTop-list.offsetTop-40;});
 }
 function selectFinding(fid){
  var f=D.findings[fid];if(!f)return;
