@@ -99,7 +99,9 @@ func findingOf(page, checker string, word ...string) (string, error) {
 	return "", fmt.Errorf("no %s finding that links events", checker)
 }
 
-func count(dom, pattern string) int { return len(regexp.MustCompile(pattern).FindAllStringIndex(dom, -1)) }
+func count(dom, pattern string) int {
+	return len(regexp.MustCompile(pattern).FindAllStringIndex(dom, -1))
+}
 
 // checkTimeline checks a timeline's DOM after its script ran with #fID:
 // lanes of every kind drawn, rows of events rendered, the finding active,
