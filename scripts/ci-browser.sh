@@ -17,7 +17,7 @@
 #     and both comparisons; DOM checked, screenshots not blank
 #
 # KBKIT_SCREENSHOTS=DIR copies the screenshots there (timeline.png,
-# compare.png, report.png): the committed docs/timeline.png and
+# compare.png, report.png, and compare.txt): the committed docs/timeline.png and
 # loadgen/docs/compare.png come from this script. Needs Go, PostgreSQL
 # server binaries (or KBKIT_PG/KBKIT_PG_DSN) and Debian's apt (as root) when
 # chromium is missing. Any failure exits non-zero.
@@ -104,7 +104,7 @@ chrome --window-size=1100,2300 --screenshot="$WORK/report.png" "file://$WORK/a.h
 
 if [ -n "${KBKIT_SCREENSHOTS:-}" ]; then
 	mkdir -p "$KBKIT_SCREENSHOTS"
-	cp "$WORK/timeline.png" "$WORK/compare.png" "$WORK/report.png" "$KBKIT_SCREENSHOTS/"
+	cp "$WORK/timeline.png" "$WORK/compare.png" "$WORK/report.png" "$WORK/compare.txt" "$KBKIT_SCREENSHOTS/"
 	say "screenshots copied to $KBKIT_SCREENSHOTS"
 fi
 say "passed in $(( $(date +%s) - START ))s"
