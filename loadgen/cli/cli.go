@@ -369,9 +369,10 @@ func newReportCmd() *cobra.Command {
 		Short: "Summarise saved results; several files (the shards of a run) merge exactly",
 		Long: `Reads the --json files of one run (one per shard), merges them (histograms
 and counts add exactly; intervals align on wall-clock seconds), prints the
-summary, and writes a self-contained HTML page (--html: latency percentiles
-over time, throughput over time, latency distributions, the summary table)
-or the merged JSON (--json). --threshold works as for run (exit 99).`,
+summary, and writes a self-contained HTML page (--html: the summary, a table
+by operation type, latency percentiles, throughput, errors and recovery and
+work in flight over time, latency distributions; hover values, partial
+seconds shaded) or the merged JSON (--json). --threshold works as for run (exit 99).`,
 		Example: `  kbkit loadgen report run.json --html run.html
   kbkit loadgen report shard0.json shard1.json --json merged.json --threshold 'errors==0'`,
 		Args: cobra.MinimumNArgs(1),
