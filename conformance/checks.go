@@ -101,6 +101,7 @@ func (s *sim) check() ([]CheckResult, string) {
 			ps.fold = kbcore.Apply(ps.fold, ev.Cmd).Doc
 		}
 	}
+	s.rec.final(pages)
 	var out []CheckResult
 	add := func(name string, problems []string) {
 		problems = append(problems, s.found[name]...)
@@ -447,14 +448,14 @@ func (s *sim) linearizability(pages map[string]*pageState) ([]string, string) {
 				continue
 			}
 			client[o.id] = true
-			hist = append(hist, porcupine.Operation{ClientId: 0, Input: linInput{cmd: o.cmd, from: "client"},
+			hist = append(hist, porcupine.Operation{ClientId: o.win, Input: linInput{cmd: o.cmd, from: "client"},
 				Call: o.call, Output: linOutput{seq: o.seq, rejected: o.rejected}, Return: o.ret})
 		}
 		for _, ev := range ps.log {
 			if client[ev.Cmd.ID] {
 				continue
 			}
-			hist = append(hist, porcupine.Operation{ClientId: 1, Input: linInput{cmd: ev.Cmd, from: "log"},
+			hist = append(hist, porcupine.Operation{ClientId: len(s.wins), Input: linInput{cmd: ev.Cmd, from: "log"},
 				Call: 0, Output: linOutput{seq: ev.Seq}, Return: end})
 		}
 		model := pageModel(id)

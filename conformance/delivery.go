@@ -24,6 +24,7 @@ type sendCall struct {
 	ack    client.Ack
 	rej    *kbcore.Rejection
 	err    error
+	t0     int64 // when it was posted (ns since the seed began)
 }
 
 // send posts window w's first pending command that is not acknowledged.
@@ -72,7 +73,8 @@ func (s *sim) prepareSend(w *win) *sendCall {
 	}
 	page := s.pages[w.page]
 	if s.ops[c.ID] == nil {
-		s.ops[c.ID] = &op{id: c.ID, page: page, cmd: *c, call: time.Since(s.start).Nanoseconds()}
+		s.ops[c.ID] = &op{id: c.ID, page: page, cmd: *c, call: time.Since(s.start).Nanoseconds(), win: w.idx}
+		s.rec.command(w, s.ops[c.ID])
 		s.opOrder = append(s.opOrder, c.ID)
 		s.stats.Commands++
 		s.types[c.Type]++
@@ -87,12 +89,14 @@ func (s *sim) prepareSend(w *win) *sendCall {
 		env:    kbcore.Envelope{ID: c.ID, DeviceID: s.devices[w.dev].deviceID, PageID: page, Type: c.Type, Payload: c.Payload},
 		lose:   lose || forced,
 		forced: forced,
+		t0:     s.now(),
 	}
 }
 
 func (s *sim) concludeSend(sc *sendCall) error {
 	w, c, page := sc.w, sc.c, sc.env.PageID
 	seq, rej, err := sc.ack.Seq, sc.rej, sc.err
+	s.rec.post(sc)
 	s.checkAnswer(sc)
 	if err == nil && sc.lose {
 		s.stats.LostResp++
@@ -240,12 +244,14 @@ func (s *sim) deliver(w *win, quiet bool) error {
 			s.stats.Dropped++
 			w.gapped = true
 			s.logf("w%d echo %d dropped (fault)", w.idx, ev.Seq)
+			s.rec.fault(w, "echo %d dropped (fault)", ev.Seq)
 			return nil
 		case s.chance(s.faults.Reorder) && w.recv < s.known[page]:
 			next, ok, err := s.nextEvent(w)
 			if err == nil && ok {
 				s.stats.Reordered++
 				s.logf("w%d echoes %d and %d reordered (fault)", w.idx, ev.Seq, next.Seq)
+				s.rec.fault(w, "echoes %d and %d reordered (fault)", ev.Seq, next.Seq)
 				if err := s.echo(w, next); err != nil {
 					return err
 				}
@@ -253,6 +259,7 @@ func (s *sim) deliver(w *win, quiet bool) error {
 		case s.chance(s.faults.Duplicate):
 			s.stats.Duplicated++
 			s.logf("w%d echo %d duplicated (fault)", w.idx, ev.Seq)
+			s.rec.fault(w, "echo %d duplicated (fault)", ev.Seq)
 			if err := s.echo(w, ev); err != nil {
 				return err
 			}
@@ -268,6 +275,7 @@ func (s *sim) echo(w *win, ev client.Event) error {
 		s.stats.Gaps++
 	}
 	acts := w.w.Echo(ev.Seq, ev.Cmd)
+	s.rec.echo(w, ev, before, acts)
 	s.logf("w%d echo %d %s %s (seq %d -> %d) %v", w.idx, ev.Seq, ev.Cmd.Type, shortID(ev.Cmd.ID), before, w.w.Seq(), acts)
 	if o := s.ops[ev.Cmd.ID]; o != nil && o.ret == 0 {
 		s.decide(ev.Cmd.ID, ev.Seq, nil)

@@ -50,6 +50,7 @@ func (s *sim) startFailover() {
 		return
 	}
 	s.logf("failover: replication stalls %s, primary lost, standby promoted (fault)", failoverStall)
+	s.rec.fault(nil, "failover: replication stalls %s, primary lost, standby promoted (fault)", failoverStall)
 	s.stats.Failovers++
 	done := make(chan error, 1)
 	s.failover = done
@@ -67,5 +68,6 @@ func (s *sim) awaitFailover() error {
 		return fmt.Errorf("%w: failover: %v", ErrCannotRun, err)
 	}
 	s.logf("failover done: the new primary serves, a new standby streams")
+	s.rec.fault(nil, "failover done: the new primary serves")
 	return nil
 }

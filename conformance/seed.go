@@ -31,6 +31,10 @@ type Options struct {
 	SeedTimeout time.Duration
 	// OutDir receives Porcupine's visualisation of a failed seed ("" = none).
 	OutDir string
+	// HTMLDir receives a timeline page (seed-N.html) of every seed that
+	// failed or could not run ("" = none); with HTMLAll, of every seed.
+	HTMLDir string
+	HTMLAll bool
 	// Trace sends every history line to Logf as it happens.
 	Trace bool
 	// Logf receives progress and history lines (nil = silent).
@@ -136,6 +140,8 @@ type SeedReport struct {
 	// Visualization is the path of Porcupine's HTML for a failed
 	// linearizability check.
 	Visualization string `json:"visualization,omitempty"`
+	// Timeline is the path of the seed's timeline page (Options.HTMLDir).
+	Timeline string `json:"timeline,omitempty"`
 	// Err is set when the seed could not run (not a checker failure).
 	Err string `json:"error,omitempty"`
 	// Types counts the commands sent over the wire by type (setup

@@ -67,6 +67,7 @@ type sim struct {
 	forceLose   string              // lose the answer to this command id (race)
 	skipped     map[string]string   // checker -> why it had nothing to check
 	failover    chan error          // a failover in progress (failover.go)
+	rec         *recorder           // the seed's timeline (record.go; nil: none)
 }
 
 type deviceInfo struct {
@@ -85,6 +86,7 @@ type op struct {
 	seq      int64
 	rejected string
 	posts    int     // kb.command calls made for it
+	win      int     // the window that sent it
 	srv      verdict // the server's verdict, once known (checks_wire.go)
 }
 
@@ -222,9 +224,11 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 			// not let it finish. A protocol finding, and the run halts.
 			rep.Halt = fmt.Sprintf("seed %d did not finish within %s (in %s)", seed, opts.SeedTimeout, phase)
 			rep.Checks = s.timedOut(rep.Halt)
+			s.writeTimeline(&rep)
 			return rep
 		}
 		rep.Err = err.Error()
+		s.writeTimeline(&rep)
 		return rep
 	}
 	if err := s.setup(); err != nil {
@@ -250,6 +254,7 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 	if rep.Failed() {
 		rep.History = s.hist
 	}
+	s.writeTimeline(&rep)
 	return rep
 }
 
@@ -357,6 +362,7 @@ func (s *sim) setup() error {
 		s.wins = append(s.wins, w)
 	}
 	s.logf("setup: %d devices, %d pages, %d windows, faults: %s", len(s.devices), len(s.pages), len(s.wins), s.faults)
+	s.startRecording()
 	return nil
 }
 
@@ -436,6 +442,7 @@ func (s *sim) step(i int) error {
 
 func (s *sim) handle(w *win, acts []kbcore.Action) error {
 	for _, a := range acts {
+		s.rec.action(w, a)
 		switch a.Kind {
 		case kbcore.ActionToast:
 			s.logf("w%d toast %s", w.idx, a.Code)
@@ -456,7 +463,9 @@ func (s *sim) refetch(w *win) error {
 		ids = append(ids, c.ID)
 	}
 	want := s.expectOutcomes(ids)
+	t0 := s.now()
 	snap, err := s.retryPage(w.c, s.pages[w.page], ids)
+	s.rec.refetch(w, t0, ids, snap, err)
 	if err != nil {
 		if s.ctx.Err() != nil {
 			return s.ctx.Err()
@@ -485,6 +494,7 @@ func (s *sim) decide(id string, seq int64, rej *kbcore.Rejection) {
 		return
 	}
 	o.ret = time.Since(s.start).Nanoseconds()
+	s.rec.decided(id, seq, rej)
 	if rej != nil {
 		o.rejected = rej.Code
 		s.stats.Rejected++
@@ -511,9 +521,11 @@ func (s *sim) undoRedo(w *win) {
 	if s.rng.IntN(3) == 0 {
 		acts = w.w.Redo(ids)
 		s.logf("w%d redo -> %v", w.idx, acts)
+		s.rec.undo(w, "redo", acts)
 	} else {
 		acts = w.w.Undo(ids)
 		s.logf("w%d undo -> %v", w.idx, acts)
+		s.rec.undo(w, "undo", acts)
 	}
 	_ = s.handle(w, acts)
 }
@@ -665,6 +677,7 @@ func (s *sim) fault(step int) error {
 		s.pgRestarted = true
 		if r, ok := s.target.(PostgresRestarter); ok {
 			s.logf("restarting Postgres (fault)")
+			s.rec.fault(nil, "Postgres restarted (fault)")
 			s.stats.Restarts++
 			if err := r.RestartPostgres(s.ctx); err != nil {
 				return fmt.Errorf("%w: restart Postgres: %v", ErrCannotRun, err)
@@ -674,6 +687,7 @@ func (s *sim) fault(step int) error {
 		if r, ok := s.target.(Restarter); ok {
 			i := s.rng.IntN(len(s.target.Endpoints()))
 			s.logf("restarting instance %d (fault)", i)
+			s.rec.restart(i)
 			s.stats.Restarts++
 			if err := r.RestartInstance(s.ctx, i); err != nil {
 				return fmt.Errorf("%w: restart instance: %v", ErrCannotRun, err)
@@ -684,6 +698,7 @@ func (s *sim) fault(step int) error {
 		if w.sub != nil {
 			s.stats.Cuts++
 			s.logf("w%d socket cut (fault)", w.idx)
+			s.rec.fault(w, "socket cut (fault)")
 			w.sub.Close()
 			w.sub, w.inbox = nil, nil
 			w.recv = w.w.Seq()
@@ -777,6 +792,7 @@ func (s *sim) settle(w *win) error {
 			if w.w.Seq() < s.known[page] || len(w.w.Pending()) > 0 {
 				w.stuck = true
 				s.logf("w%d stuck at seq %d/%d: quiesce gives up on it", w.idx, w.w.Seq(), s.known[page])
+				s.rec.note(w, "stuck: quiesce gives up on it")
 			}
 			return nil
 		}
@@ -785,6 +801,7 @@ func (s *sim) settle(w *win) error {
 			// way: the window must notice the gap itself.
 			if !w.w.Awaiting() {
 				s.logf("w%d stalled at seq %d: resubscribing", w.idx, w.w.Seq())
+				s.rec.note(w, "stalled: resubscribing")
 				if w.sub != nil {
 					w.sub.Close()
 				}
@@ -816,6 +833,7 @@ func (s *sim) stall(w *win, finding string) {
 	s.stats.EchoStalls++
 	s.failures = append(s.failures, finding)
 	s.logf("%s", finding)
+	s.rec.note(w, "echo timeout: "+finding)
 	if s.halt == "" {
 		s.halt = "seed " + fmt.Sprint(s.seed) + ": " + finding
 	}

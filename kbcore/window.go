@@ -260,6 +260,12 @@ func (w *Window) Undo(ids []string) []Action {
 	return w.step(&w.undo, &w.redo, ids, ToastNothingToUndo)
 }
 
+// Reverts returns the ids of the commands that pending undo or redo
+// command id reverts (nil for any other id): what a debugger links it to.
+func (w *Window) Reverts(id string) []string {
+	return append([]string(nil), w.reverts[id]...)
+}
+
 // Redo reverts the last undo, with new ids.
 func (w *Window) Redo(ids []string) []Action {
 	return w.step(&w.redo, &w.undo, ids, ToastNothingToRedo)

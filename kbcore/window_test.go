@@ -326,6 +326,12 @@ func (s *winSim) local(ci int, undoNow bool) {
 			if a.Kind != kbcore.ActionSend {
 				s.t.Fatalf("undo right after %s: %v", c.Type, acts)
 			}
+			if r := w.Reverts(a.ID); len(r) != 1 || r[0] != c.ID {
+				s.t.Fatalf("undo command %s of %s reverts %v, want [%s]", a.ID, c.ID, r, c.ID)
+			}
+		}
+		if r := w.Reverts(c.ID); r != nil {
+			s.t.Fatalf("a command that is no undo reverts %v", r)
 		}
 		if winJSON(w.Rendered()) != before {
 			s.t.Fatalf("undo right after %s:\nwant %s\ngot  %s", c.Type, before, winJSON(w.Rendered()))

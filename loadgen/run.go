@@ -308,6 +308,22 @@ func (r *runner) load(ctx context.Context) (*metrics.Result, error) {
 	opCtx, stopOps := context.WithDeadline(context.WithoutCancel(ctx), r.start.Add(cfg.Duration+cfg.Drain))
 	defer stopOps()
 
+	// The operations in flight, sampled ten times a second (each second
+	// keeps its peak), once measured.
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case now := <-tick.C:
+				if r.measuring.Load() {
+					r.recs[0].InFlight(now, r.inflight.Load())
+				}
+			case <-loadCtx.Done():
+				return
+			}
+		}
+	}()
 	var wg sync.WaitGroup
 	switch cfg.Model {
 	case Closed:
@@ -489,9 +505,11 @@ func (r *runner) op(ctx context.Context, ed *editor, intended time.Time) {
 	acts := w.w.Local(cmd)
 	now := time.Now()
 	rec.Count(metrics.Commands, now, 1)
+	rec.TypeCount(cmd.Type, metrics.Commands)
 	if len(acts) == 0 || acts[0].Kind != kbcore.ActionSend {
 		w.mu.Unlock()
 		rec.Count(metrics.LocalRejections, now, 1)
+		rec.TypeCount(cmd.Type, metrics.LocalRejections)
 		return
 	}
 	env := kbcore.Envelope{ID: id, DeviceID: ed.dev.id, PageID: w.pg.id, Type: cmd.Type, Payload: cmd.Payload}
@@ -520,13 +538,17 @@ func (r *runner) op(ctx context.Context, ed *editor, intended time.Time) {
 	case err != nil:
 		r.stamps.Delete(id)
 		rec.Error(errorKind(err), now)
+		rec.TypeCount(cmd.Type, metrics.Errors)
 	case rej != nil:
 		r.stamps.Delete(id)
 		rec.Rejection(rej.Code, now)
+		rec.TypeCount(cmd.Type, metrics.Rejections)
 	default:
 		w.pg.saw(seq)
 		rec.Count(metrics.Committed, now, 1)
 		rec.Latency(metrics.Commit, now, now.Sub(intended))
+		rec.TypeCount(cmd.Type, metrics.Committed)
+		rec.TypeLatency(cmd.Type, metrics.Commit, now.Sub(intended))
 		if cmd.Type == kbcore.TypeRenamePage {
 			r.setTitle(w.pg.idx, title)
 		}

@@ -266,6 +266,7 @@ func (r *runner) echo(w *window, ev client.Event) {
 			case !st.measured:
 			case st.origin == w:
 				rec.Latency(metrics.Echo, now, now.Sub(st.start))
+				rec.TypeLatency(ev.Cmd.Type, metrics.Echo, now.Sub(st.start))
 			default:
 				rec.Latency(metrics.Fanout, now, now.Sub(st.start))
 			}

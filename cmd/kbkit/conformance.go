@@ -34,8 +34,8 @@ type conformanceFlags struct {
 	seeds, windows, pages, steps, devices, instances int
 	seed                                             int64
 	seedSet                                          bool
-	faults, trace, bursts, strict                    bool
-	server, topology                                 string
+	faults, trace, bursts, strict, htmlAll           bool
+	server, topology, htmlDir, broken                string
 	tokens                                           []string
 	junit, jsonOut, outDir                           string
 	echoTimeout, seedTimeout                         time.Duration
@@ -62,6 +62,13 @@ numbering as conformance.Options. Off a terminal, a progress line goes to
 stderr every few seconds.
 
 --seed S replays one seed exactly.
+
+--html DIR writes a timeline of every failing seed (seed-N.html, one
+self-contained page each; --html-all: of every seed): a lane per window,
+server instance and page log, every command as a span from its first POST
+to its decision, echoes, refetches, undo/redo links and injected faults
+where they happened, each finding linked to its events, and the final
+documents of the windows beside the fold of the log.
 
 The run never hangs: a window that gets no echo it is owed within
 --echo-timeout is a protocol finding (then it refetches), and each seed
@@ -101,6 +108,10 @@ Exit status: 0 every checker passed, 1 a checker failed (or, with
 	fl.DurationVar(&f.echoTimeout, "echo-timeout", 10*time.Second, "how long to wait for an echo the server owes")
 	fl.DurationVar(&f.seedTimeout, "seed-timeout", conformance.DefaultSeedTimeout, "deadline of one seed, checks included")
 	fl.BoolVar(&f.strict, "strict", false, "a checker skipped by every seed fails the run (exit 1)")
+	fl.StringVar(&f.htmlDir, "html", "", "write a timeline page (seed-N.html) of every failing seed to this directory")
+	fl.BoolVar(&f.htmlAll, "html-all", false, "with --html: a timeline of every seed, passing ones too")
+	fl.StringVar(&f.broken, "broken-server", "", "put the target behind a proxy that breaks one guarantee ("+strings.Join(conformance.BrokenVariants(), ", ")+"): to see the checkers and the timeline catch a bug")
+	_ = fl.MarkHidden("broken-server")
 	return cmd
 }
 
@@ -112,6 +123,16 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		f.seeds = 1
 	}
 	f.server, f.tokens = serverFromEnv(f.server, f.tokens)
+	if f.htmlAll && f.htmlDir == "" {
+		fmt.Fprintln(stderr, "kbkit conformance run: --html-all needs --html DIR")
+		return exitError{exitErrored}
+	}
+	if f.htmlDir != "" {
+		if err := os.MkdirAll(f.htmlDir, 0o755); err != nil {
+			fmt.Fprintln(stderr, "kbkit conformance run: --html:", err)
+			return exitError{exitErrored}
+		}
+	}
 	var target conformance.Target
 	if f.server != "" {
 		target = conformance.Remote(f.server, f.tokens)
@@ -144,12 +165,21 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		defer e.Close()
 		target = e
 	}
+	if f.broken != "" {
+		b, stopProxy, err := conformance.Broken(target, f.broken)
+		if err != nil {
+			fmt.Fprintln(stderr, "kbkit conformance run:", err)
+			return exitError{exitErrored}
+		}
+		defer stopProxy()
+		target = b
+	}
 	tty := report.IsTerminal(stderr)
 	start := time.Now()
 	progress := newSeedProgress(stderr, tty, f.seeds, start)
 	opts := conformance.Options{
 		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
-		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
+		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, HTMLDir: f.htmlDir, HTMLAll: f.htmlAll, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
 		Logf:     func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
 		Progress: progress.seed,
 	}
@@ -271,6 +301,9 @@ func summarize(w io.Writer, reports []conformance.SeedReport, took time.Duration
 		}
 		if r.Visualization != "" {
 			fmt.Fprintf(w, "  linearizability visualization: %s\n", r.Visualization)
+		}
+		if r.Timeline != "" {
+			fmt.Fprintf(w, "  timeline: %s\n", r.Timeline)
 		}
 		h := r.History
 		if len(h) > 40 {

@@ -75,9 +75,10 @@ with its own WebSocket subscription, so rebase and fan-out cost is real.
 
   run     generate load (open or closed model) and report its metrics
   report  summarise, merge (shards) and chart saved results
+  compare two saved results side by side: deltas, the better one marked
   idle    open and hold idle subscribed windows (server memory per window)`,
 	}
-	cmd.AddCommand(newRunCmd(), newReportCmd(), newIdleCmd())
+	cmd.AddCommand(newRunCmd(), newReportCmd(), newCompareCmd(), newIdleCmd())
 	return cmd
 }
 
@@ -426,9 +427,10 @@ func newReportCmd() *cobra.Command {
 		Short: "Summarise saved results; several files (the shards of a run) merge exactly",
 		Long: `Reads the --json files of one run (one per shard), merges them (histograms
 and counts add exactly; intervals align on wall-clock seconds), prints the
-summary, and writes a self-contained HTML page (--html: latency percentiles
-over time, throughput over time, latency distributions, the summary table)
-or the merged JSON (--json). --threshold works as for run (exit 99).`,
+summary, and writes a self-contained HTML page (--html: the summary, a table
+by operation type, latency percentiles, throughput, errors and recovery and
+work in flight over time, latency distributions; hover values, partial
+seconds shaded) or the merged JSON (--json). --threshold works as for run (exit 99).`,
 		Example: `  kbkit loadgen report run.json --html run.html
   kbkit loadgen report shard0.json shard1.json --json merged.json --threshold 'errors==0'`,
 		Args: cobra.MinimumNArgs(1),
@@ -460,6 +462,59 @@ or the merged JSON (--json). --threshold works as for run (exit 99).`,
 	cmd.Flags().StringVar(&jsonOut, "json", "", "write the merged result to this file (- = stdout; the summary then goes to stderr)")
 	cmd.Flags().StringArrayVar(&ths, "threshold", nil, "pass/fail condition (repeat); default: the thresholds of the first run")
 	return cmd
+}
+
+func newCompareCmd() *cobra.Command {
+	var htmlOut string
+	cmd := &cobra.Command{
+		Use:   "compare A.json B.json",
+		Short: "Compare two saved results: every figure side by side, B - A, the better one marked",
+		Long: `Reads two --json results (e.g. before and after a change) and prints every
+figure of A beside B's: rate, counts, errors, drops, retries, reconnects,
+refetches, cpu per command, p50/p90/p99/p99.9/max of each latency and each
+command type's commit latency, with B - A and which run is better ("=" equal,
+"≈" within 1%; no mark where neither direction is better, "n/a" where a run
+cannot say). --html writes a self-contained page with the same table, the
+percentile spectra of both runs overlaid and their time series side by side.`,
+		Example: `  kbkit loadgen compare before.json after.json --html compare.html`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			stderr := c.ErrOrStderr()
+			a, err := metrics.ReadFile(args[0])
+			if err != nil {
+				return errored(stderr, err)
+			}
+			b, err := metrics.ReadFile(args[1])
+			if err != nil {
+				return errored(stderr, err)
+			}
+			if htmlOut != "" {
+				if err := writeFile(htmlOut, func(w io.Writer) error { return lgreport.CompareHTML(w, args[0], a, args[1], b) }); err != nil {
+					return errored(stderr, err)
+				}
+			}
+			if err := lgreport.CompareText(c.OutOrStdout(), args[0], a, args[1], b); err != nil {
+				return errored(stderr, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&htmlOut, "html", "", "write the comparison as an HTML page to this file")
+	return cmd
+}
+
+// writeFile writes path through fn; a failed write leaves no file.
+func writeFile(path string, fn func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	return f.Close()
 }
 
 func exprs(cs []metrics.Check) []string {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/subspace/kbkit/loadgen/metrics"
 	"github.com/subspace/kbkit/server/pgprovider"
@@ -75,5 +77,59 @@ func TestBadInvocationsExit2(t *testing.T) {
 		if code, _, stderr := kbkitLoadgen(t, args...); code != ExitErrored {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, ExitErrored, stderr)
 		}
+	}
+}
+
+func writeResult(t *testing.T, path string, commit time.Duration) {
+	t.Helper()
+	rec := metrics.NewRecorder()
+	t0 := time.Unix(1_700_000_000, 0)
+	for i := 0; i < 200; i++ {
+		now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+		rec.Latency(metrics.Commit, now, commit)
+		rec.Count(metrics.Committed, now, 1)
+		rec.TypeCount("edit-text", metrics.Commands)
+		rec.TypeLatency("edit-text", metrics.Commit, commit)
+	}
+	res, err := metrics.Collect([]*metrics.Recorder{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Start, res.End, res.Shards = t0, t0.Add(2*time.Second), []string{"0/1"}
+	res.Run = metrics.RunInfo{Workload: "typing", Model: "closed", Editors: 1, Pages: 1, WindowsPerPage: 1, Duration: "2s", Server: "embedded"}
+	if err := res.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCompare: two results side by side on stdout and in HTML, the faster
+// marked; bad input exits 2 and writes no page.
+func TestCompare(t *testing.T) {
+	dir := t.TempDir()
+	fast, slow, page := filepath.Join(dir, "fast.json"), filepath.Join(dir, "slow.json"), filepath.Join(dir, "cmp.html")
+	writeResult(t, fast, 2*time.Millisecond)
+	writeResult(t, slow, 8*time.Millisecond)
+	code, stdout, stderr := kbkitLoadgen(t, "compare", fast, slow, "--html", page)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !regexp.MustCompile(`commit p99 +2\.00ms +8\.00ms +\+6\.00ms \(\+300\.\d%\) +A`).MatchString(stdout) {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), `<tr data-better="A"><td>commit p99</td>`) {
+		t.Errorf("page: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"version":1,"nope":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.html")
+	for _, args := range [][]string{{"compare", fast}, {"compare", fast, bad, "--html", other}, {"compare", "/nonexistent.json", fast, "--html", other}} {
+		if code, _, _ := kbkitLoadgen(t, args...); code != ExitErrored {
+			t.Errorf("%v: exit %d, want %d", args, code, ExitErrored)
+		}
+	}
+	if _, err := os.Stat(other); err == nil {
+		t.Error("a failed compare wrote its page")
 	}
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -72,6 +73,14 @@ func TestMergeOfTwoFilesIsTheUnion(t *testing.T) {
 		now := t0.Add(time.Duration(i) * 300 * time.Microsecond)
 		r.Latency(name, now, d)
 		union.Latency(name, now, d)
+		typ := []string{"edit-text", "move-node", "delete"}[i%3]
+		for _, x := range []*Recorder{r, union} {
+			x.TypeCount(typ, Commands)
+			x.TypeLatency(typ, Commit, d)
+			if i%5 == 0 {
+				x.TypeCount(typ, Rejections)
+			}
+		}
 		if i%7 == 0 {
 			r.Count(Committed, now, 1)
 			union.Count(Committed, now, 1)
@@ -137,6 +146,15 @@ func TestMergeOfTwoFilesIsTheUnion(t *testing.T) {
 			}
 		}
 	}
+	if len(merged.Types) != 3 {
+		t.Errorf("types %v", merged.TypeNames())
+	}
+	for n, ts := range want.Types {
+		m := merged.Types[n]
+		if m == nil || m.Counts != ts.Counts || !m.Commit.Equal(ts.Commit) || m.Commit.Count() == 0 {
+			t.Errorf("type %s: merged %+v, want %+v", n, m, ts)
+		}
+	}
 	if strings.Join(merged.Shards, " ") != "0/2 1/2" {
 		t.Errorf("shards %v", merged.Shards)
 	}
@@ -158,5 +176,50 @@ func TestReadRefusesUnknownFields(t *testing.T) {
 	}
 	if _, err := Read(&b); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestMergeKnowsWhatItCannotSay: in-flight peaks of shards add per
+// second; a merge with a shard that sampled none, or that has no per-type
+// breakdown (written before it existed), has neither.
+func TestMergeKnowsWhatItCannotSay(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	shard := func(i int, sample bool) *Result {
+		r := NewRecorder()
+		if sample {
+			r.InFlight(t0, int64(2+i))
+			r.InFlight(t0.Add(100*time.Millisecond), int64(5+i))
+		}
+		r.TypeCount("edit-text", Commands)
+		res, err := Collect([]*Recorder{r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Run.RunID, res.Shards = "run", []string{fmt.Sprintf("%d/2", i)}
+		return res
+	}
+	m, err := Merge(shard(0, true), shard(1, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.InFlightSampled || len(m.Intervals) != 1 || m.Intervals[0].InFlight != 5+6 || m.Types["edit-text"].Counts.Commands != 2 {
+		t.Errorf("merge: sampled %v, intervals %+v, types %v", m.InFlightSampled, m.Intervals, m.TypeNames())
+	}
+	old := shard(1, false)
+	old.Types = nil
+	m, err = Merge(shard(0, true), old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.InFlightSampled || m.Types != nil {
+		t.Errorf("merge with an old shard: sampled %v, types %v", m.InFlightSampled, m.TypeNames())
+	}
+	// And a result file without them reads.
+	var b bytes.Buffer
+	if err := old.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Read(&b); err != nil || r.Types != nil || r.InFlightSampled {
+		t.Errorf("read: %v %+v", err, r)
 	}
 }

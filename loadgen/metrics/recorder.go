@@ -109,13 +109,17 @@ type Interval struct {
 	Unix    int64                `json:"unix"`
 	Counts  Counts               `json:"counts"`
 	Latency map[string]*Snapshot `json:"latency"`
+	// InFlight is the peak of operations in flight sampled in the second
+	// (summed over shards; see Result.InFlightSampled).
+	InFlight int64 `json:"in_flight,omitempty"`
 }
 
 // live is the interval a recorder is filling.
 type live struct {
-	unix   int64
-	counts Counts
-	lat    map[string]*Hist
+	unix     int64
+	counts   Counts
+	lat      map[string]*Hist
+	inflight int64
 }
 
 func newLive(unix int64) *live {
@@ -127,7 +131,7 @@ func newLive(unix int64) *live {
 }
 
 func (l *live) freeze() Interval {
-	iv := Interval{Unix: l.unix, Counts: l.counts, Latency: map[string]*Snapshot{}}
+	iv := Interval{Unix: l.unix, Counts: l.counts, Latency: map[string]*Snapshot{}, InFlight: l.inflight}
 	for n, h := range l.lat {
 		iv.Latency[n] = h.Snapshot()
 	}
@@ -148,6 +152,10 @@ type Recorder struct {
 	done       []Interval
 	// prev keeps the last closed intervals unfrozen for Recent.
 	prev []*live
+	// types are the counts and latencies by command type (types.go);
+	// sampled is set once InFlight was called.
+	types   map[string]*TypeStats
+	sampled bool
 }
 
 // recentKeep is how many closed intervals Recent can still see.
@@ -245,6 +253,7 @@ func (r *Recorder) Reset() {
 	clear(r.errors)
 	clear(r.rejections)
 	r.cur, r.done, r.prev = nil, nil, nil
+	r.types = nil
 }
 
 // Recent merges the intervals from second since on (the current one
@@ -289,6 +298,14 @@ func Collect(recs []*Recorder) (*Result, error) {
 			}
 		}
 		res.Counts.Add(r.counts)
+		if res.Types == nil {
+			res.Types = map[string]*TypeStats{}
+		}
+		if err := mergeTypes(res.Types, r.types); err != nil {
+			r.mu.Unlock()
+			return nil, err
+		}
+		res.InFlightSampled = res.InFlightSampled || r.sampled
 		for k, v := range r.errors {
 			res.Errors[k] += v
 		}
@@ -317,6 +334,7 @@ func mergeInterval(byUnix map[int64]*Interval, iv Interval) error {
 		byUnix[iv.Unix] = t
 	}
 	t.Counts.Add(iv.Counts)
+	t.InFlight += iv.InFlight
 	for n, s := range iv.Latency {
 		if t.Latency[n] == nil {
 			t.Latency[n] = s

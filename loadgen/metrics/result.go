@@ -58,6 +58,12 @@ type Result struct {
 	// CPUSeconds is the CPU time this process used during the load: the
 	// generator's, and the server's when it is embedded.
 	CPUSeconds float64 `json:"cpu_seconds"`
+	// Types are the counts and latencies by command type (absent in
+	// results written before they were recorded).
+	Types map[string]*TypeStats `json:"by_type,omitempty"`
+	// InFlightSampled says the intervals' InFlight was sampled (every
+	// shard's, in a merge): otherwise it is unknown, not zero.
+	InFlightSampled bool `json:"in_flight_sampled,omitempty"`
 	// Summary repeats derived figures for scripts (jq); it is rewritten
 	// on every Write and ignored on Read.
 	Summary *Summary `json:"summary,omitempty"`
@@ -132,6 +138,17 @@ func Read(rd io.Reader) (*Result, error) {
 	if r.Latency == nil {
 		r.Latency = map[string]*Hist{}
 	}
+	for n, t := range r.Types {
+		if t == nil {
+			return nil, fmt.Errorf("metrics: decode result: by_type %q is null", n)
+		}
+		if t.Commit == nil {
+			t.Commit = NewIntervalHist()
+		}
+		if t.Echo == nil {
+			t.Echo = NewIntervalHist()
+		}
+	}
 	r.Summary = nil
 	return &r, nil
 }
@@ -165,7 +182,19 @@ func Merge(rs ...*Result) (*Result, error) {
 		Errors: map[string]int64{}, Rejections: map[string]int64{}}
 	seen := map[string]bool{}
 	byUnix := map[int64]*Interval{}
+	out.InFlightSampled = true
+	typed := true // every shard has types: else a merge cannot have them
 	for i, r := range rs {
+		out.InFlightSampled = out.InFlightSampled && r.InFlightSampled
+		typed = typed && r.Types != nil
+		if r.Types != nil {
+			if out.Types == nil {
+				out.Types = map[string]*TypeStats{}
+			}
+			if err := mergeTypes(out.Types, r.Types); err != nil {
+				return nil, err
+			}
+		}
 		if r.Run.RunID != rs[0].Run.RunID {
 			return nil, fmt.Errorf("metrics: result %d is of run %q, result 0 of run %q: shards of one run share --run-id", i, r.Run.RunID, rs[0].Run.RunID)
 		}
@@ -206,6 +235,9 @@ func Merge(rs ...*Result) (*Result, error) {
 	}
 	sort.Strings(out.Shards)
 	out.Intervals = sortedIntervals(byUnix)
+	if !typed {
+		out.Types = nil
+	}
 	return out, nil
 }
 

@@ -22,67 +22,6 @@ func msFmt(v float64) string { return Dur(time.Duration(v * float64(time.Millise
 
 func secFmt(v float64) string { return fmt.Sprintf("%gs", v) }
 
-// latencyOverTime charts p50, p90, p99 and max of one metric per second.
-func latencyOverTime(r *metrics.Result, name string) template.HTML {
-	names := []string{"p50", "p90", "p99", "max"}
-	ss := make([]series, len(names))
-	for i, n := range names {
-		ss[i] = series{name: n, color: pctColors[i], dash: n == "max"}
-	}
-	t0 := r.Start.Unix()
-	for _, iv := range r.Intervals {
-		s, ok := iv.Latency[name]
-		if !ok || s.Total == 0 {
-			continue
-		}
-		h, err := s.Hist()
-		if err != nil {
-			continue
-		}
-		x := float64(iv.Unix - t0)
-		for i, v := range []time.Duration{h.Quantile(50), h.Quantile(90), h.Quantile(99), h.Max()} {
-			ss[i].pts = append(ss[i].pts, [2]float64{x, ms(v)})
-		}
-	}
-	return chart{title: name + " latency per second", xLabel: "seconds since start", yFmt: msFmt, xFmt: secFmt, series: ss}.svg()
-}
-
-// throughput charts commands per second: target (open model), committed,
-// rejected, errors and dropped.
-func throughput(r *metrics.Result) template.HTML {
-	t0 := r.Start.Unix()
-	ss := []series{
-		{name: "committed/s", color: "#1f77b4"},
-		{name: "target/s", color: "#7f7f7f", dash: true},
-		{name: "rejected/s", color: "#ff7f0e"},
-		{name: "errors/s", color: "#d62728"},
-		{name: "dropped/s", color: "#9467bd"},
-	}
-	for _, iv := range r.Intervals {
-		x := float64(iv.Unix - t0)
-		c := iv.Counts
-		for i, v := range []int64{c.Committed, c.Due, c.Rejections, c.Errors, c.Dropped} {
-			ss[i].pts = append(ss[i].pts, [2]float64{x, float64(v)})
-		}
-	}
-	if r.Run.Model != "open" {
-		ss = append(ss[:1], ss[2:]...)
-	}
-	// Lines that stay at zero only crowd the chart.
-	kept := ss[:0]
-	for i, s := range ss {
-		nonzero := false
-		for _, p := range s.pts {
-			nonzero = nonzero || p[1] != 0
-		}
-		if nonzero || i == 0 {
-			kept = append(kept, s)
-		}
-	}
-	return chart{title: "throughput per second", xLabel: "seconds since start", yMin0: true,
-		yFmt: func(v float64) string { return fmt.Sprintf("%g", v) }, xFmt: secFmt, series: kept}.svg()
-}
-
 // distribution is HdrHistogram's percentile spectrum: latency against
 // percentile on a "number of nines" axis.
 func distribution(r *metrics.Result) template.HTML {
@@ -126,14 +65,21 @@ type page struct {
 	Charts      []template.HTML
 	Distribute  template.HTML
 	Throughput  template.HTML
+	Troubles    template.HTML
+	InFlight    template.HTML
+	Peak        string
+	Types       []TypeRow
 	Generated   string
+	CSS         template.CSS
+	Script      template.JS
 }
 
 // HTML writes the self-contained report page.
 func HTML(w io.Writer, r *metrics.Result) error {
 	p := page{Title: "kbkit loadgen: " + r.Run.Workload, Describe: Describe(r), Result: r, Rows: Rows(r),
 		Errors: metrics.Kinds(r.Errors), Rejections: metrics.Kinds(r.Rejections),
-		Throughput: throughput(r), Distribute: distribution(r), Generated: time.Now().UTC().Format(time.RFC3339)}
+		Throughput: throughput(r), Distribute: distribution(r), Generated: time.Now().UTC().Format(time.RFC3339),
+		Troubles: troubles(r), InFlight: inFlight(r), Peak: peakInFlight(r), Types: TypeRows(r), CSS: pageCSS, Script: tipScript}
 	for _, pc := range Percentiles {
 		p.Percentiles = append(p.Percentiles, fmt.Sprintf("p%g", pc))
 	}
@@ -143,6 +89,43 @@ func HTML(w io.Writer, r *metrics.Result) error {
 	return tmpl.Execute(w, p)
 }
 
+// peakInFlight is the largest sampled in-flight count, "n/a" if none.
+func peakInFlight(r *metrics.Result) string {
+	if !r.InFlightSampled {
+		return "n/a"
+	}
+	var peak int64
+	for _, iv := range r.Intervals {
+		peak = max(peak, iv.InFlight)
+	}
+	return fmt.Sprint(peak)
+}
+
+// pageCSS is shared by the report and the comparison.
+const pageCSS = `body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:960px;color:#222;padding:0 12px}
+h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.sub{color:#555;margin:0 0 16px}
+table{border-collapse:collapse;margin:6px 0} td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
+th{background:#f6f6f6} td:first-child,th:first-child{text-align:left}
+.pass{color:#137333;font-weight:600} .fail{color:#c5221f;font-weight:600} .na{color:#999}
+.better{background:#dcf5dc;font-weight:600} .worse{color:#a33}
+svg.chart{max-width:100%;height:auto;display:block;margin:8px 0 14px;background:#fff}
+svg .grid{stroke:#eee} svg text{font:11px system-ui,sans-serif;fill:#555}
+svg .yt{text-anchor:end} svg .xt{text-anchor:middle} svg .xl{text-anchor:middle}
+svg .ct{font-weight:600;fill:#222;font-size:12px} svg .lg{fill:#333} svg .note{fill:#888;font-size:10px}
+svg .band.partial{fill:#000;fill-opacity:.05} svg .band.drain{fill:#000;fill-opacity:.12}
+svg .hov{fill:#000;fill-opacity:0} svg .hov:hover{fill-opacity:.06}
+#tip{position:fixed;display:none;z-index:9;background:#fff;border:1px solid #999;box-shadow:0 2px 6px rgba(0,0,0,.2);
+ padding:4px 8px;font:12px/1.35 ui-monospace,monospace;white-space:pre;pointer-events:none}
+.kv td{text-align:left} footer{color:#888;font-size:12px;margin-top:28px}`
+
+// tipScript shows a chart's hover values at once (the SVG <title> is
+// the fallback without script).
+const tipScript = `(function(){var t=document.getElementById("tip");
+document.addEventListener("mousemove",function(e){var h=e.target.closest&&e.target.closest("[data-tip]");
+if(!h){t.style.display="none";return;}t.textContent=h.getAttribute("data-tip");t.style.display="block";
+t.style.left=Math.min(e.clientX+14,window.innerWidth-t.offsetWidth-8)+"px";t.style.top=(e.clientY+14)+"px";});})();`
+
 var tmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"dur": Dur,
 	"f1":  func(v float64) string { return fmt.Sprintf("%.1f", v) },
@@ -151,26 +134,14 @@ var tmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
-<style>
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:960px;color:#222;padding:0 12px}
-h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
-.sub{color:#555;margin:0 0 16px}
-table{border-collapse:collapse;margin:6px 0} td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:right}
-th{background:#f6f6f6} td:first-child,th:first-child{text-align:left}
-.pass{color:#137333;font-weight:600} .fail{color:#c5221f;font-weight:600}
-svg.chart{max-width:100%;height:auto;display:block;margin:8px 0 14px;background:#fff}
-svg .grid{stroke:#eee} svg text{font:11px system-ui,sans-serif;fill:#555}
-svg .yt{text-anchor:end} svg .xt{text-anchor:middle} svg .xl{text-anchor:middle}
-svg .ct{font-weight:600;fill:#222;font-size:12px} svg .lg{fill:#333}
-.kv td{text-align:left} footer{color:#888;font-size:12px;margin-top:28px}
-</style></head><body>
+<style>{{.CSS}}</style></head><body>
 <h1>{{.Title}}</h1>
 <p class="sub">{{.Describe}}<br>run {{.Result.Run.RunID}}, seed {{.Result.Run.Seed}}, load from {{utc .Result.Start}} for {{f1 .Result.Seconds}} s</p>
 
 <h2>Summary</h2>
 <table>
 <tr><th>latency</th><th>count</th>{{range .Percentiles}}<th>{{.}}</th>{{end}}<th>max</th></tr>
-{{range .Rows}}<tr><td>{{.Name}}</td><td>{{.Count}}</td>{{range .Pcts}}<td>{{dur .}}</td>{{end}}<td>{{dur .Max}}</td></tr>
+{{range .Rows}}<tr><td>{{.Name}}</td><td>{{.Count}}</td>{{if .Count}}{{range .Pcts}}<td>{{dur .}}</td>{{end}}<td>{{dur .Max}}</td>{{else}}{{range .Pcts}}<td class="na">n/a</td>{{end}}<td class="na">n/a</td>{{end}}</tr>
 {{end}}</table>
 {{with .Result.Counts}}
 <table class="kv">
@@ -180,26 +151,41 @@ svg .ct{font-weight:600;fill:#222;font-size:12px} svg .lg{fill:#333}
 <tr><td>errors</td><td>{{.Errors}}</td><td>retries</td><td>{{.Retries}}</td></tr>
 <tr><td>refetches</td><td>{{.Refetches}}</td><td>echoes received</td><td>{{.Echoes}}</td></tr>
 <tr><td>WebSocket connects</td><td>{{.Connects}}</td><td>reconnects</td><td>{{.Reconnects}}</td></tr>
+<tr><td>peak in flight</td><td{{if eq $.Peak "n/a"}} class="na"{{end}}>{{$.Peak}}</td><td></td><td></td></tr>
 </table>{{end}}
 <table class="kv">
 <tr><td>errors by kind</td><td>{{if .Errors}}{{.Errors}}{{else}}none{{end}}</td></tr>
 <tr><td>rejections by code</td><td>{{if .Rejections}}{{.Rejections}}{{else}}none{{end}}</td></tr>
 </table>
+<h2>By operation type</h2>
+{{if .Types}}<table>
+<tr><th>type</th><th>operations</th><th>committed</th><th>rejected</th><th>refused</th><th>errors</th><th>commit p50</th><th>p90</th><th>p99</th><th>max</th><th>echo p50</th><th>p99</th></tr>
+{{range .Types}}<tr><td>{{.Type}}</td><td>{{.Commands}}</td><td>{{.Committed}}</td><td>{{.Rejections}}</td><td>{{.Refused}}</td><td>{{.Errors}}</td>
+{{if .HasCommit}}<td>{{dur .CommitP50}}</td><td>{{dur .CommitP90}}</td><td>{{dur .CommitP99}}</td><td>{{dur .CommitMax}}</td>{{else}}<td class="na">n/a</td><td class="na">n/a</td><td class="na">n/a</td><td class="na">n/a</td>{{end}}
+{{if .HasEcho}}<td>{{dur .EchoP50}}</td><td>{{dur .EchoP99}}</td>{{else}}<td class="na">n/a</td><td class="na">n/a</td>{{end}}</tr>
+{{end}}</table>
+<p class="sub">Latencies per type to 2 significant digits; refused: edits the window refused before sending.</p>
+{{else}}<p class="sub na">n/a: this result (or a shard merged into it) has no per-type breakdown.</p>{{end}}
 {{if .Result.Checks}}<h2>Thresholds</h2>
 <table><tr><th>threshold</th><th>actual</th><th>result</th></tr>
 {{range .Result.Checks}}<tr><td>{{.Expr}}</td><td>{{.Actual}}</td>{{if .Pass}}<td class="pass">pass</td>{{else}}<td class="fail">FAIL</td>{{end}}</tr>
 {{end}}</table>{{end}}
 
 <h2>Latency over time</h2>
-<p class="sub">Per wall-clock second (so that shards align); the first and last seconds of the load are partial.</p>
+<p class="sub">Per wall-clock second (so that shards align); the partial first and last seconds and the drain after the load are shaded. Hover a chart for its values.</p>
 {{range .Charts}}{{.}}{{end}}
 <h2>Throughput over time</h2>
 {{.Throughput}}
+<h2>Errors, drops and recovery over time</h2>
+{{.Troubles}}
+<h2>Work in flight</h2>
+{{if .InFlight}}{{.InFlight}}{{else}}<p class="sub na">n/a: in-flight work was not sampled in this result (or in a shard merged into it).</p>{{end}}
 <h2>Latency distribution</h2>
 {{.Distribute}}
 <p class="sub">commit: POST kb.command to its response. echo: intended start to the echo at the sending window.
 fanout: intended start to the echo at every other window of the page. convergence: end of the load to each window
 reaching its page's head. Open model latencies count from each operation's intended start (no coordinated omission).</p>
+<div id="tip"></div><script>{{.Script}}</script>
 <footer>shards {{range .Result.Shards}}{{.}} {{end}}· generated {{.Generated}} by kbkit loadgen report</footer>
 </body></html>
 `))

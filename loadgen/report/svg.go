@@ -5,6 +5,7 @@ import (
 	"html"
 	"html/template"
 	"math"
+	"sort"
 	"strings"
 )
 
@@ -26,6 +27,16 @@ type chart struct {
 	series        []series
 	yMin0         bool
 	width, height int
+	// bands shade x ranges (partial seconds, the drain after the load).
+	bands []band
+	// note is drawn under the title (e.g. what the shading means).
+	note string
+}
+
+// band is a shaded x range.
+type band struct {
+	x0, x1 float64
+	class  string // "partial" or "drain"
 }
 
 const (
@@ -114,6 +125,16 @@ func (c chart) svg() template.HTML {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="xt"%s>%s</text>`, X(t), h-padB+16, anchor, html.EscapeString(c.xFmt(t)))
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" class="xl">%s</text>`, padL+int(pw/2), h-6, html.EscapeString(c.xLabel))
+	for _, bd := range c.bands {
+		x0, x1 := math.Max(bd.x0, xmin), math.Min(bd.x1, xmax)
+		if x1 <= x0 {
+			continue
+		}
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%.1f" class="band %s"/>`, X(x0), padT, X(x1)-X(x0), ph, bd.class)
+	}
+	if c.note != "" {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" class="note">%s</text>`, padL, padT+10, html.EscapeString(c.note))
+	}
 	lx := float64(w - padR)
 	for i := len(c.series) - 1; i >= 0; i-- {
 		s := c.series[i]
@@ -136,8 +157,43 @@ func (c chart) svg() template.HTML {
 		// legend, right-aligned on the title line
 		name := html.EscapeString(s.name)
 		lx -= float64(8*len(s.name) + 26)
-		fmt.Fprintf(&b, `<rect x="%.1f" y="10" width="12" height="4" fill="%s"/><text x="%.1f" y="18" class="lg">%s</text>`, lx, s.color, lx+16, name)
+		if s.dash {
+			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="12" y2="12" stroke="%s" stroke-width="2" stroke-dasharray="4 2"/>`, lx, lx+12, s.color)
+		} else {
+			fmt.Fprintf(&b, `<rect x="%.1f" y="10" width="12" height="4" fill="%s"/>`, lx, s.color)
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="18" class="lg">%s</text>`, lx+16, name)
 	}
+	c.hover(&b, X, float64(padT), ph)
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// hover draws an invisible column around every x with a tooltip of every
+// series' value there (the page's script shows it at once; the <title>
+// is the fallback).
+func (c chart) hover(b *strings.Builder, X func(float64) float64, top, ph float64) {
+	vals := map[float64][]string{}
+	var xs []float64
+	for _, s := range c.series {
+		for _, p := range s.pts {
+			if _, ok := vals[p[0]]; !ok {
+				xs = append(xs, p[0])
+			}
+			vals[p[0]] = append(vals[p[0]], s.name+": "+c.yFmt(p[1]))
+		}
+	}
+	sort.Float64s(xs)
+	for i, x := range xs {
+		l, r := X(x)-4, X(x)+4
+		if i > 0 {
+			l = (X(xs[i-1]) + X(x)) / 2
+		}
+		if i < len(xs)-1 {
+			r = (X(x) + X(xs[i+1])) / 2
+		}
+		tip := html.EscapeString(c.xFmt(x) + "\n" + strings.Join(vals[x], "\n"))
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" class="hov" data-tip="%s"><title>%s</title></rect>`,
+			l, top, math.Max(r-l, 1), ph, tip, tip)
+	}
 }

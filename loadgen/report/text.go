@@ -127,8 +127,21 @@ func Text(w io.Writer, r *metrics.Result) error {
 	}
 	fmt.Fprintf(&b, "errors       %s\n", kinds(r.Errors))
 	fmt.Fprintf(&b, "rejections   %s\n", kinds(r.Rejections))
-	fmt.Fprintf(&b, "retries %d, refetches %d, connects %d, reconnects %d, events received %d (every window's, echoes and fan-out)\n",
-		c.Retries, c.Refetches, c.Connects, c.Reconnects, c.Echoes)
+	fmt.Fprintf(&b, "retries %d, refetches %d, connects %d, reconnects %d, events received %d (every window's, echoes and fan-out), peak in flight %s\n",
+		c.Retries, c.Refetches, c.Connects, c.Reconnects, c.Echoes, peakInFlight(r))
+	if rows := TypeRows(r); len(rows) > 0 {
+		fmt.Fprintf(&b, "\n%-14s %8s %9s %8s %8s %6s %10s %9s %9s\n", "by type", "ops", "committed", "rejected", "refused", "errors", "commit p50", "p99", "echo p99")
+		na := func(ok bool, d time.Duration) string {
+			if !ok {
+				return "n/a"
+			}
+			return Dur(d)
+		}
+		for _, t := range rows {
+			fmt.Fprintf(&b, "%-14s %8d %9d %8d %8d %6d %10s %9s %9s\n", t.Type, t.Commands, t.Committed, t.Rejections, t.Refused, t.Errors,
+				na(t.HasCommit, t.CommitP50), na(t.HasCommit, t.CommitP99), na(t.HasEcho, t.EchoP99))
+		}
+	}
 	if r.CPUSeconds > 0 && r.Seconds() > 0 {
 		fmt.Fprintf(&b, "cpu          %.1fs over %.1fs of load in the generator's process (%s)\n",
 			r.CPUSeconds, r.Seconds(), map[bool]string{true: "generator and embedded server", false: "generator"}[r.Run.Server == "embedded"])

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"image"
+	"image/color"
+	"strings"
+	"testing"
+)
+
+func TestNotBlank(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 400, 300))
+	for y := 0; y < 300; y++ {
+		for x := 0; x < 400; x++ {
+			img.Set(x, y, color.White)
+		}
+	}
+	if _, err := notBlank(img); err == nil {
+		t.Error("a white screenshot passed")
+	}
+	for y := 0; y < 300; y++ {
+		for x := 0; x < 400; x++ {
+			if (x/20+y/15)%3 == 0 {
+				img.Set(x, y, color.RGBA{uint8(x), uint8(y), 120, 255})
+			}
+		}
+	}
+	if msg, err := notBlank(img); err != nil {
+		t.Errorf("a drawn screenshot failed: %v", err)
+	} else {
+		t.Log(msg)
+	}
+}
+
+const dom = `<a class="finding active" id="finding-2" href="#f2" data-finding="2" data-events="5 9"><span class="n">2 events</span><b>exactly-once</b>: x</a>
+<div class="lane window" data-lane="w0"></div><div class="lane instance" data-lane="i0"></div><div class="lane log" data-lane="log P0"></div>
+<div id="tl" data-rendered="12" data-selected="5 9">` +
+	`<div class="ev k-echo" data-id="1"></div><div class="ev k-echo" data-id="2"></div><div class="ev k-echo" data-id="3"></div>` +
+	`<div class="ev k-echo" data-id="4"></div><div class="ev k-post hl bad" data-id="5"></div><div class="ev k-echo" data-id="6"></div>` +
+	`<div class="ev k-echo" data-id="7"></div><div class="ev k-echo" data-id="8"></div><div class="ev k-log" data-id="10"></div>` +
+	`<div class="ev k-echo" data-id="11"></div>`
+
+func TestCheckTimeline(t *testing.T) {
+	if id, err := findingOf(dom, "exactly-once", "acknowledged"); err != nil || id != "2" {
+		t.Errorf("finding %q %v", id, err)
+	}
+	if _, err := checkTimeline(dom, "2"); err != nil {
+		t.Errorf("a lit finding failed: %v", err)
+	}
+	for name, bad := range map[string]string{
+		"not lit":      strings.Replace(dom, " hl bad", " bad", 1),
+		"not selected": strings.Replace(dom, `data-selected="5 9"`, `data-selected=""`, 1),
+		"no log lane":  strings.Replace(dom, `class="lane log"`, `class="lane"`, 1),
+		"not active":   strings.Replace(dom, "finding active", "finding", 1),
+	} {
+		if _, err := checkTimeline(bad, "2"); err == nil {
+			t.Errorf("%s: passed", name)
+		}
+	}
+}

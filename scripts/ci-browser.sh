@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# ci-browser.sh — kbkit's HTML pages in a real browser: headless Chromium
+# (Debian's chromium, installed if missing) renders them and
+# scripts/browsercheck checks the DOM it dumped and its screenshots.
+#
+#  1. go build ./cmd/kbkit and ./scripts/browsercheck
+#  2. kbkit conformance run --seed 1 against a broken server
+#     (--broken-server double-echo: a proxy logging some commands twice)
+#     with --html: the seed fails; its timeline must exist
+#  3. Chromium opens the timeline at an exactly-once finding (one about
+#     a command acknowledged at a seq the log gives another, if any; #fN): --dump-dom shows lanes of every kind, rendered events, the
+#     finding active and its events selected and lit; --screenshot is not
+#     blank
+#  4. two short load runs (A: hot page, 8 editors at 100/s; B, slower:
+#     the same rate over 48 editors, six times the fan-out), then
+#     kbkit loadgen compare A A and A B --html: Chromium renders A's report
+#     and both comparisons; DOM checked, screenshots not blank
+#
+# KBKIT_SCREENSHOTS=DIR copies the screenshots there (timeline.png,
+# compare.png, report.png, and compare.txt): the committed docs/timeline.png and
+# loadgen/docs/compare.png come from this script. Needs Go, PostgreSQL
+# server binaries (or KBKIT_PG/KBKIT_PG_DSN) and Debian's apt (as root) when
+# chromium is missing. Any failure exits non-zero.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+say() { echo "ci-browser: $*" >&2; }
+die() { echo "ci-browser: FAILED: $*" >&2; exit 1; }
+
+START=$(date +%s)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-browser.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+CHROME=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$CHROME" ]; then
+	say "installing chromium"
+	t0=$(date +%s)
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq chromium >/dev/null
+	CHROME=$(command -v chromium) || die "chromium did not install"
+	say "apt-get install chromium took $(( $(date +%s) - t0 ))s"
+fi
+"$CHROME" --version 2>/dev/null >&2 || die "$CHROME does not run"
+
+# chrome ARGS... URL: one headless run with a fresh profile, nothing
+# fetched from the network; bounded.
+chrome() {
+	local profile
+	profile=$(mktemp -d "$WORK/profile.XXXXXX")
+	timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --disable-background-networking \
+		--disable-component-update --disable-sync --no-first-run --user-data-dir="$profile" \
+		--hide-scrollbars "$@" 2>>"$WORK/chrome.log"
+}
+
+go build -o "$WORK/kbkit" ./cmd/kbkit || die "go build ./cmd/kbkit failed"
+go build -o "$WORK/browsercheck" ./scripts/browsercheck || die "go build ./scripts/browsercheck failed"
+CHECK=$WORK/browsercheck
+
+if [ -z "${KBKIT_PG:-}" ] && [ -z "${KBKIT_PG_DSN:-}" ]; then
+	export KBKIT_PG=local
+fi
+
+# --- the timeline of a failing seed ---
+t0=$(date +%s)
+rc=0
+"$WORK/kbkit" conformance run --seed 1 --broken-server double-echo --echo-timeout 1s \
+	--html "$WORK/tl" --out "$WORK/tl" >"$WORK/conformance.txt" 2>&1 || rc=$?
+[ "$rc" = 1 ] || { tail -n 30 "$WORK/conformance.txt" >&2; die "conformance run against the broken server exited $rc, want 1 (a checker failed)"; }
+TL=$WORK/tl/seed-1.html
+[ -s "$TL" ] || die "no timeline written for the failing seed"
+grep -q "timeline: $TL" "$WORK/conformance.txt" || die "the report does not name the timeline"
+FINDING=$("$CHECK" finding "$TL" exactly-once acknowledged) || die "the timeline has no exactly-once finding linked to events"
+say "seed 1 failed as it should; timeline $(wc -c <"$TL") bytes, exactly-once finding $FINDING ($(( $(date +%s) - t0 ))s)"
+
+chrome --window-size=1400,1000 --dump-dom "file://$TL#f$FINDING" >"$WORK/tl-dom.html" || die "chromium --dump-dom of the timeline failed"
+"$CHECK" timeline "$WORK/tl-dom.html" "$FINDING" >&2 || die "the timeline's rendered DOM"
+chrome --window-size=1400,1000 --screenshot="$WORK/timeline.png" "file://$TL#f$FINDING" >/dev/null || die "chromium --screenshot of the timeline failed"
+"$CHECK" png "$WORK/timeline.png" >&2 || die "the timeline's screenshot"
+
+# --- load reports and their comparison ---
+t0=$(date +%s)
+"$WORK/kbkit" loadgen run --workload hot-page --editors 8 --rate 100 --duration 5s --quiet \
+	--json "$WORK/a.json" --html "$WORK/a.html" >"$WORK/a.txt" 2>&1 || { cat "$WORK/a.txt" >&2; die "load run A failed"; }
+"$WORK/kbkit" loadgen run --workload hot-page --editors 48 --rate 100 --duration 5s --quiet \
+	--json "$WORK/b.json" >"$WORK/b.txt" 2>&1 || { cat "$WORK/b.txt" >&2; die "load run B failed"; }
+say "two load runs in $(( $(date +%s) - t0 ))s"
+"$WORK/kbkit" loadgen compare "$WORK/a.json" "$WORK/a.json" --html "$WORK/self.html" >"$WORK/self.txt" || die "compare A A failed"
+grep -q "better: A on 0 figures, B on 0" "$WORK/self.txt" || { cat "$WORK/self.txt" >&2; die "a run compared with itself is not the same everywhere"; }
+"$WORK/kbkit" loadgen compare "$WORK/a.json" "$WORK/b.json" --html "$WORK/compare.html" >"$WORK/compare.txt" || die "compare A B failed"
+sed -n '1,4p;/^better:/p' "$WORK/compare.txt" >&2
+
+for p in a self compare; do
+	chrome --window-size=1100,1000 --dump-dom "file://$WORK/$p.html" >"$WORK/$p-dom.html" || die "chromium --dump-dom of $p.html failed"
+done
+"$CHECK" report "$WORK/a-dom.html" >&2 || die "the load report's rendered DOM"
+"$CHECK" compare "$WORK/self-dom.html" >&2 || die "the comparison of a run with itself"
+"$CHECK" compare "$WORK/compare-dom.html" >&2 || die "the comparison with a slower run"
+chrome --window-size=1100,2300 --screenshot="$WORK/compare.png" "file://$WORK/compare.html" >/dev/null || die "chromium --screenshot of the comparison failed"
+chrome --window-size=1100,2300 --screenshot="$WORK/report.png" "file://$WORK/a.html" >/dev/null || die "chromium --screenshot of the report failed"
+"$CHECK" png "$WORK/compare.png" >&2 || die "the comparison's screenshot"
+"$CHECK" png "$WORK/report.png" >&2 || die "the report's screenshot"
+
+if [ -n "${KBKIT_SCREENSHOTS:-}" ]; then
+	mkdir -p "$KBKIT_SCREENSHOTS"
+	cp "$WORK/timeline.png" "$WORK/compare.png" "$WORK/report.png" "$WORK/compare.txt" "$KBKIT_SCREENSHOTS/"
+	say "screenshots copied to $KBKIT_SCREENSHOTS"
+fi
+say "passed in $(( $(date +%s) - START ))s"
