@@ -89,6 +89,12 @@ func (s *Server) serveTRPC(w http.ResponseWriter, r *http.Request) {
 		cerr = errorf(CodePayloadTooLarge, "a batch of %d calls: at most %d calls per batch", len(paths), s.opts.Limits.MaxBatch)
 	}
 	if cerr != nil {
+		if r.ContentLength != 0 {
+			// Answer at once and close: reading the unread body first (to
+			// keep the connection) would let a client without a token hold
+			// it until the body timeout.
+			w.Header().Set("Connection", "close")
+		}
 		s.count(path0, cerr)
 		s.writeOne(w, callResult{err: cerr, path: path0})
 		return
