@@ -89,7 +89,7 @@ async function main(): Promise<void> {
   }
 
   const limits = await kb.kb.limits.query();
-  if (!(limits.MaxPending > 0)) fail(`kb.limits: ${JSON.stringify(limits)}`);
+  if (!(limits.max_pending > 0 && limits.body_timeout_ms > 0)) fail(`kb.limits: ${JSON.stringify(limits)}`);
 
   const deadline = Date.now() + 10000;
   while (events.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
