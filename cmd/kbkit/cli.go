@@ -11,27 +11,6 @@ import (
 	"github.com/subspace/kbkit/conformance"
 )
 
-// Every command that takes --server and --token falls back to these, so a
-// token stays out of the process list and one export serves every command.
-const (
-	envURL   = "KBKIT_URL"
-	envToken = "KBKIT_TOKEN"
-)
-
-// serverFromEnv fills an unset --server from $KBKIT_URL and unset --token
-// flags from $KBKIT_TOKEN.
-func serverFromEnv(server string, tokens []string) (string, []string) {
-	if server == "" {
-		server = strings.TrimSpace(os.Getenv(envURL))
-	}
-	if len(tokens) == 0 {
-		if t := strings.TrimSpace(os.Getenv(envToken)); t != "" {
-			tokens = []string{t}
-		}
-	}
-	return server, tokens
-}
-
 // cannotRun words an error of a run that could not proceed without the
 // package prefixes that would stutter after the command's own.
 func cannotRun(err error) string {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/conformance"
 	"github.com/subspace/kbkit/conformance/report"
 	"github.com/subspace/kbkit/kbcore"
@@ -122,7 +123,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	if f.seedSet && !c.Flags().Changed("seeds") {
 		f.seeds = 1
 	}
-	f.server, f.tokens = serverFromEnv(f.server, f.tokens)
+	f.server, f.tokens = client.ServerFromEnv(f.server, f.tokens)
 	if f.htmlAll && f.htmlDir == "" {
 		fmt.Fprintln(stderr, "kbkit conformance run: --html-all needs --html DIR")
 		return exitError{exitErrored}

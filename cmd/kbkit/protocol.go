@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/conformance/protocol"
 )
 
@@ -143,10 +144,10 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 		return fail("--run %q matches no check (see --list)", o.run)
 	}
 	if o.token == "" {
-		o.token = os.Getenv(envToken)
+		o.token = os.Getenv(client.EnvToken)
 	}
 	if o.server == "" {
-		o.server = os.Getenv(envURL)
+		o.server = os.Getenv(client.EnvURL)
 	}
 	if o.otherToken == "" {
 		o.otherToken = os.Getenv("KBKIT_OTHER_TOKEN")

@@ -23,6 +23,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/conformance"
 	"github.com/subspace/kbkit/conformance/report"
 	"github.com/subspace/kbkit/loadgen"
@@ -184,27 +185,6 @@ PostgreSQL of --dsn, else one from "kbkit pg up"'s providers
 	return cmd
 }
 
-// Every command that takes --server and --token falls back to these (as
-// every kbkit command does), so a token stays out of the process list.
-const (
-	envURL   = "KBKIT_URL"
-	envToken = "KBKIT_TOKEN"
-)
-
-// serverFromEnv fills an unset --server from $KBKIT_URL and unset tokens
-// from $KBKIT_TOKEN.
-func serverFromEnv(server string, tokens []string) (string, []string) {
-	if server == "" {
-		server = strings.TrimSpace(os.Getenv(envURL))
-	}
-	if len(tokens) == 0 {
-		if t := strings.TrimSpace(os.Getenv(envToken)); t != "" {
-			tokens = []string{t}
-		}
-	}
-	return server, tokens
-}
-
 func errored(stderr io.Writer, err error) error {
 	fmt.Fprintln(stderr, "kbkit loadgen:", message(err))
 	return ExitError{ExitErrored}
@@ -311,7 +291,7 @@ func runLoad(c *cobra.Command, f runFlags) error {
 	cfg.Logf = logf
 
 	var target conformance.Target
-	f.server, f.tokens = serverFromEnv(f.server, f.tokens)
+	f.server, f.tokens = client.ServerFromEnv(f.server, f.tokens)
 	if f.server != "" {
 		if len(f.tokens) == 0 {
 			return errored(stderr, errors.New("--server needs at least one --token (or $KBKIT_TOKEN)"))
@@ -547,7 +527,7 @@ the memory per idle subscribed window. Raise "ulimit -n" for many windows.`,
 			if token != "" {
 				tokens = []string{token}
 			}
-			if server, tokens = serverFromEnv(server, tokens); server == "" || len(tokens) == 0 {
+			if server, tokens = client.ServerFromEnv(server, tokens); server == "" || len(tokens) == 0 {
 				return errored(stderr, errors.New("idle needs --server and --token (or $KBKIT_URL and $KBKIT_TOKEN)"))
 			}
 			token = tokens[0]

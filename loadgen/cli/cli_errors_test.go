@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/conformance"
 	"github.com/subspace/kbkit/loadgen"
 	"github.com/subspace/kbkit/loadgen/metrics"
@@ -52,8 +53,8 @@ func TestDeadServerFailsFast(t *testing.T) {
 	expectCannotRun(t, start, code, stdout, stderr, "the server at "+url+" is unreachable")
 
 	// The same from $KBKIT_URL and $KBKIT_TOKEN.
-	t.Setenv(envURL, url)
-	t.Setenv(envToken, "kbk_x")
+	t.Setenv(client.EnvURL, url)
+	t.Setenv(client.EnvToken, "kbk_x")
 	start = time.Now()
 	code, stdout, stderr = kbkitLoadgen(t, "run", "--duration", "30s")
 	expectCannotRun(t, start, code, stdout, stderr, "the server at "+url+" is unreachable")
@@ -76,8 +77,8 @@ func TestRefusedTokenFailsFast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(envURL, url)
-	t.Setenv(envToken, tokens[0])
+	t.Setenv(client.EnvURL, url)
+	t.Setenv(client.EnvToken, tokens[0])
 	code, stdout, stderr = kbkitLoadgen(t, "run", "--editors", "2", "--duration", "1s", "--quiet", "--json", "-")
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/loadgen/metrics"
 	"github.com/subspace/kbkit/server/pgprovider"
 )
@@ -61,8 +62,8 @@ func TestThresholdsSetTheExitCode(t *testing.T) {
 }
 
 func TestBadInvocationsExit2(t *testing.T) {
-	t.Setenv(envURL, "")
-	t.Setenv(envToken, "")
+	t.Setenv(client.EnvURL, "")
+	t.Setenv(client.EnvToken, "")
 	for _, args := range [][]string{
 		{"run", "--threshold", "commit<1s"},
 		{"run", "--workload", "nope"},
