@@ -127,7 +127,7 @@ func Text(w io.Writer, r *metrics.Result) error {
 	}
 	fmt.Fprintf(&b, "errors       %s\n", kinds(r.Errors))
 	fmt.Fprintf(&b, "rejections   %s\n", kinds(r.Rejections))
-	fmt.Fprintf(&b, "retries %d, refetches %d, connects %d, reconnects %d, events received %d (every window's, echoes and fan-out)\n",
+	fmt.Fprintf(&b, "retries %d, refetches %d, connects %d, reconnects %d, events applied %d (every window's, echoes and fan-out, of measured commands)\n",
 		c.Retries, c.Refetches, c.Connects, c.Reconnects, c.Echoes)
 	if r.CPUSeconds > 0 && r.Seconds() > 0 {
 		fmt.Fprintf(&b, "cpu          %.1fs over %.1fs of load in the generator's process (%s)\n",

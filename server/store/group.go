@@ -310,6 +310,7 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 
 	b := &pgx.Batch{}
 	gw := &groupWrites{page: page, dirty: map[string]bool{}}
+	var entries []pageEntry
 	g.outs = make([]Outcome, 0, len(reqs))
 	g.errs = make([]error, 0, len(reqs))
 	decide := func(o Outcome, err error) {
@@ -356,6 +357,7 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 		if err != nil {
 			return g, err
 		}
+		entries = append(entries, w.entries...)
 		if kb.docs == nil {
 			kb.docs = map[string]kbcore.Doc{}
 		}
@@ -383,5 +385,6 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 	if gw.seq != 0 {
 		s.remember(page, gw.seq, gw.doc)
 	}
+	s.committed(entries)
 	return g, nil
 }
