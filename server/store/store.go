@@ -94,8 +94,10 @@ type Store struct {
 	// groupMax is the most commands a group transaction decides; 0 or 1
 	// turns group commit off (every command in its own transaction).
 	groupMax int
-	// groupWait bounds how long a page's drainer waits for the callers of
-	// its last group to queue again before the next group (0: no wait).
+	// groupTx is the most command transactions run at once (group.go).
+	groupTx int
+	// groupWait bounds how long a group's goroutine waits for the callers
+	// of its group to queue again before the next group (0: no wait).
 	groupWait time.Duration
 	groups    groups
 	stats     groupStats
@@ -166,7 +168,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
-	s := &Store{pool: pool, cache: map[string]cachedDoc{}, groupMax: defaultGroupMax, groupWait: defaultGroupWait}
+	s := &Store{pool: pool, cache: map[string]cachedDoc{}, groupMax: defaultGroupMax, groupTx: defaultGroupTx, groupWait: defaultGroupWait}
 	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

@@ -538,6 +538,7 @@ type pageEntry struct {
 // final seq.
 type groupWrites struct {
 	page  string
+	ws    string
 	dirty map[string]bool
 	doc   kbcore.Doc
 	seq   int64
