@@ -4,13 +4,17 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/server/pgprovider"
 )
 
 // pagesScenario queues commands of three pages (and two workspaces) behind
@@ -195,6 +199,97 @@ func TestGroupCommitAcrossPages(t *testing.T) {
 		}
 		if got.Out.Seq != c.seq || code != c.code || got.Out.Duplicate != c.dup || (got.Err != "") != c.err {
 			t.Errorf("command %d: %s", c.i, got)
+		}
+	}
+}
+
+// BenchmarkManyPages: 8 writers, each editing its own pages (64 in all), on
+// a server with fsync and synchronous_commit on, with group commit off
+// (one transaction per command) and on (across pages). Reports commands/s
+// and transactions per command (xact_commit of the database: what
+// PostgreSQL's per-transaction work and WAL flushes scale with).
+func BenchmarkManyPages(b *testing.B) {
+	const writers, pages = 8, 64
+	ctx := context.Background()
+	opts := pgprovider.OptionsFromEnv()
+	opts.Fast = false
+	srv, err := pgprovider.Start(ctx, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	for _, mode := range []struct {
+		name              string
+		groupMax, groupTx int
+	}{{"group=off", 0, 0}, {"group=on/tx=1", defaultGroupMax, 1}, {"group=on/tx=2", defaultGroupMax, 2}, {"group=on/tx=4", defaultGroupMax, 4}} {
+		dsn, drop, err := srv.NewDatabase(ctx, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := Open(ctx, dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st.groupMax, st.groupTx = mode.groupMax, mode.groupTx
+		pd, err := st.PairDevice(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		dev := pd.Device
+		ids := make([]string, pages)
+		for i := range ids {
+			ids[i] = uuid.NewString()
+			for _, e := range []kbcore.Envelope{
+				env(ids[i], "create-page", map[string]any{"title": "Many " + ids[i]}),
+				env(ids[i], "create-after", map[string]any{"node": "n", "text": ""}),
+			} {
+				e.DeviceID = dev.DeviceID
+				if out, err := st.Submit(ctx, dev, e); err != nil || out.Rejected != nil {
+					b.Fatalf("setup: %+v %v", out, err)
+				}
+			}
+		}
+		xacts := func() int64 {
+			var n int64
+			if err := st.pool.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+		b.Run(mode.name, func(b *testing.B) {
+			var next atomic.Int64
+			before := st.Stats()
+			x0 := xacts()
+			prev := runtime.GOMAXPROCS(writers)
+			defer runtime.GOMAXPROCS(prev)
+			b.SetParallelism(1)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				w := int(next.Add(1))
+				for i := 0; pb.Next(); i++ {
+					page := ids[(w+writers*i)%pages]
+					e := env(page, "edit-text", map[string]any{"node": "n", "text": fmt.Sprintf("w%d %d", w, i)})
+					e.DeviceID = dev.DeviceID
+					if out, err := st.Submit(ctx, dev, e); err != nil || out.Rejected != nil {
+						b.Errorf("submit: %+v %v", out, err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			// Stats are read after the counter settles (pg_stat is updated
+			// when a backend goes idle).
+			time.Sleep(600 * time.Millisecond)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cmds/s")
+			b.ReportMetric(float64(xacts()-x0)/float64(b.N), "xacts/cmd")
+			after := st.Stats()
+			if n := after.Batches - before.Batches; n > 0 {
+				b.ReportMetric(float64(after.BatchedCommands-before.BatchedCommands)/float64(n), "cmds/batch")
+			}
+		})
+		st.Close()
+		if err := drop(ctx); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
