@@ -192,7 +192,10 @@ pgbench_phase() {
 start_serve() {
   local db=kbkit_${1//-/_}
   psql "$ADMIN" -qc "CREATE DATABASE $db" >/dev/null
+  # No connection or per-device subscription cap: the idle phase holds
+  # up to 20,000 sockets of one device.
   $KBKIT serve --dsn "$(dbdsn "$db")" --addr 127.0.0.1:0 --log-level warn --cpuprofile "$OUT/serve-$1.pprof" \
+    --max-conns -1 --max-subs-per-device -1 \
     >"$OUT/serve-$1.json" 2>"$OUT/serve-$1.log" &
   SERVE=$!
   echo "$SERVE" >"$OUT/serve.pid"
