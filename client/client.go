@@ -256,13 +256,14 @@ func (s *Subscription) read(ctx context.Context) {
 			_ = s.conn.Write(ctx, websocket.MessageText, []byte("PONG"))
 			continue
 		}
+		// One pass decodes the message and its event (data is an Event for
+		// type "data" and absent otherwise).
 		var m struct {
-			ID     any    `json:"id"`
 			Method string `json:"method"`
 			Result *struct {
-				Type string          `json:"type"`
-				ID   string          `json:"id"`
-				Data json.RawMessage `json:"data"`
+				Type string `json:"type"`
+				ID   string `json:"id"`
+				Data *Event `json:"data"`
 			} `json:"result"`
 			Error *trpcError `json:"error"`
 		}
@@ -288,11 +289,11 @@ func (s *Subscription) read(ctx context.Context) {
 		case m.Result.Type != "data":
 			continue
 		}
-		var ev Event
-		if err := json.Unmarshal(m.Result.Data, &ev); err != nil {
-			s.err = fmt.Errorf("kbkit: bad event %.200s: %w", m.Result.Data, err)
+		if m.Result.Data == nil {
+			s.err = fmt.Errorf("kbkit: an event without data: %.200s", b)
 			return
 		}
+		ev := *m.Result.Data
 		ev.TrackedID = m.Result.ID
 		select {
 		case s.events <- ev:

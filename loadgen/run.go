@@ -263,6 +263,7 @@ func (c *Config) defaults() error {
 
 func (r *runner) setPhase(p string) {
 	r.phase.Store(p)
+	r.logf("phase %s", p)
 	if r.cfg.Phase != nil {
 		r.cfg.Phase(p)
 	}

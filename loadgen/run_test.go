@@ -94,6 +94,36 @@ func TestOpenModelRun(t *testing.T) {
 	if started := res.Counts.Commands; started+res.Counts.Dropped != res.Counts.Due {
 		t.Errorf("%d started + %d dropped != %d due", started, res.Counts.Dropped, res.Counts.Due)
 	}
+	checkCounts(t, res, 5)
+}
+
+// checkCounts: every measured operation has one outcome, and every
+// committed command was applied once by each window of its page (one
+// page, one process: nothing of the warm-up is counted).
+func checkCounts(t *testing.T, res *metrics.Result, windows int64) {
+	t.Helper()
+	c := res.Counts
+	if c.Commands != c.Committed+c.Rejections+c.LocalRejections+c.Errors {
+		t.Errorf("%d operations != %d committed + %d rejected + %d refused + %d errors", c.Commands, c.Committed, c.Rejections, c.LocalRejections, c.Errors)
+	}
+	if c.Echoes != c.Committed*windows {
+		t.Errorf("%d events applied != %d committed × %d windows", c.Echoes, c.Committed, windows)
+	}
+}
+
+// TestClosedModelCountsAfterWarmup: with a warm-up in the closed model,
+// commands still in flight when the measurement starts (and their echoes)
+// are not counted, so the counts agree.
+func TestClosedModelCountsAfterWarmup(t *testing.T) {
+	e := embedded(t)
+	spec, _ := workload.Named("hot-page")
+	cfg := Config{Workload: spec, Model: Closed, Editors: 4, Duration: 2 * time.Second, Seed: 3, Warmup: time.Second}
+	res, err := Run(context.Background(), e, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, res, 4)
+	checkCounts(t, res, 4)
 }
 
 // TestShardsShareARun: two shards against one server lay out the same

@@ -257,11 +257,16 @@ func (r *runner) echo(w *window, ev client.Event) {
 		delete(w.envs, ev.Cmd.ID)
 	}
 	w.mu.Unlock()
-	rec.Count(metrics.Echoes, now, 1)
 	w.pg.saw(ev.Seq)
 	if applied {
+		// An event counts when a window applies it and its command is
+		// measured: sent after the warm-up here, or by another process
+		// (no stamp) while measuring. So echoes = committed × windows of
+		// the page in a single process.
+		counted := r.measuring.Load()
 		if v, ok := r.stamps.Load(ev.Cmd.ID); ok {
 			st := v.(*stamp)
+			counted = st.measured
 			switch {
 			case !st.measured:
 			case st.origin == w:
@@ -273,6 +278,9 @@ func (r *runner) echo(w *window, ev client.Event) {
 			if st.left.Add(-1) <= 0 {
 				r.stamps.Delete(ev.Cmd.ID)
 			}
+		}
+		if counted {
+			rec.Count(metrics.Echoes, now, 1)
 		}
 		if ev.Cmd.Type == kbcore.TypeRenamePage {
 			var p kbcore.RenamePage

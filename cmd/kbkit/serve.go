@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,6 +36,10 @@ type serveOptions struct {
 	logLevel  string
 	drain     time.Duration
 	limits    server.Limits
+	// cpuProfile, when set, is where a CPU profile of the serving (from
+	// the JSON line, or the last SIGUSR1, to the end of the shutdown) is
+	// written.
+	cpuProfile string
 }
 
 // serveInfo is the one JSON line `kbkit serve` prints on stdout.
@@ -90,6 +96,7 @@ Endpoints: /trpc (tRPC HTTP and WebSocket), /metrics (Prometheus), /healthz.`,
 	f.Int64Var(&o.maxBody, "max-body", server.DefaultMaxBody, "largest request body or WebSocket message, in bytes")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.DurationVar(&o.drain, "drain-timeout", 10*time.Second, "how long a graceful shutdown may take")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the serving (from the JSON line, or the last SIGUSR1, to the end of the shutdown) to this file")
 	// Limits (spec/PROTOCOL.md section 8); a negative value turns one off.
 	d := server.DefaultLimits
 	f.DurationVar(&o.limits.BodyTimeout, "body-timeout", d.BodyTimeout, "longest wait for a request's headers and body (then 408 and the connection is closed)")
@@ -128,6 +135,17 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) (er
 		return err
 	}
 	defer ln.Close()
+	var prof *os.File
+	if o.cpuProfile != "" {
+		if prof, err = os.Create(o.cpuProfile); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer func() {
+			if cerr := prof.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("--cpuprofile: %w", cerr)
+			}
+		}()
+	}
 
 	dsn := o.dsn
 	if dsn == "" {
@@ -198,6 +216,38 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) (er
 
 	info := serveInfo{URL: "http://" + urlHost(ln.Addr()), WorkspaceID: dev.WorkspaceID,
 		DeviceID: dev.DeviceID, Token: dev.Token, DSN: dsn}
+	if prof != nil {
+		if err := pprof.StartCPUProfile(prof); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		// SIGUSR1 starts the profile afresh (a load generator's setup is
+		// then left out).
+		var mu sync.Mutex
+		stopped := false
+		restart := make(chan os.Signal, 1)
+		signal.Notify(restart, syscall.SIGUSR1)
+		defer func() {
+			signal.Stop(restart)
+			mu.Lock()
+			stopped = true
+			pprof.StopCPUProfile()
+			mu.Unlock()
+		}()
+		go func() {
+			for range restart {
+				mu.Lock()
+				if !stopped {
+					pprof.StopCPUProfile()
+					if _, err := prof.Seek(0, io.SeekStart); err == nil && prof.Truncate(0) == nil {
+						if err := pprof.StartCPUProfile(prof); err != nil {
+							log.Warn("--cpuprofile: restart", "err", err)
+						}
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
 	line, _ := json.Marshal(info)
 	if _, err := fmt.Fprintln(stdout, string(line)); err != nil {
 		log.Warn("writing the JSON line to stdout", "err", err)

@@ -36,7 +36,7 @@ const (
 	Connects                       // WebSocket subscriptions opened
 	Reconnects                     // subscriptions reopened after they ended
 	Due                            // operations the pacer made due (open model target)
-	Echoes                         // events received (all windows)
+	Echoes                         // events of measured commands applied by a window (all windows)
 )
 
 // Counts are the run's counters.

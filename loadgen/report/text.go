@@ -127,7 +127,7 @@ func Text(w io.Writer, r *metrics.Result) error {
 	}
 	fmt.Fprintf(&b, "errors       %s\n", kinds(r.Errors))
 	fmt.Fprintf(&b, "rejections   %s\n", kinds(r.Rejections))
-	fmt.Fprintf(&b, "retries %d, refetches %d, connects %d, reconnects %d, events received %d (every window's, echoes and fan-out), peak in flight %s\n",
+	fmt.Fprintf(&b, "retries %d, refetches %d, connects %d, reconnects %d, events applied %d (every window's, echoes and fan-out, of measured commands), peak in flight %s\n",
 		c.Retries, c.Refetches, c.Connects, c.Reconnects, c.Echoes, peakInFlight(r))
 	if rows := TypeRows(r); len(rows) > 0 {
 		fmt.Fprintf(&b, "\n%-14s %8s %9s %8s %8s %6s %10s %9s %9s\n", "by type", "ops", "committed", "rejected", "refused", "errors", "commit p50", "p99", "echo p99")

@@ -169,7 +169,29 @@ func New(st *store.Store, opts ...Option) *Hub {
 		o(h)
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
+	st.OnCommit(h.committed)
 	return h
+}
+
+// committed hands the commands this process just committed on a page to
+// its live subscribers at once, without reading them back from the log:
+// when they follow the page's cursor. Anything else (a gap: another
+// instance committed in between; a page nobody here watches) is left to
+// the notification and the catch-up, which skip what was delivered here.
+func (h *Hub) committed(pageID string, entries []store.Entry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.pages[pageID]
+	if p == nil || p.removed || h.closed || !h.started.Load() {
+		return
+	}
+	for len(entries) > 0 && entries[0].Seq <= p.cursor {
+		entries = entries[1:]
+	}
+	if len(entries) == 0 || entries[0].Seq != p.cursor+1 {
+		return
+	}
+	h.fanoutLocked(p, entries)
 }
 
 // C is the subscription's channel of events: seq after+1, after+2, ... in

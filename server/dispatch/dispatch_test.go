@@ -407,8 +407,11 @@ func TestLongReplaySmallBuffer(t *testing.T) {
 // (5) a command committed while the LISTEN connection is down (no NOTIFY
 // reaches the hub; polling is off) is delivered after the reconnect.
 func TestCatchUpAfterReconnect(t *testing.T) {
-	st := openStore(t, pgprovider.ForTest(t))
-	w := newWriter(t, st)
+	dsn := pgprovider.ForTest(t)
+	st := openStore(t, dsn)
+	// The commands come from another instance: this hub learns of them by
+	// NOTIFY and reads them from the log.
+	w := newWriter(t, openStore(t, dsn))
 	page := w.newPage(t)
 
 	var mu sync.Mutex
@@ -578,4 +581,60 @@ func TestIdleSubscriberMemory(t *testing.T) {
 		expect(t, keep[i], 2, 3)
 	}
 	runtime.KeepAlive(warm)
+}
+
+// (5b) commands committed by this process's store reach its hub's live
+// subscribers at once, without NOTIFY or a read of the log; a command of
+// another instance in between is a gap the direct path does not cross:
+// the catch-up delivers it and what follows, in order.
+func TestLocalCommitsNeedNoNotification(t *testing.T) {
+	dsn := pgprovider.ForTest(t)
+	st := openStore(t, dsn)
+	local := newWriter(t, st)
+	remote := newWriter(t, openStore(t, dsn))
+	remote.dev = local.dev // the same device, through another instance
+	page := local.newPage(t)
+
+	listening := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	h := New(st, Logger(quiet), PollInterval(never))
+	h.beforeListen = func() {
+		once.Do(func() { close(listening) })
+		<-release // no LISTEN connection until released
+	}
+	var released sync.Once
+	unblock := func() { released.Do(func() { close(release) }) }
+	startHub(t, h)
+	t.Cleanup(unblock) // before the hub stops: cleanups run last first
+	<-listening
+	sub := subscribe(t, h, page, 2)
+	// The page's first catch-up (at registration) is over before the
+	// commands: nothing but the direct path delivers them.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		h.mu.Lock()
+		busy := h.pages[page].running
+		h.mu.Unlock()
+		if !busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the page's first catch-up did not end")
+		}
+	}
+	local.edit(t, page, "one")
+	local.edit(t, page, "two")
+	got := expect(t, sub, 2, 4)
+	var p struct{ Text string }
+	if err := json.Unmarshal(got[1].Cmd.Payload, &p); err != nil || p.Text != "two" || got[1].DeviceID != local.dev.DeviceID {
+		t.Fatalf("event 4: %+v (%v)", got[1], err)
+	}
+
+	remote.edit(t, page, "remote") // seq 5: nothing tells this hub
+	local.edit(t, page, "after")   // seq 6: not next to the cursor
+	expectNothing(t, sub, 200*time.Millisecond)
+	unblock()
+	expect(t, sub, 4, 6)
+	local.edit(t, page, "live again")
+	expect(t, sub, 6, 7)
 }

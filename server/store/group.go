@@ -13,44 +13,57 @@ import (
 	"github.com/subspace/kbkit/kbcore"
 )
 
-// Group commit (its counters: spec/PROTOCOL.md section 9): commands for one
-// page are decided one page transaction at a time anyway (the page lock), so
-// while one runs, the commands that arrive for the same page queue up, and
-// the next transaction decides all of them (up to groupMax) in order, in two
-// round trips and one WAL flush: BEGIN + the page lock + the dedup reads of
-// every id + the page head, then each command planned against the document
-// the previous ones left, each with its own seq, log row, outbox row and
-// notification, and COMMIT. The page's node rows (with their index rows) and
-// its seq are written once, in their final state.
+// Group commit (its counters: spec/PROTOCOL.md section 9): commands are
+// decided in few transactions, one at a time per page (the page lock), so
+// while transactions run, the commands that
+// arrive queue up, and the next transaction decides many of them (up to
+// groupMax, of any pages) in arrival order, in two round trips and one WAL
+// flush: BEGIN + the locks of every page of the group (in page-id order,
+// as every transaction takes them) + the dedup reads of every id + the
+// page heads, then each command planned against the document the previous
+// ones of its page left, each with its own seq, log row, outbox row and
+// notification, and COMMIT. Each page's node rows (with their index rows)
+// and its seq are written once, in their final state.
 //
-// After a group, the drainer waits a moment (at most groupWait, and at most
-// half the group's own time) for its callers to queue their next commands,
-// so that a closed loop of writers keeps forming full groups instead of
-// alternating between a lone command and a group of the others.
+// At most groupTx transactions of this Store run at once (default one): a command whose
+// page is idle runs alone at once while fewer run; the others queue, and a
+// transaction that ends starts the next group from the queue (the oldest
+// command and every later one whose page is not held by a running
+// transaction). After a group, its goroutine waits a moment (at most
+// groupWait, and at most half the group's own time) for its callers to
+// queue their next commands, so that a closed loop of writers keeps
+// forming full groups instead of alternating between a lone command and a
+// group of the others.
 //
-// A group transaction takes only commands whose plan stays on the page and
-// leaves titles and aliases alone (keystrokes, structure edits); the first
-// command that needs more (create-page, rename, merge, a ref that creates a
-// page) ends the group: the commands before it commit, it is decided alone
-// with the lock set it needs, and the rest queue again at the front.
+// A group transaction takes only commands whose plan stays on their page
+// and leaves titles and aliases alone (keystrokes, structure edits); the
+// first command that needs more (create-page, rename, merge, a ref that
+// creates a page) ends the group: the commands before it commit, it is
+// decided alone with the lock set it needs, and the rest queue again at
+// the front.
 //
 // If a group transaction fails in any way, its commands are decided again
 // one by one, in the same order, by the single-command path (with its
 // retries): batching never changes an outcome.
 //
-// In-process, one page has at most one command transaction running: the
-// first Submit for an idle page runs alone in its own goroutine; the ones
-// that arrive meanwhile queue, and a drainer goroutine decides the queue in
-// groups until it is empty. A waiter whose context ends leaves the queue
-// (or stops waiting); the group transaction runs on its own context, so
-// one caller's cancellation never breaks the others' commands.
+// A waiter whose context ends leaves the queue (or stops waiting); the
+// group transaction runs on its own context, so one caller's cancellation
+// never breaks the others' commands.
 
 // defaultGroupMax is the most commands one group transaction decides.
 const defaultGroupMax = 64
 
-// defaultGroupWait is the longest a drainer waits for the callers of its
-// last group to send again (about the p99 of that delay on a loaded
-// two-core machine; the median is under 100µs).
+// defaultGroupTx is the most command transactions one Store runs at once.
+// One: what queues meanwhile makes the next group, so the transactions
+// (and their BEGIN, COMMIT, locks and WAL flushes) per command fall as the
+// load grows. BenchmarkManyPages (8 writers, 64 pages, 2 shared cores):
+// 0.13 transactions per command at 1, 0.21 to 0.28 at 2, 0.48 to 0.53 at
+// 4, and the most commands/s at 1.
+const defaultGroupTx = 1
+
+// defaultGroupWait is the longest a group's goroutine waits for the
+// callers of its group to send again (about the p99 of that delay on a
+// loaded two-core machine; the median is under 100µs).
 const defaultGroupWait = 500 * time.Microsecond
 
 // groupTimeout bounds one group transaction (it runs on no caller's
@@ -67,26 +80,23 @@ type Stats struct {
 	// BatchFailures is the number of group transactions that failed; their
 	// commands were decided alone.
 	BatchFailures int64 `json:"batch_failures"`
+	// MultiPageBatches is the number of those batches that decided
+	// commands of two or more pages.
+	MultiPageBatches int64 `json:"multi_page_batches"`
 }
 
 type groupStats struct {
-	batches, batched, failures atomic.Int64
+	batches, batched, failures, multiPage atomic.Int64
 }
 
 // Stats returns the group commit counters.
 func (s *Store) Stats() Stats {
 	return Stats{
-		Batches:         s.stats.batches.Load(),
-		BatchedCommands: s.stats.batched.Load(),
-		BatchFailures:   s.stats.failures.Load(),
+		Batches:          s.stats.batches.Load(),
+		BatchedCommands:  s.stats.batched.Load(),
+		BatchFailures:    s.stats.failures.Load(),
+		MultiPageBatches: s.stats.multiPage.Load(),
 	}
-}
-
-// pageQueue is the queue of one page with a command transaction running
-// (its presence in Store.groups.queues means busy).
-type pageQueue struct {
-	reqs []*request
-	wake chan struct{} // a request was queued (capacity 1)
 }
 
 // request is one queued Submit.
@@ -104,33 +114,40 @@ func (r *request) answer(out Outcome, err error) {
 	close(r.done)
 }
 
-// groups holds the page queues.
+// groups is the scheduler of command transactions. Invariant, under mu:
+// when running < groupTx, the page of every queued request is busy (every
+// request that could start has started).
 type groups struct {
-	mu     sync.Mutex
-	queues map[string]*pageQueue
+	mu      sync.Mutex
+	busy    map[string]bool // pages held by a running transaction of this Store
+	queue   []*request      // waiting, in arrival order
+	running int
+	wake    chan struct{} // a request was queued (capacity 1)
 }
 
 func (s *Store) submitGrouped(ctx context.Context, dev Device, env kbcore.Envelope) (Outcome, error) {
 	page := env.PageID
-	s.groups.mu.Lock()
-	if s.groups.queues == nil {
-		s.groups.queues = map[string]*pageQueue{}
+	g := &s.groups
+	g.mu.Lock()
+	if g.busy == nil {
+		g.busy = map[string]bool{}
+		g.wake = make(chan struct{}, 1)
 	}
-	q := s.groups.queues[page]
-	if q == nil {
-		// The page is idle: decide alone, in this goroutine.
-		q = &pageQueue{wake: make(chan struct{}, 1)}
-		s.groups.queues[page] = q
-		s.groups.mu.Unlock()
+	if !g.busy[page] && g.running < s.groupTx {
+		// Idle page and a free slot (so nothing of the page is queued):
+		// decide alone, in this goroutine.
+		g.busy[page] = true
+		g.running++
+		g.mu.Unlock()
 		out, err := s.submitAlone(ctx, dev, env, nil, false, false)
-		s.idle(page, q)
+		s.finish([]string{page}, nil)
 		return out, err
 	}
 	r := &request{ctx: ctx, dev: dev, env: env, done: make(chan struct{})}
-	q.reqs = append(q.reqs, r)
-	s.groups.mu.Unlock()
+	g.queue = append(g.queue, r)
+	g.mu.Unlock()
 	select {
-	case q.wake <- struct{}{}:
+	case g.wake <- struct{}{}:
 	default:
 	}
 
@@ -138,85 +155,107 @@ func (s *Store) submitGrouped(ctx context.Context, dev Device, env kbcore.Envelo
 	case <-r.done:
 		return r.out, r.err
 	case <-ctx.Done():
-		s.groups.mu.Lock()
-		for i, x := range q.reqs {
+		g.mu.Lock()
+		for i, x := range g.queue {
 			if x == r {
-				q.reqs = append(q.reqs[:i:i], q.reqs[i+1:]...)
+				g.queue = append(g.queue[:i:i], g.queue[i+1:]...)
 				break
 			}
 		}
-		s.groups.mu.Unlock()
+		g.mu.Unlock()
 		// Not decided yet, or decided by a transaction still running: the
 		// caller retries with the same id and gets the decision.
 		return Outcome{}, classify(ctx.Err())
 	}
 }
 
-// idle is called when a page's transaction ends: the page becomes idle, or
-// a drainer decides what queued meanwhile.
-func (s *Store) idle(page string, q *pageQueue) {
-	s.groups.mu.Lock()
-	defer s.groups.mu.Unlock()
-	if len(q.reqs) == 0 {
-		delete(s.groups.queues, page)
-		return
+// finish ends a transaction that held pages: they become idle, rest (the
+// commands it left undecided) queue again at the front, and the next
+// groups start.
+func (s *Store) finish(pages []string, rest []*request) {
+	g := &s.groups
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range pages {
+		delete(g.busy, p)
 	}
-	go s.drain(page, q)
+	if len(rest) > 0 {
+		g.queue = append(rest, g.queue...)
+	}
+	g.running--
+	s.scheduleLocked()
 }
 
-// drain decides a page's queue in groups until it is empty.
-func (s *Store) drain(page string, q *pageQueue) {
-	expect, took := 0, time.Duration(0)
-	for {
-		if expect > 1 {
-			// Waiting costs at most half the last group's time.
-			s.gather(q, expect, min(s.groupWait, took/2))
-		}
-		s.groups.mu.Lock()
+// scheduleLocked starts groups while a slot is free and a queued command
+// can run: the oldest whose page is idle, with every later one whose page
+// is idle or in the group (up to groupMax), in arrival order.
+func (s *Store) scheduleLocked() {
+	g := &s.groups
+	for g.running < s.groupTx && len(g.queue) > 0 {
 		// Waiters that gave up are not decided.
-		live := q.reqs[:0]
-		for _, r := range q.reqs {
+		live := g.queue[:0]
+		for _, r := range g.queue {
 			if r.ctx.Err() == nil {
 				live = append(live, r)
 			} else {
 				r.answer(Outcome{}, classify(r.ctx.Err()))
 			}
 		}
-		clear(q.reqs[len(live):])
-		q.reqs = live
-		if len(q.reqs) == 0 {
-			delete(s.groups.queues, page)
-			s.groups.mu.Unlock()
+		clear(g.queue[len(live):])
+		g.queue = live
+
+		var reqs, left []*request
+		mine := map[string]bool{}
+		for _, r := range g.queue {
+			p := r.env.PageID
+			if len(reqs) < s.groupMax && (mine[p] || !g.busy[p]) {
+				if !mine[p] {
+					mine[p] = true
+					g.busy[p] = true
+				}
+				reqs = append(reqs, r)
+			} else {
+				left = append(left, r)
+			}
+		}
+		if len(reqs) == 0 {
 			return
 		}
-		n := min(len(q.reqs), s.groupMax)
-		reqs := append([]*request(nil), q.reqs[:n]...)
-		q.reqs = append(q.reqs[:0:0], q.reqs[n:]...)
-		s.groups.mu.Unlock()
-
-		start := time.Now()
-		rest := s.round(reqs)
-		expect, took = len(reqs)-len(rest), time.Since(start)
-		if len(rest) > 0 {
-			s.groups.mu.Lock()
-			q.reqs = append(rest, q.reqs...)
-			s.groups.mu.Unlock()
+		g.queue = left
+		g.running++
+		pages := make([]string, 0, len(mine))
+		for p := range mine {
+			pages = append(pages, p)
 		}
+		go s.runGroup(pages, reqs)
 	}
+}
+
+// runGroup decides reqs (their pages held for it), waits for the callers
+// of a group to send again, and ends.
+func (s *Store) runGroup(pages []string, reqs []*request) {
+	start := time.Now()
+	rest := s.round(reqs)
+	if n := len(reqs) - len(rest); n > 1 {
+		// Waiting costs at most half the group's time.
+		s.gather(n, min(s.groupWait, time.Since(start)/2))
+	}
+	s.finish(pages, rest)
 }
 
 // gather waits, at most wait, until expect commands are queued: the
 // callers just answered are likely to send their next command at once, and
 // a group that waits for them saves a transaction.
-func (s *Store) gather(q *pageQueue, expect int, wait time.Duration) {
+func (s *Store) gather(expect int, wait time.Duration) {
 	if wait <= 0 {
 		return
 	}
+	g := &s.groups
 	var timer *time.Timer
 	for {
-		s.groups.mu.Lock()
-		n := len(q.reqs)
-		s.groups.mu.Unlock()
+		g.mu.Lock()
+		n := len(g.queue)
+		g.mu.Unlock()
 		if n >= expect {
 			break
 		}
@@ -224,7 +263,7 @@ func (s *Store) gather(q *pageQueue, expect int, wait time.Duration) {
 			timer = time.NewTimer(wait)
 		}
 		select {
-		case <-q.wake:
+		case <-g.wake:
 			continue
 		case <-timer.C:
 		}
@@ -263,6 +302,9 @@ func (s *Store) round(reqs []*request) []*request {
 	if g.n >= 2 {
 		s.stats.batches.Add(1)
 		s.stats.batched.Add(int64(g.n))
+		if g.pages >= 2 {
+			s.stats.multiPage.Add(1)
+		}
 	}
 	for i, r := range reqs[:g.n] {
 		r.answer(g.outs[i], g.errs[i])
@@ -270,16 +312,17 @@ func (s *Store) round(reqs []*request) []*request {
 	if g.n == len(reqs) {
 		return nil
 	}
-	// reqs[g.n] needs more than the page lock.
+	// reqs[g.n] needs more than its page's lock.
 	s.alone(reqs[g.n], g.locks, true, false)
 	return reqs[g.n+1:]
 }
 
 // groupResult is what a committed group transaction decided: the first n
-// commands, with their outcomes or errors; when n < len(reqs), locks is the
-// lock set command n needs.
+// commands (of pages distinct pages), with their outcomes or errors; when
+// n < len(reqs), locks is the lock set command n needs.
 type groupResult struct {
 	n     int
+	pages int
 	outs  []Outcome
 	errs  []error
 	locks []string
@@ -288,10 +331,9 @@ type groupResult struct {
 // errGroupHook is the error of a group transaction failed by the test hook.
 var errGroupHook = errors.New("store: group transaction failed by test hook")
 
-// groupOnce runs one group transaction for reqs (all for one page, at
-// least one). An error means nothing was decided.
+// groupOnce runs one group transaction for reqs (at least one, of any
+// pages and workspaces). An error means nothing was decided.
 func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, err error) {
-	page := reqs[0].env.PageID
 	t, err := s.acquire(ctx)
 	if err != nil {
 		return g, err
@@ -299,19 +341,41 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 	defer t.end()
 
 	keys := make([]logKey, len(reqs))
+	var pages []string
 	for i, r := range reqs {
 		keys[i] = logKey{r.dev.WorkspaceID, r.env.ID}
+		pages = append(pages, r.env.PageID)
 	}
-	kb := &txKB{ctx: ctx, s: s, q: t.c}
-	decided, err := t.open(kb, "", []string{page}, keys)
+	pages = union(pages, nil)
+	// One view per workspace, sharing the transaction's page heads and
+	// changed documents.
+	first := &txKB{ctx: ctx, s: s, q: t.c}
+	decided, err := t.open(first, "", pages, keys)
 	if err != nil {
 		return g, err
 	}
-	h := kb.heads[page]
-	kb.ws = h.ws
+	first.docs = map[string]kbcore.Doc{}
+	kbs := map[string]*txKB{}
+	kbFor := func(ws string) *txKB {
+		kb := kbs[ws]
+		if kb == nil {
+			kb = &txKB{ctx: ctx, s: s, q: t.c, ws: ws, heads: first.heads, docs: first.docs}
+			kbs[ws] = kb
+		}
+		return kb
+	}
+	kbErr := func() error {
+		for _, kb := range kbs {
+			if kb.err != nil {
+				return kb.err
+			}
+		}
+		return nil
+	}
 
 	b := &pgx.Batch{}
-	gw := &groupWrites{page: page, dirty: map[string]bool{}}
+	gws := map[string]*groupWrites{}
+	var entries []pageEntry
 	g.outs = make([]Outcome, 0, len(reqs))
 	g.errs = make([]error, 0, len(reqs))
 	decide := func(o Outcome, err error) {
@@ -321,6 +385,8 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 	}
 	for _, r := range reqs {
 		env := r.env
+		page := env.PageID
+		h := first.heads[page]
 		// Dedup: decided before, or earlier in this group.
 		key := logKey{r.dev.WorkspaceID, env.ID}
 		if d, ok := decided[key]; ok {
@@ -339,6 +405,7 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 			decide(Outcome{}, ErrForbidden)
 			continue
 		}
+		kb := kbFor(h.ws)
 		plan := kbcore.PlanCommand(kb, h.ws, env)
 		if kb.err != nil {
 			return g, classify(kb.err)
@@ -353,26 +420,37 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 			g.locks = union([]string{page}, plan.Locks)
 			break
 		}
+		gw := gws[page]
+		if gw == nil {
+			gw = &groupWrites{page: page, ws: h.ws, dirty: map[string]bool{}}
+			gws[page] = gw
+		}
 		w := writer{ws: h.ws, device: r.dev.DeviceID, kb: kb, plan: plan, batch: b, group: gw}
 		seqs, docs, err := w.effects()
 		if err != nil {
 			return g, err
 		}
-		if kb.docs == nil {
-			kb.docs = map[string]kbcore.Doc{}
-		}
-		kb.docs[page] = docs[page]
-		kb.heads[page] = head{ws: h.ws, seq: seqs[page], ok: true}
+		entries = append(entries, w.entries...)
+		first.docs[page] = docs[page]
+		first.heads[page] = head{ws: h.ws, seq: seqs[page], ok: true}
 		decided[key] = decision{out: Outcome{Seq: w.originSeq, Duplicate: true}, page: page, device: r.dev.DeviceID}
 		decide(Outcome{Seq: w.originSeq}, nil)
 	}
 	if b.Len() == 0 {
 		return g, nil // nothing to write (t.end rolls back)
 	}
-	w := writer{ws: h.ws, kb: kb, batch: b}
-	gw.flush(&w)
-	if kb.err != nil { // flush resolves link targets
-		return g, classify(kb.err)
+	touched := map[string]bool{}
+	for _, r := range reqs[:g.n] {
+		touched[r.env.PageID] = true
+	}
+	g.pages = len(touched)
+	for _, page := range pages {
+		if gw := gws[page]; gw != nil {
+			gw.flush(&writer{ws: gw.ws, kb: kbFor(gw.ws), batch: b})
+		}
+	}
+	if err := kbErr(); err != nil { // flush resolves link targets
+		return g, classify(err)
 	}
 	if s.groupHook != nil {
 		if err := s.groupHook(g.n, b); err != nil {
@@ -382,8 +460,11 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 	if err := t.commit(b); err != nil {
 		return g, commitFailed(err, uniqueAsRetry(err))
 	}
-	if gw.seq != 0 {
-		s.remember(page, gw.seq, gw.doc)
+	for _, gw := range gws {
+		if gw.seq != 0 {
+			s.remember(gw.page, gw.seq, gw.doc)
+		}
 	}
+	s.committed(entries)
 	return g, nil
 }

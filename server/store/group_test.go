@@ -25,11 +25,12 @@ import (
 func queued(st *Store, page string) (busy bool, n int) {
 	st.groups.mu.Lock()
 	defer st.groups.mu.Unlock()
-	q := st.groups.queues[page]
-	if q == nil {
-		return false, 0
+	for _, r := range st.groups.queue {
+		if r.env.PageID == page {
+			n++
+		}
 	}
-	return true, len(q.reqs)
+	return st.groups.busy[page], n
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -96,7 +97,7 @@ func checkIndex(t *testing.T, st *Store, page string) {
 	}
 	sort.Strings(want)
 	sort.Strings(got)
-	if !reflect.DeepEqual(want, got) {
+	if (len(want) > 0 || len(got) > 0) && !reflect.DeepEqual(want, got) {
 		t.Fatalf("index rows of %s differ from its projection's index:\nwant %q\ngot  %q", page, want, got)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -93,8 +94,10 @@ type Store struct {
 	// groupMax is the most commands a group transaction decides; 0 or 1
 	// turns group commit off (every command in its own transaction).
 	groupMax int
-	// groupWait bounds how long a page's drainer waits for the callers of
-	// its last group to queue again before the next group (0: no wait).
+	// groupTx is the most command transactions run at once (group.go).
+	groupTx int
+	// groupWait bounds how long a group's goroutine waits for the callers
+	// of its group to queue again before the next group (0: no wait).
 	groupWait time.Duration
 	groups    groups
 	stats     groupStats
@@ -102,6 +105,52 @@ type Store struct {
 	// COMMIT is queued, with its number of commands and its write batch;
 	// an error fails the transaction.
 	groupHook func(n int, b *pgx.Batch) error
+
+	hooksMu sync.Mutex
+	hooks   atomic.Pointer[[]CommitHook]
+}
+
+// CommitHook is told, after each COMMIT of this Store, the commands the
+// transaction committed on one page, in seq order. It runs on the
+// committing goroutine and must not block: the dispatcher of the same
+// process hands them to its subscribers without reading them back from
+// the log (other processes learn of them by NOTIFY).
+type CommitHook func(pageID string, entries []Entry)
+
+// OnCommit adds a commit hook.
+func (s *Store) OnCommit(h CommitHook) {
+	s.hooksMu.Lock()
+	defer s.hooksMu.Unlock()
+	var hs []CommitHook
+	if p := s.hooks.Load(); p != nil {
+		hs = append(hs, *p...)
+	}
+	hs = append(hs, h)
+	s.hooks.Store(&hs)
+}
+
+// committed tells the commit hooks what a transaction committed, page by
+// page (entries of one page are consecutive seqs in order).
+func (s *Store) committed(entries []pageEntry) {
+	p := s.hooks.Load()
+	if p == nil || len(entries) == 0 {
+		return
+	}
+	for len(entries) > 0 {
+		page := entries[0].page
+		n := 1
+		for n < len(entries) && entries[n].page == page {
+			n++
+		}
+		es := make([]Entry, n)
+		for i := range es {
+			es[i] = entries[i].entry
+		}
+		for _, h := range *p {
+			h(page, es)
+		}
+		entries = entries[n:]
+	}
 }
 
 type cachedDoc struct {
@@ -119,7 +168,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
-	s := &Store{pool: pool, cache: map[string]cachedDoc{}, groupMax: defaultGroupMax, groupWait: defaultGroupWait}
+	s := &Store{pool: pool, cache: map[string]cachedDoc{}, groupMax: defaultGroupMax, groupTx: defaultGroupTx, groupWait: defaultGroupWait}
 	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

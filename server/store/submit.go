@@ -158,6 +158,7 @@ func (s *Store) submitOnce(ctx context.Context, dev Device, env kbcore.Envelope,
 	for page, d := range docs {
 		s.remember(page, seqs[page], d)
 	}
+	s.committed(w.entries)
 	return Outcome{Seq: w.originSeq}, nil
 }
 
@@ -557,6 +558,14 @@ type writer struct {
 	// group, when set, collects the node rows to write and the page seq of
 	// a group transaction, written once for all its commands (flush).
 	group *groupWrites
+	// entries are the log entries the transaction commits, in order.
+	entries []pageEntry
+}
+
+// pageEntry is one committed command of a page, for the commit hooks.
+type pageEntry struct {
+	page  string
+	entry Entry
 }
 
 // groupWrites are the writes a group transaction does once, after all its
@@ -564,6 +573,7 @@ type writer struct {
 // final seq.
 type groupWrites struct {
 	page  string
+	ws    string
 	dirty map[string]bool
 	doc   kbcore.Doc
 	seq   int64
@@ -631,9 +641,12 @@ func (w *writer) effects() (map[string]int64, map[string]kbcore.Doc, error) {
 		if e.Cause != "" {
 			cause = &e.Cause
 		}
+		payload := payloadJSON(e.Cmd.Payload)
 		w.batch.Queue(`INSERT INTO command_log (workspace_id, id, page_id, seq, device_id, type, payload, inverse, outcome, cause)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'committed', $9)`,
-			w.ws, e.Cmd.ID, e.PageID, seq, w.device, e.Cmd.Type, payloadJSON(e.Cmd.Payload), inverse, cause)
+			w.ws, e.Cmd.ID, e.PageID, seq, w.device, e.Cmd.Type, payload, inverse, cause)
+		w.entries = append(w.entries, pageEntry{page: e.PageID, entry: Entry{Seq: seq,
+			Cmd: kbcore.Command{ID: e.Cmd.ID, Type: e.Cmd.Type, Payload: payload}, DeviceID: w.device, Cause: e.Cause}})
 		w.batch.Queue(`INSERT INTO outbox (workspace_id, page_id, seq) VALUES ($1, $2, $3)`, w.ws, e.PageID, seq)
 		w.batch.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, e.PageID+":"+strconv.FormatInt(seq, 10))
 	}
