@@ -981,3 +981,30 @@ func TestAdmissionQueueTimeout(t *testing.T) {
 		t.Errorf("after the slot is free: HTTP %d", status)
 	}
 }
+
+// An echo to a live subscriber and the same command replayed from the log
+// are the same bytes, whatever the key order the client sent.
+func TestLiveEchoEqualsReplay(t *testing.T) {
+	in := newInstance(t, pgprovider.ForTest(t), Options{})
+	c := pair(t, in, "acme")
+	page := c.newPage()
+	ws := dialWS(t, in.ts.URL, c.dev.Token, "")
+	head := fmt.Sprint(c.mustCommit(page, "edit-text", map[string]any{"node": "n", "text": "head"}))
+	subscribe(t, ws, 1, page, &head)
+	id := uuid.NewString()
+	body := []byte(`{"id":"` + id + `","device_id":"` + c.dev.DeviceID + `","page_id":"` + page +
+		`","type":"create-after","payload":{ "text": "zebra first",  "node": "n1" }}`)
+	if status, b := c.do(http.MethodPost, "/trpc/"+PathCommand, body, c.dev.Token); status != http.StatusOK {
+		t.Fatalf("HTTP %d %s", status, b)
+	}
+	live := readRaw(t, ws)
+	ws2 := dialWS(t, in.ts.URL, c.dev.Token, "")
+	subscribe(t, ws2, 1, page, &head)
+	replayed := readRaw(t, ws2)
+	if !bytes.Equal(live, replayed) {
+		t.Errorf("live echo\n%s\nreplayed\n%s", live, replayed)
+	}
+	if !bytes.Contains(live, []byte(`{"text":"zebra first","node":"n1"}`)) {
+		t.Errorf("the echo does not carry the payload as sent (compacted): %s", live)
+	}
+}
