@@ -25,7 +25,7 @@ func hostileChecks() []Check {
 		{"protocol/hostile-long-text", "a title and an alias of max_title_chars incompressible characters, a 2,700-character [[link]] and #tag commit; one character more in a title is 400 and writes nothing (8)", checkLongText},
 		{"protocol/hostile-slow-body", "a request whose headers or body never arrive is answered 408 TIMEOUT or closed within body_timeout_ms, with or without a token (8)", checkSlowBody},
 		{"protocol/hostile-silent-websocket", "a ?connectionParams=1 WebSocket that never sends its first message is closed with 1008 within params_timeout_ms (5.3, 8)", checkSilentWebSocket},
-		{"protocol/hostile-subscription-cap", "past max_subscriptions_per_socket a subscription is refused TOO_MANY_REQUESTS, the socket goes on, and a stopped one frees a place (8)", checkSubscriptionCap},
+		{"protocol/hostile-subscription-cap", "past max_subscriptions_per_socket a subscription is refused TOO_MANY_REQUESTS, the socket goes on, and a stopped one frees a place; past max_subscriptions_per_device (over several sockets of one instance) too (8)", checkSubscriptionCap},
 		{"protocol/hostile-batch-cap", "an HTTP batch or WebSocket message array of more than max_batch calls is refused as a whole with PAYLOAD_TOO_LARGE and runs none; max_batch calls are served (3.2, 5, 8)", checkBatchCap},
 		{"protocol/hostile-connection-cap", "past max_connections a new connection is answered 503 or closed at once, and the server serves again when connections close (8)", checkConnectionCap},
 		{"protocol/hostile-ws-binary", "a binary frame closes the WebSocket with 1003 (5)", checkWSBinary},

@@ -215,7 +215,74 @@ func checkSubscriptionCap(ctx context.Context, e *Env) error {
 	} else if m.Result == nil || m.Result.Type != "stopped" {
 		return w.fail("stopped", excerpt(m.raw, 300), "subscription.stop is answered stopped")
 	}
-	return w.subscribe(ctx, over, "kb.onPage", in, &last)
+	if err := w.subscribe(ctx, over, "kb.onPage", in, &last); err != nil {
+		return err
+	}
+	return e.deviceSubscriptionCap(ctx, l, in, n)
+}
+
+// deviceSubscriptionCap fills more sockets of the device until it holds
+// max_subscriptions_per_device subscriptions (open counts those already
+// open), and checks that one more is refused. The cap is per instance: the
+// suite must talk to one instance.
+func (e *Env) deviceSubscriptionCap(ctx context.Context, l *limits, in map[string]any, open int) error {
+	d := l.MaxSubscriptionsPerDevice
+	if d <= 0 {
+		return failf("kb.limits advertises no cap on a device's subscriptions (PROTOCOL.md 8)")
+	}
+	if d > 20000 {
+		return failf("max_subscriptions_per_device %d: more than this suite opens (20000)", d)
+	}
+	last := "1"
+	var socks []*WS
+	defer func() {
+		for _, w := range socks {
+			w.Close()
+		}
+	}()
+	for open < d {
+		w, _, err := e.dialWS(ctx, wsHeader, "")
+		if err != nil {
+			return err
+		}
+		socks = append(socks, w)
+		k := min(l.MaxSubscriptionsPerSocket, d-open)
+		for i := 0; i < k; i++ {
+			if err := w.sendJSON(ctx, map[string]any{"id": i, "method": "subscription",
+				"params": map[string]any{"path": "kb.onPage", "input": in, "lastEventId": last}}); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < k; i++ {
+			m, err := w.recv(ctx, fmt.Sprintf("the answer to subscription %d of the device", open+1))
+			if err != nil {
+				return err
+			}
+			if m.Result == nil || m.Result.Type != "started" {
+				return w.fail("started", excerpt(m.raw, 300), "subscription %d of max_subscriptions_per_device (%d) is served", open+1, d)
+			}
+			open++
+		}
+	}
+	w, _, err := e.dialWS(ctx, wsHeader, "")
+	if err != nil {
+		return err
+	}
+	socks = append(socks, w)
+	if err := w.sendJSON(ctx, map[string]any{"id": "over", "method": "subscription",
+		"params": map[string]any{"path": "kb.onPage", "input": in, "lastEventId": last}}); err != nil {
+		return err
+	}
+	m, err := w.reply(ctx, "over", "the answer to one subscription more than max_subscriptions_per_device")
+	if err != nil {
+		return err
+	}
+	if m.Error == nil {
+		return w.fail("TOO_MANY_REQUESTS", excerpt(m.raw, 300),
+			"subscription %d of a device with max_subscriptions_per_device %d (on one instance) is refused (PROTOCOL.md 8)", d+1, d)
+	}
+	_, err = w.wsError(m, "TOO_MANY_REQUESTS", "kb.onPage", "the refused subscription")
+	return err
 }
 
 func checkBatchCap(ctx context.Context, e *Env) error {

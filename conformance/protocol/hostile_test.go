@@ -173,6 +173,7 @@ func advertise(next http.Handler, l server.Limits) http.Handler {
 		d["params_timeout_ms"] = l.ParamsTimeout.Milliseconds()
 		d["max_connections"] = l.MaxConnections
 		d["max_subscriptions_per_socket"] = l.MaxSubscriptionsPerSocket
+		d["max_subscriptions_per_device"] = l.MaxSubscriptionsPerDevice
 		d["max_batch"] = l.MaxBatch
 		d["auth_failures_per_minute"] = l.AuthFailures
 		b, _ := json.Marshal(top)
@@ -194,6 +195,16 @@ func TestBrokenNoLimits(t *testing.T) {
 			[]string{"protocol/hostile-slow-body", "protocol/hostile-silent-websocket", "protocol/hostile-subscription-cap",
 				"protocol/hostile-batch-cap", "protocol/hostile-connection-cap", "protocol/hostile-unknown-tokens"},
 			[]string{"protocol/hostile-limits", "protocol/whoami"})
+	})
+	t.Run("device cap only", func(t *testing.T) {
+		limits := testLimits
+		limits.MaxSubscriptionsPerDevice = -1
+		env := startWith(t, func(h http.Handler) http.Handler { return advertise(h, testLimits) }, limits)
+		results := runHostile(t, env, "hostile-subscription-cap", "whoami")
+		expectFailures(t, results, []string{"protocol/hostile-subscription-cap"}, []string{"protocol/whoami"})
+		if r := results["protocol/hostile-subscription-cap"]; !strings.Contains(r.Message, "max_subscriptions_per_device") {
+			t.Errorf("the failure is not the device cap's: %s", r.Message)
+		}
 	})
 	t.Run("honest", func(t *testing.T) {
 		env := startWith(t, nil, off)

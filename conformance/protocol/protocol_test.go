@@ -30,6 +30,7 @@ var testLimits = server.Limits{
 	ParamsTimeout:             2 * time.Second,
 	MaxConnections:            64,
 	MaxSubscriptionsPerSocket: 20,
+	MaxSubscriptionsPerDevice: 50,
 	MaxBatch:                  10,
 	AuthFailures:              20,
 }
