@@ -138,7 +138,9 @@ func cpuTime() time.Duration {
 func pause(ctx context.Context, attempt int) { client.Pause(ctx, attempt) }
 
 // retry calls fn until it succeeds, fails for good, or tries run out.
-func retry(ctx context.Context, tries int, fn func() error) error { return client.Retry(ctx, tries, fn) }
+func retry(ctx context.Context, tries int, fn func() error) error {
+	return client.Retry(ctx, tries, fn)
+}
 
 // parallel runs fn(0..n-1) on at most width goroutines; the first error
 // wins.
