@@ -135,8 +135,6 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func pause(ctx context.Context, attempt int) { client.Pause(ctx, attempt) }
-
 // retry calls fn until it succeeds, fails for good, or tries run out.
 func retry(ctx context.Context, tries int, fn func() error) error {
 	return client.Retry(ctx, tries, fn)

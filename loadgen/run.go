@@ -372,6 +372,7 @@ func (r *runner) load(ctx context.Context) (*metrics.Result, error) {
 	res.Start, res.End = r.start, end
 	res.CPUSeconds = cpu.Seconds()
 	res.Shards = []string{cfg.Shard.String()}
+	res.EditorsRan = cfg.Shard.Editors(cfg.Editors)
 	nPages, perPage := cfg.Workload.Layout(cfg.Editors)
 	res.Run = metrics.RunInfo{Workload: cfg.Workload.Name, Model: cfg.Model, Editors: cfg.Editors,
 		Pages: nPages, WindowsPerPage: perPage, Duration: cfg.Duration.String(), Server: cfg.Server,

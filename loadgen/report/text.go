@@ -61,9 +61,13 @@ func Describe(r *metrics.Result) string {
 	if ri.Warmup != "" {
 		dur += " after " + ri.Warmup + " of warm-up"
 	}
-	return fmt.Sprintf("%s, %s, %s, %s × %d windows, %s against %s (shards %s)",
+	gen := ""
+	if ri.Generator != "" {
+		gen = ", driven by " + ri.Generator
+	}
+	return fmt.Sprintf("%s, %s, %s, %s × %d windows, %s against %s (shards %s)%s",
 		ri.Workload, model, plural(ri.Editors, "editor"), plural(ri.Pages, "page"), ri.WindowsPerPage,
-		dur, ri.Server, strings.Join(r.Shards, " "))
+		dur, ri.Server, strings.Join(r.Shards, " "), gen)
 }
 
 // Row is one latency metric's line of the summary table.
@@ -130,8 +134,20 @@ func Text(w io.Writer, r *metrics.Result) error {
 	fmt.Fprintf(&b, "retries %d, refetches %d, connects %d, reconnects %d, events received %d (every window's, echoes and fan-out)\n",
 		c.Retries, c.Refetches, c.Connects, c.Reconnects, c.Echoes)
 	if r.CPUSeconds > 0 && r.Seconds() > 0 {
-		fmt.Fprintf(&b, "cpu          %.1fs over %.1fs of load in the generator's process (%s)\n",
+		fmt.Fprintf(&b, "cpu          %.1fs over %.1fs of load in the generator's process (%s)",
 			r.CPUSeconds, r.Seconds(), map[bool]string{true: "generator and embedded server", false: "generator"}[r.Run.Server == "embedded"])
+		if c.Committed > 0 {
+			fmt.Fprintf(&b, ", %.3f ms per committed command", 1000*r.CPUSeconds/float64(c.Committed))
+		}
+		b.WriteString("\n")
+	}
+	if len(r.EditorsRan) > 0 {
+		missing := r.MissingEditors()
+		fmt.Fprintf(&b, "editors      %d of %d ran", len(r.EditorsRan), r.Run.Editors)
+		if len(missing) > 0 {
+			fmt.Fprintf(&b, ", missing %v", missing)
+		}
+		b.WriteString("\n")
 	}
 	if len(r.Checks) > 0 {
 		b.WriteString("\nthresholds\n")
