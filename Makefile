@@ -61,3 +61,18 @@ loadgen-smoke:
 # per idle subscribed window (scripts/bench-server.sh; PHASE=seconds).
 bench-server:
 	scripts/bench-server.sh
+
+.PHONY: k6 k6-smoke
+
+# k6 with kbkit's extension built in (k6/x/kbkit, the Go module in k6/):
+# bin/k6-kbkit run examples/k6/hot-page.js. The first build compiles k6
+# (~2 minutes on 2 cores), later ones are incremental.
+k6:
+	cd k6 && $(GO) build -v -o ../bin/k6-kbkit ./cmd/k6-kbkit
+	@echo "built bin/k6-kbkit"
+
+# The CI job: builds bin/k6-kbkit, runs examples/k6/hot-page.js for 10 s
+# against kbkit serve, then two processes with complementary execution
+# segments (scripts/ci-k6.sh).
+k6-smoke:
+	bash scripts/ci-k6.sh

@@ -99,7 +99,7 @@ func Text(w io.Writer, r *metrics.Result) error {
 	fmt.Fprintf(&b, "kbkit loadgen: %s\n", Describe(r))
 	fmt.Fprintf(&b, "load %.1fs: %d operations, %d committed (%.1f/s), %d rejected, %d refused by the window",
 		r.Seconds(), c.Commands, c.Committed, r.Rate(), c.Rejections, c.LocalRejections)
-	if r.Run.Model == "open" {
+	if r.Run.Model == "open" && r.Run.Generator == "" { // k6 counts its own (dropped_iterations)
 		fmt.Fprintf(&b, ", %d dropped of %d due", c.Dropped, c.Due)
 	}
 	b.WriteString("\n\n")
