@@ -8,12 +8,14 @@
 //
 // Environment: KBKIT_URL, KBKIT_TOKEN (required); KBKIT_RATE (commands/s,
 // default 100), KBKIT_EDITORS (default 16), KBKIT_DURATION (default 10s),
+// KBKIT_P99 (the latency thresholds' p99 bound in ms, default 250),
 // KBKIT_RUN_ID (required with --execution-segment: the same in every
 // process), KBKIT_JSON (write kbkit's result there).
 import kbkit from 'k6/x/kbkit';
 
 const rate = Number(__ENV.KBKIT_RATE || 100);
 const editors = Number(__ENV.KBKIT_EDITORS || 16);
+const p99 = `p(99)<${Number(__ENV.KBKIT_P99 || 250)}`;
 
 export const options = {
   scenarios: {
@@ -27,9 +29,9 @@ export const options = {
     },
   },
   thresholds: {
-    kbkit_commit: ['p(99)<250'],
-    kbkit_echo: ['p(99)<250'],
-    kbkit_fanout: ['p(99)<250'],
+    kbkit_commit: [p99],
+    kbkit_echo: [p99],
+    kbkit_fanout: [p99],
     kbkit_convergence: ['max<5000'],
     kbkit_errors: ['count==0'],
     kbkit_reconnects: ['count==0'],

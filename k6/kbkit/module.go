@@ -101,7 +101,11 @@ type stamp struct {
 	start  time.Time
 	origin *Window
 	tags   *metrics.TagSet
+	// left counts the page's windows here when it was issued; a window
+	// opened since may apply it too, so the stamp goes only once the
+	// origin applied it as well (the sweep takes what is left).
 	left   atomic.Int32
+	echoed atomic.Bool
 }
 
 // New returns the root module (one per process; modules.Register holds

@@ -94,11 +94,12 @@ func (w *observer) Event(ev client.Event, applied bool, now time.Time) {
 		if st.origin == (*Window)(w) {
 			w.mi.rec.Latency(lgmetrics.Echo, now, now.Sub(st.start))
 			r.latency(w.mi.m.echo, st.tags, now, now.Sub(st.start))
+			st.echoed.Store(true)
 		} else {
 			w.mi.rec.Latency(lgmetrics.Fanout, now, now.Sub(st.start))
 			r.latency(w.mi.m.fanout, st.tags, now, now.Sub(st.start))
 		}
-		if st.left.Add(-1) <= 0 {
+		if st.left.Add(-1) <= 0 && st.echoed.Load() {
 			r.stamps.Delete(ev.Cmd.ID)
 		}
 	}
