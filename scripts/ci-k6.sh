@@ -2,7 +2,9 @@
 # ci-k6.sh — kbkit inside k6: build bin/k6-kbkit (make k6) and drive the
 # reference server with it.
 #
-#  1. make k6 (k6 v1.8.1 with k6/x/kbkit) and go build ./cmd/kbkit
+#  1. make k6 (k6 v1.8.1 with k6/x/kbkit) and go build ./cmd/kbkit; go vet
+#     and go test the extension's module (k6/: its own go.mod, so the
+#     main module's make test does not reach it)
 #  2. kbkit serve --addr 127.0.0.1:0 (a throwaway PostgreSQL from this
 #     machine's binaries unless KBKIT_PG or KBKIT_PG_DSN says otherwise);
 #     read the url and token of its JSON line
@@ -58,6 +60,9 @@ BIN=$WORK/kbkit
 go build -o "$BIN" ./cmd/kbkit || die "go build ./cmd/kbkit failed"
 K6=bin/k6-kbkit
 say "built $K6 and kbkit in $(( $(date +%s) - t0 ))s"
+t0=$(date +%s)
+(cd k6 && go vet ./... && go test ./...) >&2 || die "go vet or go test in k6/ failed"
+say "k6/: go vet and go test passed in $(( $(date +%s) - t0 ))s"
 "$K6" version | head -n 1 >&2
 
 if [ -z "${KBKIT_PG:-}" ] && [ -z "${KBKIT_PG_DSN:-}" ]; then
