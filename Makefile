@@ -62,7 +62,7 @@ loadgen-smoke:
 bench-server:
 	scripts/bench-server.sh
 
-.PHONY: k6 k6-smoke
+.PHONY: k6 k6-smoke bench-k6
 
 # k6 with kbkit's extension built in (k6/x/kbkit, the Go module in k6/):
 # bin/k6-kbkit run examples/k6/hot-page.js. The first build compiles k6
@@ -76,3 +76,9 @@ k6:
 # segments (scripts/ci-k6.sh).
 k6-smoke:
 	bash scripts/ci-k6.sh
+
+# kbkit loadgen and k6 with the extension on one workload against one
+# kbkit serve, side by side: rate, latency, CPU per committed command
+# (scripts/bench-k6.sh; RATE, EDITORS, PHASE=seconds, ROUNDS).
+bench-k6: k6
+	scripts/bench-k6.sh

@@ -312,3 +312,24 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("init context: %v", err)
 	}
 }
+
+// TestEditorsCreateTheirPages: when setup ran elsewhere (another process,
+// another segment), each page's creator editor creates it on opening, and
+// the other editors wait for it.
+func TestEditorsCreateTheirPages(t *testing.T) {
+	url, token := startServer(t)
+	root := New()
+	samples := make(chan metrics.SampleContainer, 10000)
+	data := fmt.Sprintf(`{"url": %q, "token": %q, "workload": "many-pages", "pages": 4, "editors": 2, "runId": %q, "segment": "0:1/2"}`,
+		url, token, "elsewhere-"+t.Name())
+	for id := uint64(1); id <= 2; id++ {
+		v := newVU(t, root, samples, id, lib.Options{})
+		if got := v.run(t, fmt.Sprintf(`const e = kbkit.editor(%s); kbkit.workloads.manyPages(e); e.windows.length`, data)); got != "4" {
+			t.Errorf("VU %d: %s windows, want 4", id, got)
+		}
+	}
+	teardown := newVU(t, root, samples, 0, lib.Options{})
+	if fin := teardown.run(t, fmt.Sprintf(`JSON.stringify(kbkit.finish(%s))`, data)); !strings.Contains(fin, `"windows":8`) || !strings.Contains(fin, `"notConverged":0`) {
+		t.Errorf("finish: %s", fin)
+	}
+}

@@ -62,6 +62,7 @@ type RootModule struct {
 	wins    []*Window
 	devices map[string]string // token -> device id
 	titles  map[string]string // page id -> current title
+	created map[string]bool   // pages of a run this process created
 	ran     map[int]bool      // editors whose windows this process opened
 	recs    []*lgmetrics.Recorder
 	nextRec int
@@ -111,7 +112,8 @@ type stamp struct {
 // New returns the root module (one per process; modules.Register holds
 // it).
 func New() *RootModule {
-	r := &RootModule{pages: map[string]*page{}, devices: map[string]string{}, titles: map[string]string{}, ran: map[int]bool{}}
+	r := &RootModule{pages: map[string]*page{}, devices: map[string]string{}, titles: map[string]string{}, ran: map[int]bool{},
+		created: map[string]bool{}}
 	for range recorders {
 		r.recs = append(r.recs, lgmetrics.NewRecorder())
 	}

@@ -433,7 +433,11 @@ func (mi *ModuleInstance) setup(opts sobek.Value) (map[string]any, error) {
 					errMu.Lock()
 					first = cmpErr(first, err)
 					errMu.Unlock()
+					continue
 				}
+				mi.root.mu.Lock()
+				mi.root.created[p.PageID(i)] = true
+				mi.root.mu.Unlock()
 			}
 		})
 	}
@@ -500,13 +504,18 @@ func (mi *ModuleInstance) editor(data sobek.Value) (*Editor, error) {
 		}
 	}
 	mi.root.mu.Unlock()
-	wait := time.Duration(0)
-	if d.Segment != "" && d.Segment != "0:1" {
-		wait = 2 * time.Minute // another process may still be creating the page
-	}
 	ed := &Editor{Index: e, rng: rand.New(rand.NewPCG(uint64(d.Seed), uint64(e))), tag: p.Tag()}
 	for _, s := range p.Windows(e) {
-		w, err := mi.open(d.URL, d.token(e), p.PageID(s.Page), wait, e)
+		// The page's creator makes sure it exists (a repeat of setup's
+		// commands is answered, not redone): setup may have run in another
+		// process, for another segment's editors.
+		if p.Creator(s.Page) == e {
+			if err := mi.ensurePage(d, p, s.Page); err != nil {
+				return nil, err
+			}
+		}
+		// Another editor's page may still be being created.
+		w, err := mi.open(d.URL, d.token(e), p.PageID(s.Page), 2*time.Minute, e)
 		if err != nil {
 			for _, w := range ed.Windows {
 				w.Close()
@@ -517,6 +526,29 @@ func (mi *ModuleInstance) editor(data sobek.Value) (*Editor, error) {
 	}
 	mi.ed = ed
 	return ed, nil
+}
+
+// ensurePage creates page i of the plan unless this process did.
+func (mi *ModuleInstance) ensurePage(d runData, p plan.Plan, i int) error {
+	r := mi.root
+	r.mu.Lock()
+	done := r.created[p.PageID(i)]
+	r.mu.Unlock()
+	if done {
+		return nil
+	}
+	ctx := mi.vu.Context()
+	dev, err := r.deviceID(ctx, d.URL, d.Token)
+	if err == nil {
+		err = p.CreatePage(ctx, client.New(d.URL, d.Token), dev, i)
+	}
+	if err != nil {
+		return fmt.Errorf("kbkit.editor: %w", err)
+	}
+	r.mu.Lock()
+	r.created[p.PageID(i)] = true
+	r.mu.Unlock()
+	return nil
 }
 
 // ---- workloads ----
