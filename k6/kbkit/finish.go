@@ -133,10 +133,8 @@ func (mi *ModuleInstance) runInfo(st *lib.State, d runData, span time.Duration) 
 		}
 		execs = append(execs, sc.GetName()+" "+sc.GetType())
 	}
-	if ri.Model == "open" {
-		ri.Stages = "k6 scenarios " + strings.Join(execs, ", ")
-	} else if len(execs) > 0 {
-		ri.Think = "k6 scenarios " + strings.Join(execs, ", ")
+	if len(execs) > 0 {
+		ri.Generator = "k6 (" + strings.Join(execs, ", ") + ")"
 	}
 	return ri
 }

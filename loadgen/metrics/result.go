@@ -31,7 +31,8 @@ type RunInfo struct {
 	Seed           int64   `json:"seed"`
 	RunID          string  `json:"run_id"`
 	// Generator is what drove the editors when it was not kbkit loadgen
-	// (the k6 extension writes "k6").
+	// (the k6 extension writes "k6 (SCENARIO EXECUTOR, ...)"); its
+	// schedule is then not in Rate, Stages or Think.
 	Generator string `json:"generator,omitempty"`
 }
 

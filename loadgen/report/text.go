@@ -42,6 +42,8 @@ func Describe(r *metrics.Result) string {
 	ri := r.Run
 	var model string
 	switch {
+	case ri.Generator != "": // its own schedule, which Generator describes
+		model = ri.Model
 	case ri.Model == "open" && ri.Stages != "":
 		model = "open, stages " + ri.Stages
 	case ri.Model == "open":
