@@ -20,11 +20,18 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgprovider.RunTests(m)) }
 
-// server starts the reference server and returns its URL and a token.
+// startServer starts the reference server and returns its URL and a
+// token.
 func startServer(t *testing.T) (string, string) {
+	url, token, _ := startServerDSN(t)
+	return url, token
+}
+
+func startServerDSN(t *testing.T) (url, token, dsn string) {
 	t.Helper()
 	ctx := context.Background()
-	e, err := conformance.NewEmbedded(ctx, pgprovider.ForTest(t), conformance.EmbeddedOptions{Instances: 1})
+	dsn = pgprovider.ForTest(t)
+	e, err := conformance.NewEmbedded(ctx, dsn, conformance.EmbeddedOptions{Instances: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +40,7 @@ func startServer(t *testing.T) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e.Endpoints()[0], toks[0]
+	return e.Endpoints()[0], toks[0], dsn
 }
 
 // vu is one k6 VU running the extension: its own JS runtime and module
@@ -332,4 +339,44 @@ func TestEditorsCreateTheirPages(t *testing.T) {
 	if fin := teardown.run(t, fmt.Sprintf(`JSON.stringify(kbkit.finish(%s))`, data)); !strings.Contains(fin, `"windows":8`) || !strings.Contains(fin, `"notConverged":0`) {
 		t.Errorf("finish: %s", fin)
 	}
+}
+
+// TestPairAndSetupDevices: kbkit.pair pairs devices of one workspace in
+// the server's database, and setup with dsn and devices spreads the
+// editors over new devices: the two editors' commands come from two
+// devices.
+func TestPairAndSetupDevices(t *testing.T) {
+	url, _, dsn := startServerDSN(t)
+	root := New()
+	samples := make(chan metrics.SampleContainer, 10000)
+	v := newVU(t, root, samples, 1, lib.Options{})
+	out := v.run(t, fmt.Sprintf(`
+		const toks = kbkit.pair({dsn: %q, workspace: 'k6-test', count: 2});
+		const p = kbkit.createPage({url: %q, token: toks[0], nodes: 1});
+		const w = kbkit.openWindow({url: %q, token: toks[1], page: p.id});
+		const r = w.setText('s0', 'from the second device');
+		w.close();
+		JSON.stringify({n: toks.length, distinct: toks[0] !== toks[1], committed: r.committed});`, dsn, url, url))
+	if out != `{"n":2,"distinct":true,"committed":true}` {
+		t.Errorf("pair: %s", out)
+	}
+	data := v.run(t, fmt.Sprintf(`const t0 = kbkit.pair({dsn: %q, workspace: 'k6-test', count: 1})[0];
+		JSON.stringify(kbkit.setup({url: %q, token: t0, dsn: %q, workspace: 'k6-test', devices: 2, editors: 2, workload: 'hot-page'}))`, dsn, url, dsn))
+	var d runData
+	if err := json.Unmarshal([]byte(data), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Tokens) != 2 || d.Tokens[0] == d.Tokens[1] || d.DSN != "" {
+		t.Fatalf("setup data: %d tokens, dsn %q", len(d.Tokens), d.DSN)
+	}
+	devices := map[string]bool{}
+	for id := uint64(1); id <= 2; id++ {
+		vu := newVU(t, root, samples, id, lib.Options{})
+		vu.run(t, fmt.Sprintf(`kbkit.workloads.hotPage(kbkit.editor(%s))`, data))
+		devices[vu.mi.ed.Windows[0].cw.DeviceID()] = true
+	}
+	if len(devices) != 2 {
+		t.Errorf("the editors used %d devices, want 2", len(devices))
+	}
+	newVU(t, root, samples, 0, lib.Options{}).run(t, fmt.Sprintf(`kbkit.finish(%s)`, data))
 }
