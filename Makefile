@@ -81,3 +81,24 @@ TOPOLOGY ?= sync-standby
 failover:
 	@mkdir -p $(OUT)
 	$(GO) run ./cmd/kbkit pg failover-test --topology $(TOPOLOGY) --json $(OUT)/failover-$(TOPOLOGY).json
+
+.PHONY: k6 k6-smoke bench-k6
+
+# k6 with kbkit's extension built in (k6/x/kbkit, the Go module in k6/):
+# bin/k6-kbkit run examples/k6/hot-page.js. The first build compiles k6
+# (~2 minutes on 2 cores), later ones are incremental.
+k6:
+	cd k6 && $(GO) build -v -o ../bin/k6-kbkit ./cmd/k6-kbkit
+	@echo "built bin/k6-kbkit"
+
+# The CI job: builds bin/k6-kbkit, runs examples/k6/hot-page.js for 10 s
+# against kbkit serve, then two processes with complementary execution
+# segments (scripts/ci-k6.sh).
+k6-smoke:
+	bash scripts/ci-k6.sh
+
+# kbkit loadgen and k6 with the extension on one workload against one
+# kbkit serve, side by side: rate, latency, CPU per committed command
+# (scripts/bench-k6.sh; RATE, EDITORS, PHASE=seconds, ROUNDS).
+bench-k6: k6
+	scripts/bench-k6.sh

@@ -26,17 +26,13 @@ func (r *runner) converge(end time.Time) {
 			timer := time.NewTimer(time.Until(deadline))
 			defer timer.Stop()
 			for {
-				head := w.pg.head.Load()
-				w.mu.Lock()
-				ok := w.w.Seq() >= head && len(w.w.Pending()) == 0 && !w.w.Awaiting()
-				w.mu.Unlock()
-				if ok {
+				if w.cw.Converged(w.pg.head.Load()) {
 					now := time.Now()
 					w.ed.rec.Latency(metrics.Convergence, now, now.Sub(end))
 					return
 				}
 				select {
-				case <-w.changed:
+				case <-w.cw.Changed():
 				case <-time.After(50 * time.Millisecond):
 				case <-timer.C:
 					w.ed.rec.Error("not-converged", time.Now())
@@ -50,9 +46,7 @@ func (r *runner) converge(end time.Time) {
 		var refSeq int64
 		var ref kbcore.Doc
 		for i, w := range pg.wins {
-			w.mu.Lock()
-			seq, doc := w.w.Seq(), w.w.Server() // a Doc is immutable: safe to keep
-			w.mu.Unlock()
+			doc, seq := w.cw.Server()
 			switch {
 			case i == 0:
 				refSeq, ref = seq, doc
@@ -67,14 +61,9 @@ func (r *runner) closeWindows() {
 	if r.closing.Swap(true) {
 		return
 	}
-	r.close()
 	for _, w := range r.wins {
-		w.mu.Lock()
-		sub := w.sub
-		w.mu.Unlock()
-		if sub != nil {
-			sub.Close()
-			<-w.done
+		if w.cw != nil {
+			w.cw.Close()
 		}
 	}
 }
@@ -146,24 +135,9 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func pause(ctx context.Context, attempt int) {
-	d := time.Duration(min(attempt+1, 20)) * 25 * time.Millisecond
-	select {
-	case <-time.After(d):
-	case <-ctx.Done():
-	}
-}
-
 // retry calls fn until it succeeds, fails for good, or tries run out.
 func retry(ctx context.Context, tries int, fn func() error) error {
-	var err error
-	for attempt := 0; attempt < tries; attempt++ {
-		if err = fn(); err == nil || !client.IsRetryable(err) || ctx.Err() != nil {
-			return err
-		}
-		pause(ctx, attempt)
-	}
-	return err
+	return client.Retry(ctx, tries, fn)
 }
 
 // parallel runs fn(0..n-1) on at most width goroutines; the first error

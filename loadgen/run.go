@@ -17,6 +17,7 @@ import (
 	"github.com/subspace/kbkit/conformance"
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/loadgen/metrics"
+	"github.com/subspace/kbkit/loadgen/plan"
 	"github.com/subspace/kbkit/loadgen/workload"
 )
 
@@ -116,18 +117,11 @@ func (p *page) saw(seq int64) {
 }
 
 type window struct {
+	r   *runner
 	ed  *editor
 	pg  *page
-	mu  sync.Mutex
-	w   *kbcore.Window
-	sub *client.Subscription
-	// envs are the envelopes of the window's pending commands, to resend
-	// after a snapshot; sending is the one the editor is posting.
-	envs    map[string]kbcore.Envelope
-	sending string
-	cur     workload.Cursor
-	changed chan struct{} // a token after every applied event
-	done    chan struct{} // the reader goroutine ended
+	cw  *client.Window // set once open
+	cur workload.Cursor
 }
 
 type editor struct {
@@ -163,6 +157,7 @@ type runner struct {
 	// keep the slice they got).
 	titlesMu sync.RWMutex
 	titles   []string
+	plan     plan.Plan
 	phase    atomic.Value
 	// measuring is set when the warm-up ends. An operation counts (as an
 	// operation, and its outcome and echoes) only if it started after: one
@@ -171,9 +166,6 @@ type runner struct {
 	measuring atomic.Bool
 	startMu   sync.Mutex
 	start     time.Time // the measured load's start (after the warm-up)
-	// closed ends resubscriptions when the run closes its windows.
-	closed context.Context
-	close  context.CancelFunc
 }
 
 func (r *runner) setTitle(p int, title string) {
@@ -208,7 +200,6 @@ func Run(ctx context.Context, target conformance.Target, cfg Config) (*metrics.R
 		}
 	})
 	r := &runner{cfg: cfg, target: target}
-	r.closed, r.close = context.WithCancel(context.Background())
 	r.phase.Store("setup")
 	stopStatus := r.statusLoop()
 	defer stopStatus()
@@ -398,6 +389,7 @@ func (r *runner) load(ctx context.Context) (*metrics.Result, error) {
 	res.Start, res.End = r.start, end
 	res.CPUSeconds = cpu.Seconds()
 	res.Shards = []string{cfg.Shard.String()}
+	res.EditorsRan = cfg.Shard.Editors(cfg.Editors)
 	nPages, perPage := cfg.Workload.Layout(cfg.Editors)
 	res.Run = metrics.RunInfo{Workload: cfg.Workload.Name, Model: cfg.Model, Editors: cfg.Editors,
 		Pages: nPages, WindowsPerPage: perPage, Duration: cfg.Duration.String(), Server: cfg.Server,
@@ -492,7 +484,7 @@ func (r *runner) op(ctx context.Context, ed *editor, intended time.Time) {
 	r.titlesMu.RUnlock()
 	var title string
 	if r.cfg.Workload.Mix[workload.Rename] > 0 {
-		title = fmt.Sprintf("%s s%d r%d", r.pageTitle(-1), r.cfg.Shard.I, r.renames.Add(1))
+		title = fmt.Sprintf("LG %s s%d r%d", r.plan.Tag(), r.cfg.Shard.I, r.renames.Add(1))
 	}
 
 	// Read before anything is counted: measure() sets it after it reset
@@ -501,40 +493,27 @@ func (r *runner) op(ctx context.Context, ed *editor, intended time.Time) {
 	if !measured {
 		rec = metrics.Discard
 	}
-	w.mu.Lock()
-	cmd := r.cfg.Workload.Next(ed.rng, workload.Context{Doc: w.w.Rendered(), ID: id, Titles: titles, Title: title}, &w.cur)
-	acts := w.w.Local(cmd)
+	var cmd kbcore.Command
+	env, _, ok := w.cw.Local(func(doc kbcore.Doc) kbcore.Command {
+		cmd = r.cfg.Workload.Next(ed.rng, workload.Context{Doc: doc, ID: id, Titles: titles, Title: title}, &w.cur)
+		return cmd
+	})
 	now := time.Now()
 	rec.Count(metrics.Commands, now, 1)
 	rec.TypeCount(cmd.Type, metrics.Commands)
-	if len(acts) == 0 || acts[0].Kind != kbcore.ActionSend {
-		w.mu.Unlock()
+	if !ok {
 		rec.Count(metrics.LocalRejections, now, 1)
 		rec.TypeCount(cmd.Type, metrics.LocalRejections)
 		return
 	}
-	env := kbcore.Envelope{ID: id, DeviceID: ed.dev.id, PageID: w.pg.id, Type: cmd.Type, Payload: cmd.Payload}
-	w.envs[id] = env
-	w.sending = id
+	// The stamp is in place before the command is posted: no echo of it
+	// can arrive earlier.
 	st := &stamp{start: intended, origin: w, measured: measured}
 	st.left.Store(int32(len(w.pg.wins)))
 	r.stamps.Store(id, st)
-	w.mu.Unlock()
 
-	seq, rej, err := r.post(ctx, ed, env)
+	seq, rej, err := w.cw.Send(ctx, env)
 	now = time.Now()
-	w.mu.Lock()
-	w.sending = ""
-	switch {
-	case err != nil:
-		// Undecided or refused: the window must not wait for it.
-		w.w.Reject(id, "error")
-		delete(w.envs, id)
-	case rej != nil:
-		w.w.Reject(id, rej.Code)
-		delete(w.envs, id)
-	}
-	w.mu.Unlock()
 	switch {
 	case err != nil:
 		r.stamps.Delete(id)
@@ -553,19 +532,6 @@ func (r *runner) op(ctx context.Context, ed *editor, intended time.Time) {
 		if cmd.Type == kbcore.TypeRenamePage {
 			r.setTitle(w.pg.idx, title)
 		}
-	}
-}
-
-// post sends a command until it is decided, retrying with the same id
-// while the server says it was not (5xx, 429, network).
-func (r *runner) post(ctx context.Context, ed *editor, env kbcore.Envelope) (int64, *kbcore.Rejection, error) {
-	for attempt := 0; ; attempt++ {
-		seq, rej, err := ed.dev.c.Command(ctx, env)
-		if err == nil || !client.IsRetryable(err) || ctx.Err() != nil {
-			return seq, rej, err
-		}
-		ed.rec.Count(metrics.Retries, time.Now(), 1)
-		pause(ctx, attempt)
 	}
 }
 

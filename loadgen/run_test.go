@@ -169,6 +169,9 @@ func TestShardsShareARun(t *testing.T) {
 	if len(merged.Shards) != 2 {
 		t.Errorf("shards %v", merged.Shards)
 	}
+	if len(merged.EditorsRan) != 8 || len(merged.MissingEditors()) != 0 {
+		t.Errorf("editors ran %v, missing %v", merged.EditorsRan, merged.MissingEditors())
+	}
 }
 
 // TestCountsAgree: after a warm-up, every measured operation has exactly

@@ -164,6 +164,33 @@ func TestMergeOfTwoFilesIsTheUnion(t *testing.T) {
 	}
 }
 
+// TestMergeRefusesOverlappingEditors: two results that both ran one
+// editor (two k6 processes with overlapping execution segments, two
+// shards with the same index under other names) would count its work
+// twice; a merge that covers every editor once lists them all.
+func TestMergeRefusesOverlappingEditors(t *testing.T) {
+	mk := func(shard string, eds ...int) *Result {
+		res, _ := Collect([]*Recorder{NewRecorder()})
+		res.Run.RunID, res.Run.Editors = "run", 4
+		res.Shards, res.EditorsRan = []string{shard}, eds
+		return res
+	}
+	if _, err := Merge(mk("0:1/2", 0, 1, 2), mk("1/2:1", 2, 3)); err == nil || !strings.Contains(err.Error(), "editor 2") {
+		t.Errorf("overlap accepted: %v", err)
+	}
+	m, err := Merge(mk("1/2:1", 3, 1), mk("0:1/2", 0, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(m.EditorsRan) != "[0 1 2 3]" || len(m.MissingEditors()) != 0 {
+		t.Errorf("editors %v, missing %v", m.EditorsRan, m.MissingEditors())
+	}
+	m, _ = Merge(mk("0:1/2", 0), mk("1/2:1", 3))
+	if fmt.Sprint(m.MissingEditors()) != "[1 2]" {
+		t.Errorf("missing %v, want [1 2]", m.MissingEditors())
+	}
+}
+
 func TestReadRefusesUnknownFields(t *testing.T) {
 	res, _ := Collect([]*Recorder{NewRecorder()})
 	var b bytes.Buffer

@@ -30,6 +30,10 @@ type RunInfo struct {
 	Server         string  `json:"server"` // URL, or "embedded"
 	Seed           int64   `json:"seed"`
 	RunID          string  `json:"run_id"`
+	// Generator is what drove the editors when it was not kbkit loadgen
+	// (the k6 extension writes "k6 (SCENARIO EXECUTOR, ...)"); its
+	// schedule is then not in Rate, Stages or Think.
+	Generator string `json:"generator,omitempty"`
 }
 
 // Check is one threshold's outcome.
@@ -44,8 +48,12 @@ type Check struct {
 type Result struct {
 	Version int     `json:"version"`
 	Run     RunInfo `json:"run"`
-	// Shards lists the shards merged into this result ("i/n").
+	// Shards lists the shards merged into this result ("i/n", or a k6
+	// execution segment).
 	Shards []string `json:"shards"`
+	// EditorsRan lists the editors (0-based, of Run.Editors) the shards
+	// ran, in order; Merge refuses an editor run by two shards.
+	EditorsRan []int `json:"editors_ran,omitempty"`
 	// Start and End bound the load (setup and convergence excluded).
 	Start      time.Time        `json:"start"`
 	End        time.Time        `json:"end"`
@@ -153,6 +161,25 @@ func Read(rd io.Reader) (*Result, error) {
 	return &r, nil
 }
 
+// MissingEditors lists the editors of the run no shard ran (none when
+// the result does not list the editors it ran).
+func (r *Result) MissingEditors() []int {
+	if len(r.EditorsRan) == 0 {
+		return nil
+	}
+	ran := map[int]bool{}
+	for _, e := range r.EditorsRan {
+		ran[e] = true
+	}
+	var out []int
+	for e := 0; e < r.Run.Editors; e++ {
+		if !ran[e] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // ReadFile reads a result file.
 func ReadFile(path string) (*Result, error) {
 	f, err := os.Open(path)
@@ -181,6 +208,7 @@ func Merge(rs ...*Result) (*Result, error) {
 	out := &Result{Version: Version, Run: rs[0].Run, Latency: map[string]*Hist{},
 		Errors: map[string]int64{}, Rejections: map[string]int64{}}
 	seen := map[string]bool{}
+	ran := map[int]bool{}
 	byUnix := map[int64]*Interval{}
 	out.InFlightSampled = true
 	typed := true // every shard has types: else a merge cannot have them
@@ -204,6 +232,13 @@ func Merge(rs ...*Result) (*Result, error) {
 			}
 			seen[s] = true
 			out.Shards = append(out.Shards, s)
+		}
+		for _, e := range r.EditorsRan {
+			if ran[e] {
+				return nil, fmt.Errorf("metrics: editor %d ran in two shards (result %d and an earlier one): the shards overlap", e, i)
+			}
+			ran[e] = true
+			out.EditorsRan = append(out.EditorsRan, e)
 		}
 		if out.Start.IsZero() || r.Start.Before(out.Start) {
 			out.Start = r.Start
@@ -234,6 +269,7 @@ func Merge(rs ...*Result) (*Result, error) {
 		}
 	}
 	sort.Strings(out.Shards)
+	sort.Ints(out.EditorsRan)
 	out.Intervals = sortedIntervals(byUnix)
 	if !typed {
 		out.Types = nil

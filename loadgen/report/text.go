@@ -42,6 +42,8 @@ func Describe(r *metrics.Result) string {
 	ri := r.Run
 	var model string
 	switch {
+	case ri.Generator != "": // its own schedule, which Generator describes
+		model = ri.Model
 	case ri.Model == "open" && ri.Stages != "":
 		model = "open, stages " + ri.Stages
 	case ri.Model == "open":
@@ -61,9 +63,13 @@ func Describe(r *metrics.Result) string {
 	if ri.Warmup != "" {
 		dur += " after " + ri.Warmup + " of warm-up"
 	}
-	return fmt.Sprintf("%s, %s, %s, %s × %d windows, %s against %s (shards %s)",
+	gen := ""
+	if ri.Generator != "" {
+		gen = ", driven by " + ri.Generator
+	}
+	return fmt.Sprintf("%s, %s, %s, %s × %d windows, %s against %s (shards %s)%s",
 		ri.Workload, model, plural(ri.Editors, "editor"), plural(ri.Pages, "page"), ri.WindowsPerPage,
-		dur, ri.Server, strings.Join(r.Shards, " "))
+		dur, ri.Server, strings.Join(r.Shards, " "), gen)
 }
 
 // Row is one latency metric's line of the summary table.
@@ -95,7 +101,7 @@ func Text(w io.Writer, r *metrics.Result) error {
 	fmt.Fprintf(&b, "kbkit loadgen: %s\n", Describe(r))
 	fmt.Fprintf(&b, "load %.1fs: %d operations, %d committed (%.1f/s), %d rejected, %d refused by the window",
 		r.Seconds(), c.Commands, c.Committed, r.Rate(), c.Rejections, c.LocalRejections)
-	if r.Run.Model == "open" {
+	if r.Run.Model == "open" && r.Run.Generator == "" { // k6 counts its own (dropped_iterations)
 		fmt.Fprintf(&b, ", %d dropped of %d due", c.Dropped, c.Due)
 	}
 	b.WriteString("\n\n")
@@ -143,8 +149,20 @@ func Text(w io.Writer, r *metrics.Result) error {
 		}
 	}
 	if r.CPUSeconds > 0 && r.Seconds() > 0 {
-		fmt.Fprintf(&b, "cpu          %.1fs over %.1fs of load in the generator's process (%s)\n",
+		fmt.Fprintf(&b, "cpu          %.1fs over %.1fs of load in the generator's process (%s)",
 			r.CPUSeconds, r.Seconds(), map[bool]string{true: "generator and embedded server", false: "generator"}[r.Run.Server == "embedded"])
+		if c.Committed > 0 {
+			fmt.Fprintf(&b, ", %.3f ms per committed command", 1000*r.CPUSeconds/float64(c.Committed))
+		}
+		b.WriteString("\n")
+	}
+	if len(r.EditorsRan) > 0 {
+		missing := r.MissingEditors()
+		fmt.Fprintf(&b, "editors      %d of %d ran", len(r.EditorsRan), r.Run.Editors)
+		if len(missing) > 0 {
+			fmt.Fprintf(&b, ", missing %v", missing)
+		}
+		b.WriteString("\n")
 	}
 	if len(r.Checks) > 0 {
 		b.WriteString("\nthresholds\n")

@@ -1,0 +1,454 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/subspace/kbkit/kbcore"
+)
+
+// Window is one open page as a client runs it (spec/window.md): a
+// kbcore.Window fed by its own kb.onPage subscription on its own WebSocket,
+// the transport that the pure window leaves to its caller. It applies
+// echoes as they arrive, refetches a snapshot after a gap (resending the
+// pending commands the snapshot does not know, with their ids), and
+// resubscribes from its seq when a subscription ends.
+//
+//	w, err := client.OpenWindow(ctx, c, pageID, client.WindowOptions{DeviceID: me.DeviceID})
+//	env, code, ok := w.Local(func(doc kbcore.Doc) kbcore.Command { return cmd })
+//	seq, rej, err := w.Send(ctx, env) // decided, or err
+//	w.Close()
+//
+// The caller sends the commands Local, Undo and Redo return one at a
+// time, in order, as the spec's transport does. It is the editor of
+// kbkit's load generator and of its k6 extension.
+type Window struct {
+	c      *Client
+	page   string
+	device string
+	obs    WindowObserver
+
+	mu  sync.Mutex
+	w   *kbcore.Window
+	sub *Subscription
+	// envs are the envelopes of pending commands, to resend after a
+	// snapshot; sending is the one the caller is posting.
+	envs    map[string]kbcore.Envelope
+	sending string
+	closing bool
+
+	changed chan struct{} // a token after every applied event or settled command
+	done    chan struct{} // the reader goroutine ended
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+// WindowObserver sees what a Window does, for metrics. Its methods run on
+// the window's reader goroutine or the caller's, must be safe for
+// concurrent use, and must not call back into the window.
+type WindowObserver interface {
+	// Subscribed: a subscription opened (reconnect: after one ended).
+	Subscribed(reconnect bool)
+	// Snapshot: the window took the server's document at seq (refetch:
+	// after a gap, not at open).
+	Snapshot(seq int64, refetch bool)
+	// Event: an event arrived at at; applied is false for a duplicate or
+	// an event past a gap.
+	Event(ev Event, applied bool, at time.Time)
+	// Retry: an undecided command is sent again with the same id.
+	Retry()
+	// Error: something failed: subscribe, subscription-ended, refetch.
+	Error(kind string)
+}
+
+// NopObserver observes nothing; embed it to implement a few methods.
+type NopObserver struct{}
+
+func (NopObserver) Subscribed(bool)              {}
+func (NopObserver) Snapshot(int64, bool)         {}
+func (NopObserver) Event(Event, bool, time.Time) {}
+func (NopObserver) Retry()                       {}
+func (NopObserver) Error(string)                 {}
+
+// WindowOptions configure OpenWindow.
+type WindowOptions struct {
+	// DeviceID goes into the envelopes; empty: ask kb.whoami.
+	DeviceID string
+	// WaitForPage is how long to wait for a page that does not exist yet
+	// (NOT_FOUND), e.g. one another machine of a run is creating.
+	WaitForPage time.Duration
+	// Observer, if set, sees subscriptions, snapshots, events, retries and
+	// errors.
+	Observer WindowObserver
+}
+
+// ErrNotPending is Send's answer for a command the window no longer has
+// pending (a snapshot settled it, or a rejection dropped the undo that
+// reverted it): it must not be sent.
+var ErrNotPending = errors.New("kbkit: the command is not pending in the window")
+
+// OpenWindow opens pageID as a client does: a kb.page snapshot, then the
+// subscription from its seq, retrying what the server did not decide.
+func OpenWindow(ctx context.Context, c *Client, pageID string, o WindowOptions) (*Window, error) {
+	if o.Observer == nil {
+		o.Observer = NopObserver{}
+	}
+	if o.DeviceID == "" {
+		var me Device
+		if err := Retry(ctx, 20, func() error { var err error; me, err = c.Whoami(ctx); return err }); err != nil {
+			return nil, fmt.Errorf("kb.whoami: %w", err)
+		}
+		o.DeviceID = me.DeviceID
+	}
+	var snap Snapshot
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		var err error
+		if snap, err = c.Page(ctx, pageID, nil); err == nil {
+			break
+		}
+		// Undecided answers are retried for up to a minute, a page not
+		// there yet for up to WaitForPage.
+		var ce *Error
+		notYet := errors.As(err, &ce) && ce.Code == "NOT_FOUND" && time.Since(start) < o.WaitForPage
+		retry := IsRetryable(err) && time.Since(start) < max(time.Minute, o.WaitForPage)
+		if !(notYet || retry) || ctx.Err() != nil {
+			return nil, fmt.Errorf("open page %s: %w", pageID, err)
+		}
+		Pause(ctx, attempt)
+	}
+	w := &Window{c: c, page: pageID, device: o.DeviceID, obs: o.Observer,
+		w: kbcore.NewWindow(snap.Doc, snap.Seq), envs: map[string]kbcore.Envelope{},
+		changed: make(chan struct{}, 1), done: make(chan struct{})}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w.obs.Snapshot(snap.Seq, false)
+	sub, err := w.subscribe(ctx)
+	if err != nil {
+		w.cancel()
+		return nil, fmt.Errorf("subscribe to page %s: %w", pageID, err)
+	}
+	w.sub = sub
+	w.obs.Subscribed(false)
+	go w.read()
+	return w, nil
+}
+
+// PageID is the page the window shows.
+func (w *Window) PageID() string { return w.page }
+
+// DeviceID is the device its commands are sent as.
+func (w *Window) DeviceID() string { return w.device }
+
+// Seq is the seq of the last event applied.
+func (w *Window) Seq() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Seq()
+}
+
+// Rendered is what the user sees: the server document with the pending
+// commands folded in.
+func (w *Window) Rendered() kbcore.Doc {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Rendered()
+}
+
+// Server is the server's document as of Seq, and Seq (a Doc is
+// immutable: safe to keep).
+func (w *Window) Server() (kbcore.Doc, int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Server(), w.w.Seq()
+}
+
+// Converged reports whether the window has applied every command up to
+// head and has nothing pending nor awaited.
+func (w *Window) Converged(head int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Seq() >= head && len(w.w.Pending()) == 0 && !w.w.Awaiting()
+}
+
+// Changed receives a token after the window applied an event or settled
+// a command (it holds at most one: check the state after receiving).
+func (w *Window) Changed() <-chan struct{} { return w.changed }
+
+func (w *Window) notify() {
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Local applies a command the user made: build draws it from the rendered
+// document, under the window's lock, so that no event lands between the
+// reading and the applying. Accepted (ok): its envelope must be sent with
+// Send. Refused by the window: code says why (the reducer's rejection code,
+// or duplicate-id).
+func (w *Window) Local(build func(rendered kbcore.Doc) kbcore.Command) (env kbcore.Envelope, code string, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cmd := build(w.w.Rendered())
+	envs, code := w.issued(w.w.Local(cmd), []kbcore.Command{cmd})
+	if len(envs) == 0 {
+		return kbcore.Envelope{}, code, false
+	}
+	return envs[0], "", true
+}
+
+// Undo reverts the window's last own step with new commands of the given
+// ids (one per command of the step; the window mints nothing). It returns
+// the envelopes to send, in order, and a toast code when the window
+// issued nothing or stopped at a command the reducer refused.
+func (w *Window) Undo(ids []string) ([]kbcore.Envelope, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	before := w.w.Pending()
+	return w.issued(w.w.Undo(ids), nil, before...)
+}
+
+// Redo reverts the last undo, as Undo.
+func (w *Window) Redo(ids []string) ([]kbcore.Envelope, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	before := w.w.Pending()
+	return w.issued(w.w.Redo(ids), nil, before...)
+}
+
+// issued turns the window's actions into envelopes of the newly pending
+// commands (from cmds, or found among the pending commands not in
+// before); the first toast is the code. Called with w.mu held.
+func (w *Window) issued(acts []kbcore.Action, cmds []kbcore.Command, before ...kbcore.Command) ([]kbcore.Envelope, string) {
+	if cmds == nil {
+		old := map[string]bool{}
+		for _, c := range before {
+			old[c.ID] = true
+		}
+		for _, c := range w.w.Pending() {
+			if !old[c.ID] {
+				cmds = append(cmds, c)
+			}
+		}
+	}
+	byID := map[string]kbcore.Command{}
+	for _, c := range cmds {
+		byID[c.ID] = c
+	}
+	var envs []kbcore.Envelope
+	code := ""
+	for _, a := range acts {
+		switch a.Kind {
+		case kbcore.ActionSend:
+			c, ok := byID[a.ID]
+			if !ok {
+				continue
+			}
+			env := kbcore.Envelope{ID: c.ID, DeviceID: w.device, PageID: w.page, Type: c.Type, Payload: c.Payload}
+			w.envs[c.ID] = env
+			envs = append(envs, env)
+		case kbcore.ActionToast:
+			if code == "" {
+				code = a.Code
+			}
+		}
+	}
+	if len(envs) > 0 {
+		w.sending = envs[0].ID // the caller posts it next: a refetch must not
+	}
+	return envs, code
+}
+
+// Send posts a command the window issued until the server decides it,
+// resending with the same id while it does not (5xx, 429, network), and
+// settles the window: a rejection (rej set, err nil) rolls it back; an
+// error (not decided within ctx, or refused) does too, so that the window
+// does not wait for it. A commit is applied by its echo.
+func (w *Window) Send(ctx context.Context, env kbcore.Envelope) (seq int64, rej *kbcore.Rejection, err error) {
+	w.mu.Lock()
+	if _, ok := w.envs[env.ID]; !ok {
+		w.mu.Unlock()
+		return 0, nil, ErrNotPending
+	}
+	w.sending = env.ID
+	w.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		seq, rej, err = w.c.Command(ctx, env)
+		if err == nil || !IsRetryable(err) || ctx.Err() != nil {
+			break
+		}
+		w.obs.Retry()
+		Pause(ctx, attempt)
+	}
+	w.mu.Lock()
+	if w.sending == env.ID {
+		w.sending = ""
+	}
+	switch {
+	case err != nil:
+		w.w.Reject(env.ID, "error")
+		delete(w.envs, env.ID)
+	case rej != nil:
+		w.w.Reject(env.ID, rej.Code)
+		delete(w.envs, env.ID)
+	}
+	w.mu.Unlock()
+	if err != nil || rej != nil {
+		w.notify()
+	}
+	return seq, rej, err
+}
+
+// Close ends the window's subscription and waits for its reader.
+func (w *Window) Close() {
+	w.mu.Lock()
+	if w.closing {
+		w.mu.Unlock()
+		<-w.done
+		return
+	}
+	w.closing = true
+	sub := w.sub
+	w.mu.Unlock()
+	w.cancel()
+	sub.Close()
+	<-w.done
+}
+
+func (w *Window) subscribe(ctx context.Context) (*Subscription, error) {
+	var sub *Subscription
+	err := Retry(ctx, 40, func() error {
+		var err error
+		sub, err = w.c.Subscribe(ctx, w.page, w.Seq())
+		if err != nil {
+			w.obs.Error("subscribe")
+		}
+		return err
+	})
+	return sub, err
+}
+
+// read applies the window's events until Close, resubscribing from the
+// window's seq when a subscription ends.
+func (w *Window) read() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		sub := w.sub
+		w.mu.Unlock()
+		for ev := range sub.Events() {
+			w.echo(ev)
+		}
+		w.mu.Lock()
+		closing := w.closing
+		w.mu.Unlock()
+		if closing {
+			return
+		}
+		if err := sub.Err(); err != nil && !errors.Is(err, ErrReconnect) {
+			w.obs.Error("subscription-ended")
+		}
+		sub.Close()
+		ctx, cancel := context.WithTimeout(w.ctx, time.Minute)
+		next, err := w.subscribe(ctx)
+		cancel()
+		if err != nil {
+			return
+		}
+		w.mu.Lock()
+		if w.closing {
+			w.mu.Unlock()
+			next.Close()
+			return
+		}
+		w.sub = next
+		w.mu.Unlock()
+		w.obs.Subscribed(true)
+	}
+}
+
+func (w *Window) echo(ev Event) {
+	now := time.Now()
+	w.mu.Lock()
+	before := w.w.Seq()
+	acts := w.w.Echo(ev.Seq, ev.Cmd)
+	applied := w.w.Seq() > before
+	if applied {
+		delete(w.envs, ev.Cmd.ID)
+	}
+	w.mu.Unlock()
+	w.obs.Event(ev, applied, now)
+	for _, a := range acts {
+		if a.Kind == kbcore.ActionRefetch {
+			w.refetch()
+		}
+	}
+	w.notify()
+}
+
+// refetch replaces the window's server document after a gap and resends
+// the pending commands the snapshot does not know (same ids).
+func (w *Window) refetch() {
+	ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
+	defer cancel()
+	w.mu.Lock()
+	var ids []string
+	for _, c := range w.w.Pending() {
+		ids = append(ids, c.ID)
+	}
+	w.mu.Unlock()
+	var snap Snapshot
+	err := Retry(ctx, 20, func() error { var err error; snap, err = w.c.Page(ctx, w.page, ids); return err })
+	if err != nil {
+		w.obs.Error("refetch")
+		return
+	}
+	w.mu.Lock()
+	acts := w.w.Snapshot(snap.Doc, snap.Seq, snap.Outcomes)
+	var resend []kbcore.Envelope
+	for _, a := range acts {
+		if env, ok := w.envs[a.ID]; ok && a.Kind == kbcore.ActionSend && a.ID != w.sending {
+			resend = append(resend, env)
+		}
+	}
+	w.mu.Unlock()
+	w.obs.Snapshot(snap.Seq, true)
+	for _, env := range resend {
+		w.obs.Retry()
+		_, rej, err := w.c.Command(ctx, env)
+		if err == nil && rej != nil {
+			w.mu.Lock()
+			w.w.Reject(env.ID, rej.Code)
+			delete(w.envs, env.ID)
+			w.mu.Unlock()
+		}
+	}
+}
+
+// Pause waits before retry attempt (0-based): 25 ms more per attempt, at
+// most half a second, or until ctx ends.
+func Pause(ctx context.Context, attempt int) {
+	d := time.Duration(min(attempt+1, 20)) * 25 * time.Millisecond
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// Retry calls fn until it succeeds, fails for good (an error that is not
+// IsRetryable), ctx ends or tries run out, pausing between attempts.
+func Retry(ctx context.Context, tries int, fn func() error) error {
+	var err error
+	for attempt := 0; attempt < tries; attempt++ {
+		if err = fn(); err == nil || !IsRetryable(err) || ctx.Err() != nil {
+			return err
+		}
+		Pause(ctx, attempt)
+	}
+	return err
+}

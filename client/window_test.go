@@ -1,0 +1,266 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/subspace/kbkit/client"
+	"github.com/subspace/kbkit/conformance"
+	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/server/pgprovider"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgprovider.RunTests(m)) }
+
+// recorder is a WindowObserver that keeps what it saw.
+type recorder struct {
+	mu       sync.Mutex
+	subs     int
+	snaps    []int64
+	applied  map[string]int64 // command id -> seq
+	received int
+	errs     []string
+}
+
+func (r *recorder) Subscribed(bool) { r.mu.Lock(); r.subs++; r.mu.Unlock() }
+func (r *recorder) Snapshot(seq int64, _ bool) {
+	r.mu.Lock()
+	r.snaps = append(r.snaps, seq)
+	r.mu.Unlock()
+}
+func (r *recorder) Event(ev client.Event, applied bool, _ time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.received++
+	if applied {
+		if r.applied == nil {
+			r.applied = map[string]int64{}
+		}
+		r.applied[ev.Cmd.ID] = ev.Seq
+	}
+}
+func (r *recorder) Retry()            {}
+func (r *recorder) Error(kind string) { r.mu.Lock(); r.errs = append(r.errs, kind); r.mu.Unlock() }
+
+func (r *recorder) seqOf(id string) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.applied[id]
+	return s, ok
+}
+
+type fixture struct {
+	clients []*client.Client
+	devices []string
+	page    string
+}
+
+// setup starts the reference server, pairs two devices and creates a page
+// with one node "n".
+func setup(t *testing.T) fixture {
+	t.Helper()
+	ctx := context.Background()
+	e, err := conformance.NewEmbedded(ctx, pgprovider.ForTest(t), conformance.EmbeddedOptions{Instances: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	tokens, err := e.Devices(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fixture{page: uuid.NewString()}
+	for _, tok := range tokens {
+		c := client.New(e.Endpoints()[0], tok)
+		me, err := c.Whoami(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.clients = append(f.clients, c)
+		f.devices = append(f.devices, me.DeviceID)
+	}
+	send := func(typ string, payload any) {
+		b, _ := json.Marshal(payload)
+		_, rej, err := f.clients[0].Command(ctx, kbcore.Envelope{ID: uuid.NewString(), DeviceID: f.devices[0], PageID: f.page, Type: typ, Payload: b})
+		if err != nil || rej != nil {
+			t.Fatalf("%s: %v %v", typ, err, rej)
+		}
+	}
+	send(kbcore.TypeCreatePage, map[string]any{"title": "window test " + f.page[:8]})
+	send(kbcore.TypeCreateAfter, map[string]any{"node": "n", "text": "seed"})
+	return f
+}
+
+func (f fixture) open(t *testing.T, i int, obs client.WindowObserver) *client.Window {
+	t.Helper()
+	w, err := client.OpenWindow(context.Background(), f.clients[i], f.page, client.WindowOptions{Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	if w.DeviceID() != f.devices[i] {
+		t.Fatalf("device %s, want %s (kb.whoami)", w.DeviceID(), f.devices[i])
+	}
+	return w
+}
+
+func cmd(id, typ string, payload any) kbcore.Command {
+	b, _ := json.Marshal(payload)
+	return kbcore.Command{ID: id, Type: typ, Payload: b}
+}
+
+// do issues one command and sends it.
+func do(t *testing.T, w *client.Window, c kbcore.Command) (int64, *kbcore.Rejection) {
+	t.Helper()
+	env, code, ok := w.Local(func(kbcore.Doc) kbcore.Command { return c })
+	if !ok {
+		t.Fatalf("%s refused by the window: %s", c.Type, code)
+	}
+	seq, rej, err := w.Send(context.Background(), env)
+	if err != nil {
+		t.Fatalf("%s: %v", c.Type, err)
+	}
+	return seq, rej
+}
+
+// converge waits until w has applied head with nothing pending.
+func converge(t *testing.T, w *client.Window, head int64) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for !w.Converged(head) {
+		select {
+		case <-w.Changed():
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("window at seq %d, not converged to %d", w.Seq(), head)
+		}
+	}
+}
+
+func text(t *testing.T, d kbcore.Doc, id string) string {
+	t.Helper()
+	n, ok := d.Node(id)
+	if !ok {
+		t.Fatalf("no node %s", id)
+	}
+	return n.Text
+}
+
+// TestWindowCommitsAndFansOut: a command committed through one window is
+// applied by its own echo there and by the subscription of another
+// device's window, which both observers see.
+func TestWindowCommitsAndFansOut(t *testing.T) {
+	f := setup(t)
+	ra, rb := &recorder{}, &recorder{}
+	a, b := f.open(t, 0, ra), f.open(t, 1, rb)
+	if a.Seq() != 2 || len(ra.snaps) != 1 || ra.snaps[0] != 2 || ra.subs != 1 {
+		t.Fatalf("opened at seq %d, snapshots %v, %d subscriptions", a.Seq(), ra.snaps, ra.subs)
+	}
+	id := uuid.NewString()
+	seq, rej := do(t, a, cmd(id, kbcore.TypeCreateAfter, map[string]any{"after": "n", "text": "hello"}))
+	if rej != nil || seq != 3 {
+		t.Fatalf("seq %d, rejection %v", seq, rej)
+	}
+	// Before its echo the command is pending and rendered.
+	converge(t, a, seq)
+	converge(t, b, seq)
+	for _, w := range []*client.Window{a, b} {
+		if got := text(t, w.Rendered(), id); got != "hello" {
+			t.Errorf("rendered %q", got)
+		}
+		if doc, s := w.Server(); s != seq || text(t, doc, id) != "hello" {
+			t.Errorf("server at %d", s)
+		}
+	}
+	for name, r := range map[string]*recorder{"own": ra, "other": rb} {
+		if s, ok := r.seqOf(id); !ok || s != seq {
+			t.Errorf("%s window: event of the command applied at %d, %v", name, s, ok)
+		}
+	}
+	if len(ra.errs)+len(rb.errs) != 0 {
+		t.Errorf("errors %v %v", ra.errs, rb.errs)
+	}
+	// A command the window no longer has pending must not be sent.
+	if _, _, err := a.Send(context.Background(), kbcore.Envelope{ID: id}); !errors.Is(err, client.ErrNotPending) {
+		t.Errorf("resend of a settled command: %v", err)
+	}
+}
+
+// TestWindowRollsBackARejection: a command the window accepted but the
+// server rejects (its node was deleted meanwhile by another window) is
+// rolled back: gone from the rendered page, nothing pending.
+func TestWindowRollsBackARejection(t *testing.T) {
+	f := setup(t)
+	a, b := f.open(t, 0, nil), f.open(t, 1, nil)
+	env, _, ok := b.Local(func(d kbcore.Doc) kbcore.Command {
+		if text(t, d, "n") != "seed" {
+			t.Error("b does not render n")
+		}
+		return cmd(uuid.NewString(), kbcore.TypeEditText, map[string]any{"node": "n", "text": "late"})
+	})
+	if !ok {
+		t.Fatal("b refused the edit")
+	}
+	if text(t, b.Rendered(), "n") != "late" {
+		t.Fatal("the pending edit is not rendered")
+	}
+	head, rej := do(t, a, cmd(uuid.NewString(), kbcore.TypeDelete, map[string]any{"node": "n"}))
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	_, rej, err := b.Send(context.Background(), env)
+	if err != nil || rej == nil {
+		t.Fatalf("edit of a deleted node: err %v, rejection %v", err, rej)
+	}
+	converge(t, b, head)
+	if _, ok := b.Rendered().Node("n"); ok {
+		t.Error("the rejected edit still renders the deleted node")
+	}
+	if b.Converged(head + 1) {
+		t.Error("converged past the page's head")
+	}
+}
+
+// TestWindowUndoRedo: undo issues the inverse of the last own step as new
+// commands, redo reverts it; both commit and render.
+func TestWindowUndoRedo(t *testing.T) {
+	f := setup(t)
+	w := f.open(t, 0, nil)
+	if _, code := w.Undo([]string{uuid.NewString()}); code != kbcore.ToastNothingToUndo {
+		t.Fatalf("undo with nothing done: %q", code)
+	}
+	seq, _ := do(t, w, cmd(uuid.NewString(), kbcore.TypeEditText, map[string]any{"node": "n", "text": "typed"}))
+	converge(t, w, seq)
+	step := func(envs []kbcore.Envelope, code string, want string) {
+		t.Helper()
+		if len(envs) == 0 {
+			t.Fatalf("nothing issued: %q", code)
+		}
+		if got := text(t, w.Rendered(), "n"); got != want {
+			t.Fatalf("rendered %q before the commit, want %q", got, want)
+		}
+		var last int64
+		for _, env := range envs {
+			s, rej, err := w.Send(context.Background(), env)
+			if err != nil || rej != nil {
+				t.Fatalf("%v %v", err, rej)
+			}
+			last = s
+		}
+		converge(t, w, last)
+		if doc, _ := w.Server(); text(t, doc, "n") != want {
+			t.Fatalf("server %q, want %q", text(t, doc, "n"), want)
+		}
+	}
+	envs, code := w.Undo([]string{uuid.NewString(), uuid.NewString()})
+	step(envs, code, "seed")
+	envs, code = w.Redo([]string{uuid.NewString(), uuid.NewString()})
+	step(envs, code, "typed")
+}

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# ci-k6.sh — kbkit inside k6: build bin/k6-kbkit (make k6) and drive the
+# reference server with it.
+#
+#  1. make k6 (k6 v1.8.1 with k6/x/kbkit) and go build ./cmd/kbkit; go vet
+#     and go test the extension's module (k6/: its own go.mod, so the
+#     main module's make test does not reach it)
+#  2. kbkit serve --addr 127.0.0.1:0 (a throwaway PostgreSQL from this
+#     machine's binaries unless KBKIT_PG or KBKIT_PG_DSN says otherwise);
+#     read the url and token of its JSON line
+#  3. a 10-second examples/k6/hot-page.js: k6 must exit 0 (every threshold
+#     holds) and its summary must show kbkit_commit (and the other kbkit
+#     metrics, with samples in --summary-export)
+#  4. the same script with an impossible p99 bound for 3 s: k6 must exit 99
+#     (thresholds crossed)
+#  5. two k6 processes at once with complementary --execution-segment
+#     values and one KBKIT_RUN_ID on the same server: both exit 0 (p99
+#     bounds of 1 s: two k6 processes share the cores), and
+#     `kbkit loadgen report` merges their kbkit JSON (it refuses an editor
+#     run twice) into a result where each of the 16 editors ran once
+#  6. stop the server with SIGTERM (it must exit cleanly)
+# Any failure exits non-zero. Needs Go and PostgreSQL server binaries (or
+# a DSN); the Go module proxy for k6's modules on the first build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+say() { echo "ci-k6: $*" >&2; }
+die() { echo "ci-k6: FAILED: $*" >&2; exit 1; }
+
+START=$(date +%s)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-k6.XXXXXX")
+SERVER_PID=
+
+cleanup() {
+	local rc=$?
+	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+		kill -TERM "$SERVER_PID" 2>/dev/null || true
+		for _ in $(seq 1 30); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 1; done
+		kill -KILL "$SERVER_PID" 2>/dev/null || true
+	fi
+	if [ "$rc" != 0 ] && [ -s "$WORK/serve.log" ]; then
+		echo "---- kbkit serve log (last 30 lines) ----" >&2
+		tail -n 30 "$WORK/serve.log" >&2 || true
+	fi
+	rm -rf "$WORK"
+	exit "$rc"
+}
+trap cleanup EXIT
+
+command -v go >/dev/null 2>&1 || die "go is required"
+
+# field NAME < FILE: a string field of the first JSON line (no jq needed).
+field() {
+	sed -n 's/^{.*"'"$1"'":"\([^"]*\)".*/\1/p' | head -n 1
+}
+
+t0=$(date +%s)
+make k6 >"$WORK/build.log" 2>&1 || { tail -n 30 "$WORK/build.log" >&2; die "make k6 failed"; }
+BIN=$WORK/kbkit
+go build -o "$BIN" ./cmd/kbkit || die "go build ./cmd/kbkit failed"
+K6=bin/k6-kbkit
+say "built $K6 and kbkit in $(( $(date +%s) - t0 ))s"
+t0=$(date +%s)
+(cd k6 && go vet ./... && go test ./...) >&2 || die "go vet or go test in k6/ failed"
+say "k6/: go vet and go test passed in $(( $(date +%s) - t0 ))s"
+"$K6" version | head -n 1 >&2
+
+if [ -z "${KBKIT_PG:-}" ] && [ -z "${KBKIT_PG_DSN:-}" ]; then
+	export KBKIT_PG=local
+fi
+say "starting kbkit serve --addr 127.0.0.1:0 (KBKIT_PG=${KBKIT_PG:-auto})"
+"$BIN" serve --addr 127.0.0.1:0 >"$WORK/serve.json" 2>"$WORK/serve.log" &
+SERVER_PID=$!
+for _ in $(seq 1 1200); do
+	grep -q '^{' "$WORK/serve.json" 2>/dev/null && break
+	kill -0 "$SERVER_PID" 2>/dev/null || die "kbkit serve exited before printing its JSON line"
+	sleep 0.1
+done
+grep -q '^{' "$WORK/serve.json" || die "kbkit serve printed no JSON line within 120 s"
+KBKIT_URL=$(field url <"$WORK/serve.json")
+KBKIT_TOKEN=$(field token <"$WORK/serve.json")
+[ -n "$KBKIT_URL" ] && [ -n "$KBKIT_TOKEN" ] || die "no url or token in $(cat "$WORK/serve.json")"
+export KBKIT_URL KBKIT_TOKEN
+say "server at $KBKIT_URL"
+
+# k6's REST API is off (--address ''): two processes run at once.
+run_k6() { "$K6" run --quiet --no-color --address '' "$@"; }
+
+# 3. The 10-second hot page.
+t0=$(date +%s)
+rc=0
+KBKIT_JSON=$WORK/hot.json run_k6 --summary-export "$WORK/hot.sum.json" examples/k6/hot-page.js \
+	>"$WORK/hot.out" 2>&1 || rc=$?
+cat "$WORK/hot.out" >&2
+[ "$rc" = 0 ] || die "examples/k6/hot-page.js exited $rc (99: a threshold was crossed)"
+for m in kbkit_commit kbkit_echo kbkit_fanout kbkit_convergence kbkit_errors; do
+	grep -q "$m" "$WORK/hot.out" || die "the summary lacks $m"
+	grep -q "\"$m\"" "$WORK/hot.sum.json" || die "--summary-export lacks $m"
+done
+grep -Eq 'kbkit_commit\.*: avg=' "$WORK/hot.out" || die "kbkit_commit has no samples in the summary"
+"$BIN" loadgen report "$WORK/hot.json" --threshold 'errors==0' --threshold 'committed>=500' >&2 ||
+	die "kbkit's result of the hot-page run: errors, or fewer than 500 commands committed"
+say "hot-page.js passed in $(( $(date +%s) - t0 ))s"
+
+# 4. A crossed threshold fails the run.
+t0=$(date +%s)
+rc=0
+KBKIT_DURATION=3s KBKIT_P99=0.001 run_k6 examples/k6/hot-page.js >"$WORK/broken.out" 2>&1 || rc=$?
+[ "$rc" = 99 ] || { cat "$WORK/broken.out" >&2; die "a crossed threshold exited $rc, want 99"; }
+grep -q "thresholds on metrics 'kbkit_" "$WORK/broken.out" || die "k6 did not name the crossed kbkit threshold"
+say "a crossed threshold exits 99 ($(( $(date +%s) - t0 ))s)"
+
+# 5. Two processes, complementary execution segments, one run.
+t0=$(date +%s)
+export KBKIT_RUN_ID=ci-k6-$$-$(date +%s)
+SEQ=0,1/2,1
+pids=()
+for seg in 0:1/2 1/2:1; do
+	n=${seg%%:*}; n=${n//\//_}
+	# Coverage is the point here: a looser p99 bound (1 s) than step 3's,
+	# for two k6 processes sharing 2 cores with the server.
+	KBKIT_P99=1000 KBKIT_JSON=$WORK/seg$n.json run_k6 --execution-segment "$seg" --execution-segment-sequence "$SEQ" \
+		examples/k6/hot-page.js >"$WORK/seg$n.out" 2>&1 &
+	pids+=($!)
+done
+for i in 0 1; do
+	rc=0
+	wait "${pids[$i]}" || rc=$?
+	[ "$rc" = 0 ] || { cat "$WORK"/seg*.out >&2; die "segment process $i exited $rc"; }
+done
+"$BIN" loadgen report "$WORK/seg0.json" "$WORK/seg1_2.json" --json "$WORK/merged.json" \
+	--threshold 'errors==0' >"$WORK/merged.txt" || { cat "$WORK/merged.txt" >&2; die "kbkit loadgen report refused the segments' results"; }
+cat "$WORK/merged.txt" >&2
+grep -q '^editors      16 of 16 ran$' "$WORK/merged.txt" || die "the two segments did not run each of the 16 editors once"
+grep -q '(shards 0:1/2 1/2:1)' "$WORK/merged.txt" || die "the merged result lacks a segment"
+say "two segments covered 16 editors once in $(( $(date +%s) - t0 ))s"
+
+say "stopping kbkit serve"
+kill -TERM "$SERVER_PID"
+src=0
+wait "$SERVER_PID" || src=$?
+SERVER_PID=
+[ "$src" = 0 ] || die "kbkit serve exited $src on SIGTERM"
+say "passed in $(( $(date +%s) - START ))s"
