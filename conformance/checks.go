@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,7 +105,9 @@ func (s *sim) check() ([]CheckResult, string) {
 	s.rec.final(pages)
 	var out []CheckResult
 	add := func(name string, problems []string) {
-		problems = append(problems, s.found[name]...)
+		// The findings made while the seed ran come first: they happened
+		// first, and the checks at the end often only see their effects.
+		problems = append(slices.Clone(s.found[name]), problems...)
 		r := CheckResult{Name: name, Passed: len(problems) == 0}
 		if len(problems) > 8 {
 			problems = append(problems[:8], fmt.Sprintf("... and %d more", len(problems)-8))

@@ -235,7 +235,13 @@ func (s *sim) deliver(w *win, quiet bool) error {
 	if !ok {
 		s.stall(w, fmt.Sprintf("w%d: no echo after seq %d on page %s within %s (the server's head is at least %d)",
 			w.idx, w.recv, shortID(page), s.opts.EchoTimeout, s.known[page]))
-		s.known[page] = w.recv // stop waiting for it
+		// What the stream does not bring, a refetch may.
+		if err := s.refetch(w); err != nil {
+			return err
+		}
+		if max(w.recv, w.w.Seq()) < s.known[page] {
+			s.known[page] = max(w.recv, w.w.Seq()) // stop waiting for it
+		}
 		return nil
 	}
 	if !quiet {

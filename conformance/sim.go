@@ -238,6 +238,12 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 		if sctx.Err() != nil {
 			return finish("the scheduler's steps", sctx.Err())
 		}
+		if s.halt != "" {
+			// The server let an echo time out: further steps would wait as
+			// long; quiesce and check what there is.
+			s.logf("steps stopped at %d of %d: %s", i, opts.Steps, s.halt)
+			break
+		}
 		if err := s.step(i); err != nil {
 			return finish("the scheduler's steps", err)
 		}
@@ -246,7 +252,9 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 		return finish("quiesce", cmp.Or(err, sctx.Err()))
 	}
 	rep.Checks, rep.Visualization = s.check()
-	if ctx.Err() == nil && sctx.Err() != nil {
+	if sctx.Err() != nil {
+		// The seed's deadline (a finding) or the caller's cancellation
+		// (the seed could not run) cut the checks short.
 		return finish("the checks", sctx.Err())
 	}
 	rep.Stats, rep.Types, rep.Halt = s.stats, s.types, s.halt
