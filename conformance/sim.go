@@ -493,8 +493,9 @@ func (s *sim) newPage() error {
 // race makes the server reject a window's command and (with faults) lose
 // the answer: window a deletes a node and its delete is decided; window b
 // on the same page, which has not seen that echo, edits the node. With
-// faults the rejection's answer is lost and b refetches: the outcomes must
-// report the rejection.
+// faults the rejection's answer is lost and b refetches (the outcomes must
+// report the rejection) or, a third of the time, sends the edit again
+// (the retry must be answered with the rejection).
 func (s *sim) race(a *win) error {
 	var b *win
 	for _, w := range s.wins {
