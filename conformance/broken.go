@@ -21,6 +21,7 @@ var brokenVariants = map[string]func() mutation{
 	"no-duplicate-flag":      mutNoDuplicateFlag,
 	"non-canonical-page":     mutNonCanonicalPage,
 	"drop-rejected-outcomes": mutDropRejectedOutcomes,
+	"lose-cells":             mutLoseCells,
 	"no-answer":              mutNoAnswer,
 	"refuse-sockets":         mutRefuseSockets,
 }
@@ -49,7 +50,8 @@ func BrokenVariants() []string {
 // no-duplicate-flag answers a retried committed id without duplicate:
 // true, non-canonical-page sends kb.page documents out of canonical key
 // and node order, drop-rejected-outcomes leaves rejections out of a
-// refetch's outcomes, no-answer stops answering kb.command after 20
+// refetch's outcomes, lose-cells serves kb.page without table cells and
+// code outputs, no-answer stops answering kb.command after 20
 // calls, refuse-sockets refuses every WebSocket. The returned func stops
 // the proxy.
 func Broken(target Target, name string) (Target, func(), error) {

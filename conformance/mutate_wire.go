@@ -242,6 +242,41 @@ func reorderDoc(raw json.RawMessage) (json.RawMessage, bool) {
 	return b.Bytes(), true
 }
 
+// mutLoseCells: a server whose kb.page documents lose the cells of table
+// nodes and the outputs of code nodes (its log keeps the set-cell and
+// set-outputs commands).
+func mutLoseCells() mutation {
+	n := new(atomic.Int64)
+	return mutation{fired: n, response: func(proc string, body []byte) []byte {
+		if proc != "kb.page" {
+			return body
+		}
+		return rewriteData(body, func(data map[string]json.RawMessage) bool {
+			var doc struct {
+				Nodes []map[string]json.RawMessage `json:"nodes"`
+				Page  json.RawMessage              `json:"page"`
+			}
+			if json.Unmarshal(data["doc"], &doc) != nil {
+				return false
+			}
+			lost := false
+			for _, node := range doc.Nodes {
+				for field, empty := range map[string]string{"cells": "{}", "outputs": "[]"} {
+					if v, ok := node[field]; ok && string(v) != empty {
+						node[field] = json.RawMessage(empty)
+						lost = true
+					}
+				}
+			}
+			if lost {
+				n.Add(1)
+				data["doc"] = rawJSON(doc)
+			}
+			return lost
+		})
+	}}
+}
+
 // mutDropRejectedOutcomes: a server whose kb.page leaves rejected ids out
 // of outcomes (it reports only the committed ones): a client that lost a
 // rejection's answer learns nothing from its refetch.

@@ -24,7 +24,7 @@ func TestConformanceRunHTMLFlags(t *testing.T) {
 	}{
 		{[]string{"--html-all"}, "--html-all needs --html DIR"},
 		{[]string{"--html", filepath.Join(file, "tl")}, "--html:"},
-		{[]string{"--broken-server", "nope"}, `no broken-server variant "nope" (one of ack-seq, double-echo, drop-derived, drop-rejected-outcomes, event-id-not-seq, ignore-last-event-id, no-answer, no-duplicate-flag, no-own-echo, non-canonical-page, refuse-sockets, renumber, reorder, skip-dedup, untracked-events)`},
+		{[]string{"--broken-server", "nope"}, `no broken-server variant "nope" (one of ack-seq, double-echo, drop-derived, drop-rejected-outcomes, event-id-not-seq, ignore-last-event-id, lose-cells, no-answer, no-duplicate-flag, no-own-echo, non-canonical-page, refuse-sockets, renumber, reorder, skip-dedup, untracked-events)`},
 	} {
 		args := append([]string{"conformance", "run", "--server", url, "--token", "good", "--seeds", "1"}, tc.args...)
 		code, out, errs := kbkit(t, "", args...)
@@ -86,5 +86,21 @@ func TestConformanceRunEndsAgainstAStalledServer(t *testing.T) {
 				t.Errorf("stderr does not say why the run stopped:\n%s", errs)
 			}
 		})
+	}
+}
+
+// TestConformanceRunStrict: a checker that no seed gave anything to check
+// (without --faults: no dropped echo for refetch, no retry for dedup) is
+// named on stderr and passes; with --strict it fails the run (exit 1).
+func TestConformanceRunStrict(t *testing.T) {
+	args := []string{"conformance", "run", "--seeds", "1", "--steps", "20", "--instances", "1", "--out", t.TempDir()}
+	code, out, errs := kbkit(t, "", args...)
+	const skipped = "kbkit conformance run: skipped (no seed gave them anything to check): "
+	if code != exitOK || !strings.Contains(errs, skipped) || !strings.Contains(errs, "refetch") || !strings.Contains(errs, "dedup") {
+		t.Fatalf("without --strict: exit %d, want %d with refetch and dedup named as skipped\nstdout:\n%s\nstderr:\n%s", code, exitOK, out, errs)
+	}
+	code, out, errs = kbkit(t, "", append(args, "--strict")...)
+	if code != exitFailed || !strings.Contains(errs, skipped) {
+		t.Errorf("--strict: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFailed, out, errs)
 	}
 }
