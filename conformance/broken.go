@@ -8,10 +8,22 @@ import (
 
 // brokenVariants are the deliberately broken servers of mutate.go, by name.
 var brokenVariants = map[string]func() mutation{
-	"double-echo":  mutDoubleEcho,
-	"reorder":      mutReorder,
-	"skip-dedup":   mutSkipDedup,
-	"drop-derived": mutDropDerived,
+	"double-echo":            mutDoubleEcho,
+	"reorder":                mutReorder,
+	"skip-dedup":             mutSkipDedup,
+	"drop-derived":           mutDropDerived,
+	"no-own-echo":            mutNoOwnEcho,
+	"renumber":               mutRenumber,
+	"ack-seq":                mutAckSeq,
+	"ignore-last-event-id":   mutIgnoreLastEventID,
+	"untracked-events":       mutUntracked(false),
+	"event-id-not-seq":       mutUntracked(true),
+	"no-duplicate-flag":      mutNoDuplicateFlag,
+	"non-canonical-page":     mutNonCanonicalPage,
+	"drop-rejected-outcomes": mutDropRejectedOutcomes,
+	"lose-cells":             mutLoseCells,
+	"no-answer":              mutNoAnswer,
+	"refuse-sockets":         mutRefuseSockets,
 }
 
 // BrokenVariants lists the names Broken accepts.
@@ -29,7 +41,19 @@ func BrokenVariants() []string {
 // tests of this package use the same variants): double-echo logs every
 // command of seq 3 mod 8 twice, reorder swaps the commands of seqs 4 and
 // 5 mod 10, skip-dedup applies a retried command again, drop-derived
-// never publishes derived commands. The returned func stops the proxy.
+// never publishes derived commands, no-own-echo never echoes a device's
+// commands to that device, renumber loses events and renumbers the rest
+// so that no gap shows, ack-seq acknowledges some commands with another
+// seq than their echo's, ignore-last-event-id replays a resumed
+// subscription from seq 1, untracked-events and event-id-not-seq send
+// events without result.id or with another one than the seq,
+// no-duplicate-flag answers a retried committed id without duplicate:
+// true, non-canonical-page sends kb.page documents out of canonical key
+// and node order, drop-rejected-outcomes leaves rejections out of a
+// refetch's outcomes, lose-cells serves kb.page without table cells and
+// code outputs, no-answer stops answering kb.command after 20
+// calls, refuse-sockets refuses every WebSocket. The returned func stops
+// the proxy.
 func Broken(target Target, name string) (Target, func(), error) {
 	mk, ok := brokenVariants[name]
 	if !ok {

@@ -79,6 +79,8 @@ func (s *sim) checkAnswer(sc *sendCall) {
 		s.exercise(CheckDedup)
 		if sc.rej == nil || sc.rej.Code != before.rejected {
 			s.find(CheckDedup, "w%d retry of %s (%s), rejected before with %s, answered %s", sc.w.idx, id, sc.c.Type, before.rejected, answerString(sc))
+		} else {
+			s.stats.RetriedRejections++
 		}
 	case before.known:
 		s.exercise(CheckDedup)

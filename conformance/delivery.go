@@ -18,8 +18,8 @@ type sendCall struct {
 	c    kbcore.Command
 	env  kbcore.Envelope
 	lose bool
-	// forced: the scheduler lost this answer on purpose (race) and
-	// refetches at once.
+	// forced: the scheduler lost this answer on purpose (race); it
+	// refetches at once or sends the command again.
 	forced bool
 	ack    client.Ack
 	rej    *kbcore.Rejection
@@ -101,13 +101,19 @@ func (s *sim) concludeSend(sc *sendCall) error {
 	if err == nil && sc.lose {
 		s.stats.LostResp++
 		s.logf("w%d send %s %s: response lost (fault)", w.idx, c.ID[:8], c.Type)
-		if s.rng.IntN(2) == 0 || sc.forced {
+		refetch := s.rng.IntN(2) == 0
+		if sc.forced {
+			// The race's lost rejection: mostly refetched, a third of
+			// the time sent again.
+			refetch = s.rng.IntN(3) > 0
+		}
+		if refetch {
 			// A client that lost the answer may refetch before it resends:
 			// the outcomes must then report the decision (rejected too).
 			s.stats.Refetches++
 			return s.refetch(w)
 		}
-		return nil // the retry must be deduplicated
+		return nil // the retry must be deduplicated (a rejection answered again)
 	}
 	switch {
 	case err != nil && s.ctx.Err() != nil:
@@ -235,7 +241,13 @@ func (s *sim) deliver(w *win, quiet bool) error {
 	if !ok {
 		s.stall(w, fmt.Sprintf("w%d: no echo after seq %d on page %s within %s (the server's head is at least %d)",
 			w.idx, w.recv, shortID(page), s.opts.EchoTimeout, s.known[page]))
-		s.known[page] = w.recv // stop waiting for it
+		// What the stream does not bring, a refetch may.
+		if err := s.refetch(w); err != nil {
+			return err
+		}
+		if max(w.recv, w.w.Seq()) < s.known[page] {
+			s.known[page] = max(w.recv, w.w.Seq()) // stop waiting for it
+		}
 		return nil
 	}
 	if !quiet {

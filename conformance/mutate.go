@@ -27,10 +27,23 @@ import (
 // passes that traffic through unchanged.
 type mutation struct {
 	// command sees the body of every POST /trpc/kb.command (one envelope)
-	// before it is forwarded and returns the body to forward.
-	command func(body []byte) []byte
-	// stream returns the mutator of one server-to-client WebSocket stream.
-	stream func() streamMutator
+	// and the request's Authorization header (which device posts it)
+	// before it is forwarded, and returns the body to forward.
+	command func(auth string, body []byte) []byte
+	// response sees the body of the server's answer to a kb.command or
+	// kb.page call (proc names which) and returns the body to answer; nil
+	// withholds the answer (the call hangs until the client gives up).
+	response func(proc string, body []byte) []byte
+	// upstream sees every client-to-server WebSocket message (the
+	// subscriptions, with their lastEventId) and returns the message to
+	// forward.
+	upstream func(b []byte) []byte
+	// stream returns the mutator of one server-to-client WebSocket
+	// stream, given the Authorization header the socket was opened with.
+	stream func(auth string) streamMutator
+	// refuseSockets answers every WebSocket upgrade 503 (counted in
+	// fired).
+	refuseSockets bool
 	// fired counts the mutations made (commands rewritten, events doubled,
 	// swapped or dropped): zero means the run did not exercise the bug.
 	fired *atomic.Int64
@@ -54,6 +67,9 @@ type wireEvent struct {
 	seq   int64
 	cmd   json.RawMessage // {id, type, payload} as logged
 	cmdID string
+	// tracked overrides result.id (nil: the seq in decimal; "" leaves
+	// result.id out).
+	tracked *string
 }
 
 func parseEvent(b []byte) (wireEvent, bool) {
@@ -89,13 +105,17 @@ func (e wireEvent) encode() []byte {
 	}
 	type result struct {
 		Type string `json:"type"`
-		ID   string `json:"id"`
+		ID   string `json:"id,omitempty"`
 		Data data   `json:"data"`
+	}
+	id := strconv.FormatInt(e.seq, 10)
+	if e.tracked != nil {
+		id = *e.tracked
 	}
 	b, _ := json.Marshal(struct {
 		ID     json.RawMessage `json:"id"`
 		Result result          `json:"result"`
-	}{e.sub, result{"data", strconv.FormatInt(e.seq, 10), data{e.seq, e.cmd}}})
+	}{e.sub, result{"data", id, data{e.seq, e.cmd}}})
 	return b
 }
 
@@ -183,9 +203,15 @@ func (p *mutatingProxy) handler(i int) http.Handler {
 			// An instance being restarted: a retryable 502.
 			http.Error(w, "proxy: "+err.Error(), http.StatusBadGateway)
 		},
+		ModifyResponse: p.modifyResponse,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/trpc" && strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			if p.mut.refuseSockets {
+				p.mut.fired.Add(1)
+				http.Error(w, "proxy: no WebSockets", http.StatusServiceUnavailable)
+				return
+			}
 			p.websocket(w, r, i)
 			return
 		}
@@ -195,12 +221,42 @@ func (p *mutatingProxy) handler(i int) http.Handler {
 				http.Error(w, "proxy: "+err.Error(), http.StatusBadGateway)
 				return
 			}
-			body = p.mut.command(body)
+			body = p.mut.command(r.Header.Get("Authorization"), body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
 		}
 		rp.ServeHTTP(w, r)
 	})
+}
+
+// modifyResponse passes the answer to a kb.command or kb.page call
+// through the mutation's response hook.
+func (p *mutatingProxy) modifyResponse(resp *http.Response) error {
+	if p.mut.response == nil || resp.Request == nil || resp.Header.Get("Content-Encoding") != "" {
+		return nil
+	}
+	proc := strings.TrimPrefix(resp.Request.URL.Path, "/trpc/")
+	if proc != "kb.command" && proc != "kb.page" {
+		return nil
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	body = p.mut.response(proc, body)
+	if body == nil {
+		select { // a server that never answers
+		case <-resp.Request.Context().Done():
+			return resp.Request.Context().Err()
+		case <-p.ctx.Done():
+			return p.ctx.Err()
+		}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	return nil
 }
 
 // websocket proxies one /trpc WebSocket: it dials the instance with the
@@ -237,12 +293,18 @@ func (p *mutatingProxy) websocket(w http.ResponseWriter, r *http.Request, i int)
 	up.SetReadLimit(64 << 20)
 	down.SetReadLimit(64 << 20)
 
-	// Client to server: as is.
+	// Client to server: through the mutation's upstream hook.
 	go func() {
 		defer cancel()
 		for {
 			typ, b, err := down.Read(ctx)
-			if err != nil || up.Write(ctx, typ, b) != nil {
+			if err != nil {
+				return
+			}
+			if p.mut.upstream != nil && typ == websocket.MessageText {
+				b = p.mut.upstream(b)
+			}
+			if up.Write(ctx, typ, b) != nil {
 				return
 			}
 		}
@@ -265,7 +327,7 @@ func (p *mutatingProxy) websocket(w http.ResponseWriter, r *http.Request, i int)
 	}()
 	var mut streamMutator
 	if p.mut.stream != nil {
-		mut = p.mut.stream()
+		mut = p.mut.stream(r.Header.Get("Authorization"))
 	}
 	write := func(evs []wireEvent) bool {
 		for _, ev := range evs {
@@ -319,12 +381,12 @@ func (p *mutatingProxy) websocket(w http.ResponseWriter, r *http.Request, i int)
 // has fresh state (ids seen, counter).
 func mutDoubleEcho() mutation {
 	n := new(atomic.Int64)
-	return mutation{fired: n, stream: func() streamMutator { return &doubleEcho{fired: n} }}
+	return mutation{fired: n, stream: func(string) streamMutator { return &doubleEcho{fired: n} }}
 }
 
 func mutReorder() mutation {
 	n := new(atomic.Int64)
-	return mutation{fired: n, stream: func() streamMutator { return &reorderEchoes{fired: n} }}
+	return mutation{fired: n, stream: func(string) streamMutator { return &reorderEchoes{fired: n} }}
 }
 
 // mutSkipDedup forwards a command id posted before under a fresh id: a
@@ -332,7 +394,7 @@ func mutReorder() mutation {
 func mutSkipDedup() mutation {
 	n := new(atomic.Int64)
 	seen := newIDSet()
-	return mutation{fired: n, command: func(body []byte) []byte {
+	return mutation{fired: n, command: func(_ string, body []byte) []byte {
 		id, env := envelopeID(body)
 		if id == "" || !seen.add(id) {
 			return body
@@ -350,13 +412,13 @@ func mutDropDerived() mutation {
 	posted := newIDSet()
 	return mutation{
 		fired: n,
-		command: func(body []byte) []byte {
+		command: func(_ string, body []byte) []byte {
 			if id, _ := envelopeID(body); id != "" {
 				posted.add(id)
 			}
 			return body
 		},
-		stream: func() streamMutator { return dropUnposted{posted: posted, fired: n} },
+		stream: func(string) streamMutator { return dropUnposted{posted: posted, fired: n} },
 	}
 }
 

@@ -87,9 +87,7 @@ func (s *sim) settle(w *win) error {
 				return err
 			}
 			if w.w.Seq() < s.known[page] || len(w.w.Pending()) > 0 {
-				w.stuck = true
-				s.logf("w%d stuck at seq %d/%d: quiesce gives up on it", w.idx, w.w.Seq(), s.known[page])
-				s.rec.note(w, "stuck: quiesce gives up on it")
+				s.giveUp(w)
 			}
 			return nil
 		}
@@ -110,9 +108,17 @@ func (s *sim) settle(w *win) error {
 			}
 			continue
 		}
-		before := w.w.Seq()
+		before, stalls := w.w.Seq(), s.stats.EchoStalls
 		if err := s.deliver(w, true); err != nil {
 			return err
+		}
+		if s.stats.EchoStalls > stalls {
+			// No echo within the timeout (a finding) and deliver has
+			// refetched: if the window is still behind, give up on it.
+			if w.w.Seq() < s.known[page] || len(w.w.Pending()) > 0 {
+				s.giveUp(w)
+			}
+			return nil
 		}
 		if w.w.Seq() == before && w.w.Awaiting() {
 			if err := s.refetch(w); err != nil {
@@ -121,6 +127,13 @@ func (s *sim) settle(w *win) error {
 		}
 	}
 	return nil
+}
+
+// giveUp marks w stuck: quiesce no longer waits for it.
+func (s *sim) giveUp(w *win) {
+	w.stuck = true
+	s.logf("w%d stuck at seq %d/%d: quiesce gives up on it", w.idx, w.w.Seq(), s.known[s.pages[w.page]])
+	s.rec.note(w, "stuck: quiesce gives up on it")
 }
 
 // stall records that the server owed a window an echo and did not send it

@@ -113,8 +113,11 @@ type Stats struct {
 	RejectedOutcomes int `json:"rejected_outcomes"`
 	Resumes          int `json:"resumes"`        // subscriptions opened after a seq
 	Duplicates       int `json:"duplicate_acks"` // retries answered duplicate
-	EchoStalls       int `json:"echo_stalls"`    // waits that hit the echo timeout
-	Failovers        int `json:"failovers"`
+	// RetriedRejections counts retries of a rejected id answered with
+	// its rejection again.
+	RetriedRejections int `json:"retried_rejections"`
+	EchoStalls        int `json:"echo_stalls"` // waits that hit the echo timeout
+	Failovers         int `json:"failovers"`
 }
 
 // CheckResult is one checker's verdict on a seed.

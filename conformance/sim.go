@@ -238,6 +238,12 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 		if sctx.Err() != nil {
 			return finish("the scheduler's steps", sctx.Err())
 		}
+		if s.halt != "" {
+			// The server let an echo time out: further steps would wait as
+			// long; quiesce and check what there is.
+			s.logf("steps stopped at %d of %d: %s", i, opts.Steps, s.halt)
+			break
+		}
 		if err := s.step(i); err != nil {
 			return finish("the scheduler's steps", err)
 		}
@@ -246,7 +252,9 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 		return finish("quiesce", cmp.Or(err, sctx.Err()))
 	}
 	rep.Checks, rep.Visualization = s.check()
-	if ctx.Err() == nil && sctx.Err() != nil {
+	if sctx.Err() != nil {
+		// The seed's deadline (a finding) or the caller's cancellation
+		// (the seed could not run) cut the checks short.
 		return finish("the checks", sctx.Err())
 	}
 	rep.Stats, rep.Types, rep.Halt = s.stats, s.types, s.halt
@@ -485,8 +493,9 @@ func (s *sim) newPage() error {
 // race makes the server reject a window's command and (with faults) lose
 // the answer: window a deletes a node and its delete is decided; window b
 // on the same page, which has not seen that echo, edits the node. With
-// faults the rejection's answer is lost and b refetches: the outcomes must
-// report the rejection.
+// faults the rejection's answer is lost and b refetches (the outcomes must
+// report the rejection) or, a third of the time, sends the edit again
+// (the retry must be answered with the rejection).
 func (s *sim) race(a *win) error {
 	var b *win
 	for _, w := range s.wins {

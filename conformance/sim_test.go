@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/pgprovider"
 	"pgregory.net/rapid"
 )
@@ -126,5 +127,60 @@ func TestRunRunsSeedsInParallel(t *testing.T) {
 	}
 	if sum := reports[0].Duration + reports[1].Duration; wall >= sum {
 		t.Errorf("2 seeds with Parallel 2 took %s, their durations add up to %s: they did not overlap", wall, sum)
+	}
+}
+
+// TestSchedulerDrawsEveryType: over a run of 100 seeds the scheduler
+// sends every one of the 14 command types over the wire (table and code
+// nodes with set-cell and set-outputs, set-aliases, merges regretted by
+// restore-page, ...), and with faults it makes the server reject
+// commands whose answers are lost: refetches report the rejections in
+// their outcomes, and retries are answered with the rejection again.
+// The seeds are short (30 steps) to keep the test quick.
+func TestSchedulerDrawsEveryType(t *testing.T) {
+	e := embedded(t, EmbeddedOptions{})
+	reports, err := RunSeeds(context.Background(), e, Options{Seeds: 100, Steps: 100, Faults: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 100 {
+		t.Fatalf("%d seeds ran, want 100", len(reports))
+	}
+	types := map[string]int{}
+	var total Stats
+	for _, r := range reports {
+		if r.Err != "" || r.Failed() {
+			t.Errorf("seed %d: err %q, failed %v", r.Seed, r.Err, failedCheckers(r))
+		}
+		for typ, n := range r.Types {
+			types[typ] += n
+		}
+		total.RejectedOutcomes += r.Stats.RejectedOutcomes
+		total.RetriedRejections += r.Stats.RetriedRejections
+		total.Duplicates += r.Stats.Duplicates
+		total.Refetches += r.Stats.Refetches
+	}
+	t.Logf("sent by type: %v", types)
+	t.Logf("rejected outcomes %d, retried rejections %d, duplicate acks %d, refetches %d",
+		total.RejectedOutcomes, total.RetriedRejections, total.Duplicates, total.Refetches)
+	if len(kbcore.Types) != 14 {
+		t.Fatalf("kbcore.Types has %d types, this test expects 14", len(kbcore.Types))
+	}
+	for _, typ := range kbcore.Types {
+		if types[typ] == 0 {
+			t.Errorf("no %s was sent in 100 seeds", typ)
+		}
+	}
+	if total.RejectedOutcomes == 0 {
+		t.Error("no refetch reported a rejection in its outcomes")
+	}
+	if total.RetriedRejections == 0 {
+		t.Error("no retry of a rejected id was answered with its rejection")
+	}
+	if total.Duplicates == 0 {
+		t.Error("no retry of a committed id was answered duplicate")
+	}
+	for _, c := range Skipped(reports) {
+		t.Errorf("checker %s was skipped by every seed", c)
 	}
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestConformanceRunHTMLFlags: bad --html, --html-all and --broken-server
@@ -21,7 +24,7 @@ func TestConformanceRunHTMLFlags(t *testing.T) {
 	}{
 		{[]string{"--html-all"}, "--html-all needs --html DIR"},
 		{[]string{"--html", filepath.Join(file, "tl")}, "--html:"},
-		{[]string{"--broken-server", "nope"}, `no broken-server variant "nope" (one of double-echo, drop-derived, reorder, skip-dedup)`},
+		{[]string{"--broken-server", "nope"}, `no broken-server variant "nope" (one of ack-seq, double-echo, drop-derived, drop-rejected-outcomes, event-id-not-seq, ignore-last-event-id, lose-cells, no-answer, no-duplicate-flag, no-own-echo, non-canonical-page, refuse-sockets, renumber, reorder, skip-dedup, untracked-events)`},
 	} {
 		args := append([]string{"conformance", "run", "--server", url, "--token", "good", "--seeds", "1"}, tc.args...)
 		code, out, errs := kbkit(t, "", args...)
@@ -31,5 +34,73 @@ func TestConformanceRunHTMLFlags(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(file, "tl")); err == nil {
 		t.Error("a refused --html made its directory")
+	}
+}
+
+// TestConformanceRunEndsAgainstAStalledServer: against a server that
+// stops echoing (a device's own commands never reach its windows) or
+// stops answering kb.command, kbkit conformance run exits 1 within the
+// bound its help gives, 2 x --seed-timeout, with the finding on stdout
+// and the reason it stopped on stderr. (The embedded reference server
+// behind the hidden --broken-server proxy.)
+func TestConformanceRunEndsAgainstAStalledServer(t *testing.T) {
+	const seedTimeout = 10 * time.Second
+	took := regexp.MustCompile(`(?m)^(\d+) seeds in ([^:]+):`)
+	for _, tc := range []struct {
+		variant, finding string
+	}{
+		{"no-own-echo", "no echo after seq"},
+		{"no-answer", "did not finish within 10s"},
+	} {
+		t.Run(tc.variant, func(t *testing.T) {
+			// A run that overstays its bound by far is interrupted (exit 2,
+			// a failure below) rather than left to the test's timeout.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*seedTimeout+2*time.Minute)
+			defer cancel()
+			start := time.Now()
+			code, out, errs := kbkitContext(ctx, t, "", "conformance", "run", "--broken-server", tc.variant, "--instances", "1",
+				"--seeds", "20", "--echo-timeout", "500ms", "--seed-timeout", seedTimeout.String(), "--out", t.TempDir())
+			t.Logf("exit %d after %s", code, time.Since(start).Round(time.Millisecond))
+			if code != exitFailed {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFailed, out, errs)
+			}
+			m := took.FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("no summary line in stdout:\n%s", out)
+			}
+			d, err := time.ParseDuration(m[2])
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s seeds ran in %s", m[1], d)
+			if d > 2*seedTimeout {
+				t.Errorf("the run took %s, more than 2 x --seed-timeout (%s)", d, 2*seedTimeout)
+			}
+			if m[1] == "20" {
+				t.Errorf("all 20 seeds ran: the first stalled seed should have stopped the run")
+			}
+			if !strings.Contains(out, tc.finding) || !strings.Contains(out, "protocol:") {
+				t.Errorf("stdout lacks the protocol finding %q:\n%s", tc.finding, out)
+			}
+			if !strings.Contains(errs, "kbkit conformance run: stopped after seed ") {
+				t.Errorf("stderr does not say why the run stopped:\n%s", errs)
+			}
+		})
+	}
+}
+
+// TestConformanceRunStrict: a checker that no seed gave anything to check
+// (without --faults: no dropped echo for refetch, no retry for dedup) is
+// named on stderr and passes; with --strict it fails the run (exit 1).
+func TestConformanceRunStrict(t *testing.T) {
+	args := []string{"conformance", "run", "--seeds", "1", "--steps", "20", "--instances", "1", "--out", t.TempDir()}
+	code, out, errs := kbkit(t, "", args...)
+	const skipped = "kbkit conformance run: skipped (no seed gave them anything to check): "
+	if code != exitOK || !strings.Contains(errs, skipped) || !strings.Contains(errs, "refetch") || !strings.Contains(errs, "dedup") {
+		t.Fatalf("without --strict: exit %d, want %d with refetch and dedup named as skipped\nstdout:\n%s\nstderr:\n%s", code, exitOK, out, errs)
+	}
+	code, out, errs = kbkit(t, "", append(args, "--strict")...)
+	if code != exitFailed || !strings.Contains(errs, skipped) {
+		t.Errorf("--strict: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFailed, out, errs)
 	}
 }

@@ -57,13 +57,20 @@ func (m misbehaving) Tokenize(ctx context.Context, req cases.TokenizeRequest) (c
 // kbkit runs the CLI in process.
 func kbkit(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return kbkitContext(context.Background(), t, stdin, args...)
+}
+
+// kbkitContext runs the CLI in process with ctx as the command's context
+// (cancelling it is an interrupt).
+func kbkitContext(ctx context.Context, t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	root := newRootCmd()
 	var out, errb bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errb)
 	root.SetIn(strings.NewReader(stdin))
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
+	if err := root.ExecuteContext(ctx); err != nil {
 		if e, ok := err.(exitError); ok {
 			code = e.code
 		} else {
