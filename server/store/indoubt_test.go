@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/pgprovider"
@@ -218,5 +219,27 @@ func TestGroupCommitAnswerLostIsNotADuplicate(t *testing.T) {
 	}
 	if want := 2 + len(seqs); len(entries) != want {
 		t.Fatalf("%d log entries, want %d", len(entries), want)
+	}
+}
+
+// Only an ERROR answering the commit says it rolled back; a FATAL (the
+// backend terminated by a shutdown after the commit went through) or a
+// lost connection leaves it in doubt.
+func TestCommitFailedClassification(t *testing.T) {
+	cases := []struct {
+		raw   error
+		doubt bool
+	}{
+		{&pgconn.PgError{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "40001"}, false},
+		{&pgconn.PgError{Severity: "FEHLER", SeverityUnlocalized: "ERROR", Code: "23505"}, false},
+		{&pgconn.PgError{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "57P01"}, true},
+		{&pgconn.PgError{Severity: "PANIC", Code: "XX000"}, true},
+		{fmt.Errorf("wrapped: %w", &pgconn.PgError{Severity: "FATAL", Code: "57P01"}), true},
+		{io.ErrUnexpectedEOF, true},
+	}
+	for _, c := range cases {
+		if got := inDoubt(commitFailed(c.raw, c.raw)); got != c.doubt {
+			t.Errorf("commitFailed(%v): in doubt %v, want %v", c.raw, got, c.doubt)
+		}
 	}
 }

@@ -339,12 +339,20 @@ func (e errInDoubt) Error() string { return e.err.Error() + " (the commit may ha
 func (e errInDoubt) Unwrap() error { return e.err }
 
 // commitFailed is the error of a failed commit: err as classified, marked
-// in doubt unless the server answered (a server error means the
-// transaction rolled back).
+// in doubt unless the server answered with an ERROR (the transaction rolled
+// back). A FATAL or PANIC (the backend terminated, say by a shutdown: 57P01)
+// may come after the commit went through, so it is in doubt too, as is a
+// connection lost without an answer.
 func commitFailed(raw, err error) error {
 	var pg *pgconn.PgError
 	if errors.As(raw, &pg) {
-		return err
+		sev := pg.SeverityUnlocalized
+		if sev == "" {
+			sev = pg.Severity
+		}
+		if sev == "ERROR" {
+			return err
+		}
 	}
 	return errInDoubt{err}
 }
