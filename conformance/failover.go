@@ -2,11 +2,8 @@ package conformance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/subspace/kbkit/server/pgprovider"
 )
 
 // Failoverer is implemented by targets whose database can lose its primary
@@ -23,23 +20,6 @@ type Failoverer interface {
 // is lost: a synchronous primary acknowledges nothing meanwhile, an
 // asynchronous one acknowledges what the standby never gets.
 const failoverStall = 300 * time.Millisecond
-
-// CanFailover reports whether the target's Postgres has a standby.
-func (e *Embedded) CanFailover() bool {
-	return e.opts.Postgres != nil && e.opts.Postgres.Topology().HasStandby()
-}
-
-// Failover fails the target's Postgres over to its standby and reseeds a
-// standby; the instances find the new primary through their multi-host DSN.
-func (e *Embedded) Failover(ctx context.Context, stall time.Duration) error {
-	if !e.CanFailover() {
-		return errors.New("conformance: the target's Postgres has no standby (--topology sync-standby)")
-	}
-	e.faultMu.Lock()
-	defer e.faultMu.Unlock()
-	_, err := e.opts.Postgres.Failover(ctx, pgprovider.FailoverOptions{Stall: stall, Reseed: true})
-	return err
-}
 
 // startFailover begins the failover fault at mid-seed. It runs beside the
 // scheduler, which keeps sending (as clients do while a database fails

@@ -117,10 +117,8 @@ func (s *sim) chance(p float64) bool { return p > 0 && s.rng.Float64() < p }
 // or echoing ends within 2 x SeedTimeout.
 func RunSeeds(ctx context.Context, target Target, opts Options) ([]SeedReport, error) {
 	opts.defaults()
-	if p, ok := target.(preflighter); ok {
-		if err := p.preflight(ctx); err != nil {
-			return nil, err
-		}
+	if err := Preflight(ctx, target); err != nil {
+		return nil, err
 	}
 	reports := make([]SeedReport, opts.Seeds)
 	ran := make([]bool, opts.Seeds)

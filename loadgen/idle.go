@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/subspace/kbkit/client"
-	"github.com/subspace/kbkit/conformance"
 	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/target"
 )
 
 // IdleConfig configures OpenIdle.
@@ -46,7 +46,7 @@ type IdleWindows struct {
 // every subscription has delivered the page's last command: the server
 // then holds all of them. They stay open, applying any echo, until Close.
 // It is how the server's memory per idle subscribed window is measured.
-func OpenIdle(ctx context.Context, target conformance.Target, cfg IdleConfig) (*IdleWindows, IdleReport, error) {
+func OpenIdle(ctx context.Context, target target.Target, cfg IdleConfig) (*IdleWindows, IdleReport, error) {
 	rep := IdleReport{Windows: cfg.Windows, Errors: map[string]int64{}}
 	if cfg.Windows <= 0 {
 		return nil, rep, errors.New("loadgen: idle: need at least one window")

@@ -14,11 +14,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/subspace/kbkit/client"
-	"github.com/subspace/kbkit/conformance"
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/loadgen/metrics"
 	"github.com/subspace/kbkit/loadgen/plan"
 	"github.com/subspace/kbkit/loadgen/workload"
+	"github.com/subspace/kbkit/target"
 )
 
 // Models.
@@ -143,7 +143,7 @@ type stamp struct {
 
 type runner struct {
 	cfg      Config
-	target   conformance.Target
+	target   target.Target
 	devices  []*device
 	pages    []*page
 	editors  []*editor
@@ -186,7 +186,7 @@ var widenTransport sync.Once
 // Run runs one load against target and returns its metrics. An error
 // means the run could not proceed (setup failed); failures during the
 // load are counted in the result.
-func Run(ctx context.Context, target conformance.Target, cfg Config) (*metrics.Result, error) {
+func Run(ctx context.Context, target target.Target, cfg Config) (*metrics.Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}

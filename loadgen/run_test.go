@@ -7,17 +7,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/subspace/kbkit/conformance"
 	"github.com/subspace/kbkit/loadgen/metrics"
 	"github.com/subspace/kbkit/loadgen/workload"
 	"github.com/subspace/kbkit/server/pgprovider"
+	"github.com/subspace/kbkit/target"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgprovider.RunTests(m)) }
 
-func embedded(t *testing.T) *conformance.Embedded {
+func embedded(t *testing.T) *target.Embedded {
 	t.Helper()
-	e, err := conformance.NewEmbedded(context.Background(), pgprovider.ForTest(t), conformance.EmbeddedOptions{Instances: 1})
+	e, err := target.NewEmbedded(context.Background(), pgprovider.ForTest(t), target.EmbeddedOptions{Instances: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestShardsShareARun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := conformance.Remote(e.Endpoints()[0], tokens)
+	target := target.Remote(e.Endpoints()[0], tokens)
 	// Fan-out is measured between the windows of one process (the stamp
 	// of a command stays where it was sent): put every editor on one page.
 	spec, _ := workload.Named("hot-page")

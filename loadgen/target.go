@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/subspace/kbkit/conformance"
 	"github.com/subspace/kbkit/server/pgprovider"
+	"github.com/subspace/kbkit/target"
 )
 
 // EmbeddedOptions configure StartEmbedded.
@@ -24,7 +24,7 @@ type EmbeddedOptions struct {
 // StartEmbedded starts kbkit's reference server in this process and
 // returns it as a target; stop it with the returned function. The
 // generator and the server then share the process (and its CPUs).
-func StartEmbedded(ctx context.Context, o EmbeddedOptions) (*conformance.Embedded, func(), error) {
+func StartEmbedded(ctx context.Context, o EmbeddedOptions) (*target.Embedded, func(), error) {
 	if o.Instances <= 0 {
 		o.Instances = 1
 	}
@@ -61,7 +61,7 @@ func StartEmbedded(ctx context.Context, o EmbeddedOptions) (*conformance.Embedde
 			})
 		}
 	}
-	e, err := conformance.NewEmbedded(ctx, dsn, conformance.EmbeddedOptions{Instances: o.Instances})
+	e, err := target.NewEmbedded(ctx, dsn, target.EmbeddedOptions{Instances: o.Instances})
 	if err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("loadgen: embedded server: %w", err)

@@ -5,7 +5,10 @@
 #  2. every Go file is gofmt-formatted;
 #  3. no package under server/ depends, even indirectly, on conformance/,
 #     loadgen/ or cmd/ (cmd -> loadgen/conformance -> client/server -> kbcore);
-#  4. kbcore depends on no other package of the module but its own.
+#  4. loadgen/, client/ and target/ depend on nothing of conformance/ or
+#     cmd/ (loadgen and conformance are siblings; client and target are
+#     the packages they share);
+#  5. kbcore depends on no other package of the module but its own.
 #
 # Prints what is wrong and exits 1; takes a few seconds.
 set -euo pipefail
@@ -45,6 +48,15 @@ if [ -n "$bad" ]; then
 	done
 	rc=1
 fi
+
+for pkgs in ./loadgen/... ./client/... ./target/...; do
+	bad=$(deps_violations "$pkgs" 'conformance|cmd')
+	if [ -n "$bad" ]; then
+		say "FAILED: $pkgs depends on the simulator or the CLI:"
+		echo "$bad" >&2
+		rc=1
+	fi
+done
 
 bad=$(go list -deps -f '{{.ImportPath}}' ./kbcore/... | grep -E "^$MOD/" | grep -vE "^$MOD/kbcore(/|\$)" || true)
 if [ -n "$bad" ]; then

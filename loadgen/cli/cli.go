@@ -24,13 +24,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/subspace/kbkit/client"
-	"github.com/subspace/kbkit/conformance"
-	"github.com/subspace/kbkit/conformance/report"
 	"github.com/subspace/kbkit/loadgen"
 	"github.com/subspace/kbkit/loadgen/metrics"
 	lgreport "github.com/subspace/kbkit/loadgen/report"
 	"github.com/subspace/kbkit/loadgen/threshold"
 	"github.com/subspace/kbkit/loadgen/workload"
+	"github.com/subspace/kbkit/target"
 )
 
 // Exit statuses.
@@ -191,15 +190,15 @@ func errored(stderr io.Writer, err error) error {
 }
 
 // message words an error without the package prefixes that would stutter
-// after "kbkit loadgen: " ("loadgen: ", "conformance: cannot run: ").
+// after "kbkit loadgen: " ("loadgen: ", "kbkit: cannot run: ").
 func message(err error) string {
 	msg := err.Error()
 	for {
 		switch {
 		case strings.HasPrefix(msg, "loadgen: "):
 			msg = strings.TrimPrefix(msg, "loadgen: ")
-		case strings.HasPrefix(msg, conformance.ErrCannotRun.Error()+": "):
-			msg = "could not run: " + strings.TrimPrefix(msg, conformance.ErrCannotRun.Error()+": ")
+		case strings.HasPrefix(msg, target.ErrCannotRun.Error()+": "):
+			msg = "could not run: " + strings.TrimPrefix(msg, target.ErrCannotRun.Error()+": ")
 		default:
 			return msg
 		}
@@ -290,17 +289,17 @@ func runLoad(c *cobra.Command, f runFlags) error {
 	}
 	cfg.Logf = logf
 
-	var target conformance.Target
+	var tgt target.Target
 	f.server, f.tokens = client.ServerFromEnv(f.server, f.tokens)
 	if f.server != "" {
 		if len(f.tokens) == 0 {
 			return errored(stderr, errors.New("--server needs at least one --token (or $KBKIT_TOKEN)"))
 		}
-		target = conformance.Remote(f.server, f.tokens)
+		tgt = target.Remote(f.server, f.tokens)
 		cfg.Server = f.server
 		// A dead server or a refused token ends the run at once, not after
 		// the setup's retries.
-		if err := conformance.Preflight(ctx, target); err != nil {
+		if err := target.Preflight(ctx, tgt); err != nil {
 			return errored(stderr, err)
 		}
 	} else {
@@ -309,7 +308,7 @@ func runLoad(c *cobra.Command, f runFlags) error {
 			return errored(stderr, err)
 		}
 		defer stopEmbedded()
-		target = e
+		tgt = e
 		cfg.Server = "embedded"
 	}
 
@@ -336,17 +335,17 @@ func runLoad(c *cobra.Command, f runFlags) error {
 
 	title := fmt.Sprintf("kbkit loadgen %s", cfg.Workload.Name)
 	if !f.quiet {
-		mode, note := consoleMode(stderr, f.tty, report.IsTerminal(stderr))
+		mode, note := consoleMode(stderr, f.tty, isTerminal(stderr))
 		if note != "" {
 			fmt.Fprintln(stderr, "kbkit loadgen:", note)
 		}
 		con := newConsole(stderr, mode, title, cfg.Duration)
 		cfg.Status = con.update
-		res, err := loadgen.Run(ctx, target, cfg)
+		res, err := loadgen.Run(ctx, tgt, cfg)
 		con.close()
 		return finish(stdout, stderr, res, err, ths, f.jsonOut, f.htmlOut)
 	}
-	res, err := loadgen.Run(ctx, target, cfg)
+	res, err := loadgen.Run(ctx, tgt, cfg)
 	return finish(stdout, stderr, res, err, ths, f.jsonOut, f.htmlOut)
 }
 
@@ -533,7 +532,7 @@ the memory per idle subscribed window. Raise "ulimit -n" for many windows.`,
 			token = tokens[0]
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			iw, rep, err := loadgen.OpenIdle(ctx, conformance.Remote(server, []string{token}),
+			iw, rep, err := loadgen.OpenIdle(ctx, target.Remote(server, []string{token}),
 				loadgen.IdleConfig{Windows: windows, Page: page, Concurrency: conc})
 			if iw != nil {
 				defer iw.Close()

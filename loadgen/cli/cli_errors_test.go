@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/subspace/kbkit/client"
-	"github.com/subspace/kbkit/conformance"
 	"github.com/subspace/kbkit/loadgen"
 	"github.com/subspace/kbkit/loadgen/metrics"
 	"github.com/subspace/kbkit/server/pgprovider"
+	"github.com/subspace/kbkit/target"
 )
 
 // deadURL is the URL of a loopback port nothing listens on.
@@ -34,7 +34,7 @@ func expectCannotRun(t *testing.T, start time.Time, code int, stdout, stderr, wa
 	if code != ExitErrored {
 		t.Errorf("exit %d, want %d", code, ExitErrored)
 	}
-	if d := time.Since(start); d > conformance.PreflightTimeout+2*time.Second {
+	if d := time.Since(start); d > target.PreflightTimeout+2*time.Second {
 		t.Errorf("took %s", d)
 	}
 	if stdout != "" {
@@ -61,7 +61,7 @@ func TestDeadServerFailsFast(t *testing.T) {
 }
 
 func TestRefusedTokenFailsFast(t *testing.T) {
-	e, err := conformance.NewEmbedded(context.Background(), pgprovider.ForTest(t), conformance.EmbeddedOptions{Instances: 1})
+	e, err := target.NewEmbedded(context.Background(), pgprovider.ForTest(t), target.EmbeddedOptions{Instances: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

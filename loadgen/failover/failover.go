@@ -30,10 +30,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/subspace/kbkit/client"
-	"github.com/subspace/kbkit/conformance"
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/pgprovider"
 	"github.com/subspace/kbkit/server/store"
+	"github.com/subspace/kbkit/target"
 )
 
 // Config is one measurement. The zero value is the default run: a
@@ -216,7 +216,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	target, err := conformance.NewEmbedded(ctx, dsn, conformance.EmbeddedOptions{Instances: cfg.Instances, Postgres: pg})
+	target, err := target.NewEmbedded(ctx, dsn, target.EmbeddedOptions{Instances: cfg.Instances, Postgres: pg})
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +242,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 // setup pairs a device per writer, creates the pages and opens the
 // windows.
-func (r *run) setup(ctx context.Context, target *conformance.Embedded) error {
+func (r *run) setup(ctx context.Context, target *target.Embedded) error {
 	cfg := r.cfg
 	tokens, err := target.Devices(ctx, cfg.Writers)
 	if err != nil {

@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/subspace/kbkit/client"
-	"github.com/subspace/kbkit/conformance"
 	"github.com/subspace/kbkit/loadgen/plan"
 	"github.com/subspace/kbkit/loadgen/workload"
 	"github.com/subspace/kbkit/server/pgprovider"
+	"github.com/subspace/kbkit/target"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgprovider.RunTests(m)) }
@@ -69,7 +69,7 @@ func TestIDsDeriveFromTheRun(t *testing.T) {
 // duplicates.
 func TestCreatePageIsIdempotent(t *testing.T) {
 	ctx := context.Background()
-	e, err := conformance.NewEmbedded(ctx, pgprovider.ForTest(t), conformance.EmbeddedOptions{Instances: 1})
+	e, err := target.NewEmbedded(ctx, pgprovider.ForTest(t), target.EmbeddedOptions{Instances: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,7 @@
-package conformance
+package target
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -204,7 +203,7 @@ func (e *Embedded) CanRestartPostgres() bool { return e.opts.Postgres != nil }
 // RestartPostgres restarts the database, when the target was given one.
 func (e *Embedded) RestartPostgres(ctx context.Context) error {
 	if e.opts.Postgres == nil {
-		return errors.New("conformance: no Postgres to restart")
+		return errors.New("target: no Postgres to restart")
 	}
 	e.faultMu.Lock()
 	defer e.faultMu.Unlock()
@@ -221,4 +220,19 @@ func (e *Embedded) Close() {
 	e.inst = nil
 }
 
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+// CanFailover reports whether the target's Postgres has a standby.
+func (e *Embedded) CanFailover() bool {
+	return e.opts.Postgres != nil && e.opts.Postgres.Topology().HasStandby()
+}
+
+// Failover fails the target's Postgres over to its standby and reseeds a
+// standby; the instances find the new primary through their multi-host DSN.
+func (e *Embedded) Failover(ctx context.Context, stall time.Duration) error {
+	if !e.CanFailover() {
+		return errors.New("target: the target's Postgres has no standby (--topology sync-standby)")
+	}
+	e.faultMu.Lock()
+	defer e.faultMu.Unlock()
+	_, err := e.opts.Postgres.Failover(ctx, pgprovider.FailoverOptions{Stall: stall, Reseed: true})
+	return err
+}
