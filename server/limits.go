@@ -114,6 +114,7 @@ type LimitsResult struct {
 	MaxSubscriptionsPerSocket int     `json:"max_subscriptions_per_socket"`
 	MaxSubscriptionsPerDevice int     `json:"max_subscriptions_per_device"`
 	MaxBatch                  int     `json:"max_batch"`
+	MaxSocketQueue            int     `json:"max_socket_queue"`
 	AuthFailuresPerMinute     int     `json:"auth_failures_per_minute"`
 	MaxInflight               int     `json:"max_inflight"`
 	MaxQueue                  int     `json:"max_queue"`
@@ -146,6 +147,7 @@ func (s *Server) limitsResult() LimitsResult {
 		MaxSubscriptionsPerSocket: count(l.MaxSubscriptionsPerSocket),
 		MaxSubscriptionsPerDevice: count(l.MaxSubscriptionsPerDevice),
 		MaxBatch:                  count(l.MaxBatch),
+		MaxSocketQueue:            maxQueued,
 		AuthFailuresPerMinute:     count(l.AuthFailures),
 		MaxInflight:               count(l.MaxInflight),
 		MaxQueue:                  count(l.MaxQueue),

@@ -48,6 +48,7 @@ type limits struct {
 	MaxSubscriptionsPerSocket int     `json:"max_subscriptions_per_socket"`
 	MaxSubscriptionsPerDevice int     `json:"max_subscriptions_per_device"`
 	MaxBatch                  int     `json:"max_batch"`
+	MaxSocketQueue            int     `json:"max_socket_queue"`
 	AuthFailuresPerMinute     int     `json:"auth_failures_per_minute"`
 	MaxInflight               int     `json:"max_inflight"`
 	MaxQueue                  int     `json:"max_queue"`
@@ -59,7 +60,7 @@ type limits struct {
 }
 
 var limitFields = []string{"max_body", "body_timeout_ms", "idle_timeout_ms", "params_timeout_ms", "write_timeout_ms",
-	"max_connections", "max_subscriptions_per_socket", "max_subscriptions_per_device", "max_batch",
+	"max_connections", "max_subscriptions_per_socket", "max_subscriptions_per_device", "max_batch", "max_socket_queue",
 	"auth_failures_per_minute", "max_inflight", "max_queue", "queue_timeout_ms", "max_title_chars", "max_aliases", "max_pending",
 	"rate_limit_per_second"}
 
@@ -118,6 +119,7 @@ func checkLimits(ctx context.Context, e *Env) error {
 	}{{"max_body", l.MaxBody}, {"max_connections", int64(l.MaxConnections)},
 		{"max_subscriptions_per_socket", int64(l.MaxSubscriptionsPerSocket)},
 		{"max_subscriptions_per_device", int64(l.MaxSubscriptionsPerDevice)}, {"max_batch", int64(l.MaxBatch)},
+		{"max_socket_queue", int64(l.MaxSocketQueue)},
 		{"auth_failures_per_minute", int64(l.AuthFailuresPerMinute)}, {"max_inflight", int64(l.MaxInflight)},
 		{"max_title_chars", int64(l.MaxTitleChars)}, {"max_aliases", int64(l.MaxAliases)}, {"max_pending", int64(l.MaxPending)}} {
 		if c.v <= 0 {

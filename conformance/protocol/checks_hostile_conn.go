@@ -175,21 +175,8 @@ func checkSubscriptionCap(ctx context.Context, e *Env) error {
 	defer w.Close()
 	in := map[string]any{"page_id": p.id}
 	last := "1"
-	for i := 0; i < n; i++ {
-		if err := w.sendJSON(ctx, map[string]any{"id": i, "method": "subscription",
-			"params": map[string]any{"path": "kb.onPage", "input": in, "lastEventId": last}}); err != nil {
-			return err
-		}
-	}
-	for started := 0; started < n; {
-		m, err := w.recv(ctx, fmt.Sprintf("the answer to subscription %d of %d", started+1, n))
-		if err != nil {
-			return err
-		}
-		if m.Result == nil || m.Result.Type != "started" {
-			return w.fail("started", excerpt(m.raw, 300), "subscription %d of max_subscriptions_per_socket (%d) is served", started+1, n)
-		}
-		started++
+	if err := openSubscriptions(ctx, w, l, in, 0, n, fmt.Sprintf("max_subscriptions_per_socket (%d)", n)); err != nil {
+		return err
 	}
 	over := n
 	if err := w.sendJSON(ctx, map[string]any{"id": over, "method": "subscription",
@@ -221,6 +208,30 @@ func checkSubscriptionCap(ctx context.Context, e *Env) error {
 	return e.deviceSubscriptionCap(ctx, l, in, n)
 }
 
+// openSubscriptions opens k kb.onPage subscriptions on w (ids 0..k-1),
+// numbered from first for the messages, keeping at most half of the
+// socket's request queue (max_socket_queue) in flight.
+func openSubscriptions(ctx context.Context, w *WS, l *limits, in map[string]any, first, k int, cap string) error {
+	window := max(1, l.MaxSocketQueue/2)
+	for sent, started := 0, 0; started < k; {
+		for ; sent < k && sent-started < window; sent++ {
+			if err := w.sendJSON(ctx, map[string]any{"id": sent, "method": "subscription",
+				"params": map[string]any{"path": "kb.onPage", "input": in, "lastEventId": "1"}}); err != nil {
+				return err
+			}
+		}
+		m, err := w.recv(ctx, fmt.Sprintf("the answer to subscription %d", first+started+1))
+		if err != nil {
+			return err
+		}
+		if m.Result == nil || m.Result.Type != "started" {
+			return w.fail("started", excerpt(m.raw, 300), "subscription %d, within %s, is served", first+started+1, cap)
+		}
+		started++
+	}
+	return nil
+}
+
 // deviceSubscriptionCap fills more sockets of the device until it holds
 // max_subscriptions_per_device subscriptions (open counts those already
 // open), and checks that one more is refused. The cap is per instance: the
@@ -247,22 +258,10 @@ func (e *Env) deviceSubscriptionCap(ctx context.Context, l *limits, in map[strin
 		}
 		socks = append(socks, w)
 		k := min(l.MaxSubscriptionsPerSocket, d-open)
-		for i := 0; i < k; i++ {
-			if err := w.sendJSON(ctx, map[string]any{"id": i, "method": "subscription",
-				"params": map[string]any{"path": "kb.onPage", "input": in, "lastEventId": last}}); err != nil {
-				return err
-			}
+		if err := openSubscriptions(ctx, w, l, in, open, k, fmt.Sprintf("max_subscriptions_per_device (%d)", d)); err != nil {
+			return err
 		}
-		for i := 0; i < k; i++ {
-			m, err := w.recv(ctx, fmt.Sprintf("the answer to subscription %d of the device", open+1))
-			if err != nil {
-				return err
-			}
-			if m.Result == nil || m.Result.Type != "started" {
-				return w.fail("started", excerpt(m.raw, 300), "subscription %d of max_subscriptions_per_device (%d) is served", open+1, d)
-			}
-			open++
-		}
+		open += k
 	}
 	w, _, err := e.dialWS(ctx, wsHeader, "")
 	if err != nil {

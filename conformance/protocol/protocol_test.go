@@ -29,8 +29,8 @@ var testLimits = server.Limits{
 	BodyTimeout:               2 * time.Second,
 	ParamsTimeout:             2 * time.Second,
 	MaxConnections:            64,
-	MaxSubscriptionsPerSocket: 20,
-	MaxSubscriptionsPerDevice: 50,
+	MaxSubscriptionsPerSocket: 100, // past max_socket_queue: the suite must pace its subscriptions
+	MaxSubscriptionsPerDevice: 150,
 	MaxBatch:                  10,
 	AuthFailures:              20,
 }

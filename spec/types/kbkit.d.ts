@@ -202,6 +202,7 @@ export interface Limits {
   max_subscriptions_per_socket: number;
   max_subscriptions_per_device: number;
   max_batch: number;
+  max_socket_queue: number;
   auth_failures_per_minute: number;
   max_inflight: number;
   max_queue: number;
