@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -59,10 +60,15 @@ type limits struct {
 	RateLimitPerSecond        float64 `json:"rate_limit_per_second"`
 }
 
-var limitFields = []string{"max_body", "body_timeout_ms", "idle_timeout_ms", "params_timeout_ms", "write_timeout_ms",
-	"max_connections", "max_subscriptions_per_socket", "max_subscriptions_per_device", "max_batch", "max_socket_queue",
-	"auth_failures_per_minute", "max_inflight", "max_queue", "queue_timeout_ms", "max_title_chars", "max_aliases", "max_pending",
-	"rate_limit_per_second"}
+// limitFields are the fields kb.limits must have: limits' JSON names.
+var limitFields = func() []string {
+	t := reflect.TypeFor[limits]()
+	out := make([]string, t.NumField())
+	for i := range out {
+		out[i] = t.Field(i).Tag.Get("json")
+	}
+	return out
+}()
 
 // maxTimeoutMS is the longest body or connectionParams timeout a server
 // may advertise (PROTOCOL.md 8).
