@@ -29,26 +29,12 @@ die() { echo "bench-k6: FAILED: $*" >&2; exit 1; }
 [ -x bin/k6-kbkit ] || die "bin/k6-kbkit is missing: make k6"
 go build -o bin/kbkit ./cmd/kbkit
 
-SERVER_PID=
-cleanup() {
-	if [ -n "$SERVER_PID" ]; then
-		kill -TERM "$SERVER_PID" 2>/dev/null || true
-		wait "$SERVER_PID" 2>/dev/null || true
-	fi
-}
-trap cleanup EXIT
-[ -n "${KBKIT_PG:-}${KBKIT_PG_DSN:-}" ] || export KBKIT_PG=local
-bin/kbkit serve --addr 127.0.0.1:0 >"$OUT/serve.json" 2>"$OUT/serve.log" &
-SERVER_PID=$!
-for _ in $(seq 1 1200); do
-	grep -q '^{' "$OUT/serve.json" 2>/dev/null && break
-	kill -0 "$SERVER_PID" 2>/dev/null || die "kbkit serve exited"
-	sleep 0.1
-done
-field() { sed -n 's/^{.*"'"$1"'":"\([^"]*\)".*/\1/p' "$OUT/serve.json" | head -n 1; }
+. scripts/lib/serve.sh
+trap serve_kill EXIT
+serve_start bin/kbkit "$OUT"
 export KBKIT_URL KBKIT_TOKEN
-KBKIT_URL=$(field url)
-KBKIT_TOKEN=$(field token)
+KBKIT_URL=$(serve_field url)
+KBKIT_TOKEN=$(serve_field token)
 say "server at $KBKIT_URL; hot-page, $EDITORS editors, $RATE commands/s, ${PHASE}s, $ROUNDS round(s)"
 
 # whole NAME CMD...: runs CMD, keeping its process's user+system seconds.

@@ -25,19 +25,12 @@ die() { echo "ci-interop: FAILED: $*" >&2; exit 1; }
 
 START=$(date +%s)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-interop.XXXXXX")
-SERVER_PID=
+. scripts/lib/serve.sh
 
 cleanup() {
 	local rc=$?
-	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-		kill -TERM "$SERVER_PID" 2>/dev/null || true
-		for _ in $(seq 1 30); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 1; done
-		kill -KILL "$SERVER_PID" 2>/dev/null || true
-	fi
-	if [ "$rc" != 0 ] && [ -s "$WORK/serve.log" ]; then
-		echo "---- kbkit serve log (last 30 lines) ----" >&2
-		tail -n 30 "$WORK/serve.log" >&2 || true
-	fi
+	serve_kill
+	[ "$rc" = 0 ] || serve_log_tail
 	rm -rf "$WORK"
 	exit "$rc"
 }
@@ -60,21 +53,8 @@ json() {
 BIN=$WORK/kbkit
 go build -o "$BIN" ./cmd/kbkit || die "go build ./cmd/kbkit failed"
 
-# A deterministic provider: local binaries unless the caller chose one (an
-# engine left running must not be picked up by automatic selection).
-if [ -z "${KBKIT_PG:-}" ] && [ -z "${KBKIT_PG_DSN:-}" ]; then
-	export KBKIT_PG=local
-fi
-
-say "starting kbkit serve --addr 127.0.0.1:0 (KBKIT_PG=${KBKIT_PG:-auto})"
-"$BIN" serve --addr 127.0.0.1:0 --workspace interop >"$WORK/serve.json" 2>"$WORK/serve.log" &
-SERVER_PID=$!
-for _ in $(seq 1 1200); do
-	grep -q '^{' "$WORK/serve.json" 2>/dev/null && break
-	kill -0 "$SERVER_PID" 2>/dev/null || die "kbkit serve exited before printing its JSON line"
-	sleep 0.1
-done
-grep -q '^{' "$WORK/serve.json" || die "kbkit serve printed no JSON line within 120 s"
+say "starting kbkit serve --addr 127.0.0.1:0"
+serve_start "$BIN" "$WORK" --workspace interop
 URL=$(json url <"$WORK/serve.json") || die "no url in the JSON line: $(cat "$WORK/serve.json")"
 DSN=$(json dsn <"$WORK/serve.json") || die "no dsn in the JSON line"
 WORKSPACE_ID=$(json workspace_id <"$WORK/serve.json") || die "no workspace_id in the JSON line"
@@ -100,9 +80,5 @@ say "tsc took $(( $(date +%s) - t0 ))s"
 KBKIT_URL=$URL KBKIT_TOKEN=$TOKEN node interop/trpc/build/interop/trpc/typed-client.js || die "the typed @trpc/client (typed-client.ts) failed"
 
 say "stopping kbkit serve"
-kill -TERM "$SERVER_PID"
-src=0
-wait "$SERVER_PID" || src=$?
-SERVER_PID=
-[ "$src" = 0 ] || die "kbkit serve exited $src on SIGTERM"
+serve_stop
 say "passed in $(( $(date +%s) - START ))s"

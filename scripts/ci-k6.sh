@@ -30,30 +30,18 @@ die() { echo "ci-k6: FAILED: $*" >&2; exit 1; }
 
 START=$(date +%s)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-k6.XXXXXX")
-SERVER_PID=
+. scripts/lib/serve.sh
 
 cleanup() {
 	local rc=$?
-	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-		kill -TERM "$SERVER_PID" 2>/dev/null || true
-		for _ in $(seq 1 30); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 1; done
-		kill -KILL "$SERVER_PID" 2>/dev/null || true
-	fi
-	if [ "$rc" != 0 ] && [ -s "$WORK/serve.log" ]; then
-		echo "---- kbkit serve log (last 30 lines) ----" >&2
-		tail -n 30 "$WORK/serve.log" >&2 || true
-	fi
+	serve_kill
+	[ "$rc" = 0 ] || serve_log_tail
 	rm -rf "$WORK"
 	exit "$rc"
 }
 trap cleanup EXIT
 
 command -v go >/dev/null 2>&1 || die "go is required"
-
-# field NAME < FILE: a string field of the first JSON line (no jq needed).
-field() {
-	sed -n 's/^{.*"'"$1"'":"\([^"]*\)".*/\1/p' | head -n 1
-}
 
 t0=$(date +%s)
 make k6 >"$WORK/build.log" 2>&1 || { tail -n 30 "$WORK/build.log" >&2; die "make k6 failed"; }
@@ -66,20 +54,10 @@ t0=$(date +%s)
 say "k6/: go vet and go test passed in $(( $(date +%s) - t0 ))s"
 "$K6" version | head -n 1 >&2
 
-if [ -z "${KBKIT_PG:-}" ] && [ -z "${KBKIT_PG_DSN:-}" ]; then
-	export KBKIT_PG=local
-fi
-say "starting kbkit serve --addr 127.0.0.1:0 (KBKIT_PG=${KBKIT_PG:-auto})"
-"$BIN" serve --addr 127.0.0.1:0 >"$WORK/serve.json" 2>"$WORK/serve.log" &
-SERVER_PID=$!
-for _ in $(seq 1 1200); do
-	grep -q '^{' "$WORK/serve.json" 2>/dev/null && break
-	kill -0 "$SERVER_PID" 2>/dev/null || die "kbkit serve exited before printing its JSON line"
-	sleep 0.1
-done
-grep -q '^{' "$WORK/serve.json" || die "kbkit serve printed no JSON line within 120 s"
-KBKIT_URL=$(field url <"$WORK/serve.json")
-KBKIT_TOKEN=$(field token <"$WORK/serve.json")
+say "starting kbkit serve --addr 127.0.0.1:0"
+serve_start "$BIN" "$WORK"
+KBKIT_URL=$(serve_field url)
+KBKIT_TOKEN=$(serve_field token)
 [ -n "$KBKIT_URL" ] && [ -n "$KBKIT_TOKEN" ] || die "no url or token in $(cat "$WORK/serve.json")"
 export KBKIT_URL KBKIT_TOKEN
 say "server at $KBKIT_URL"
@@ -140,9 +118,5 @@ grep -q '(shards 0:1/2 1/2:1)' "$WORK/merged.txt" || die "the merged result lack
 say "two segments covered 16 editors once in $(( $(date +%s) - t0 ))s"
 
 say "stopping kbkit serve"
-kill -TERM "$SERVER_PID"
-src=0
-wait "$SERVER_PID" || src=$?
-SERVER_PID=
-[ "$src" = 0 ] || die "kbkit serve exited $src on SIGTERM"
+serve_stop
 say "passed in $(( $(date +%s) - START ))s"

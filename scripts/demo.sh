@@ -21,14 +21,9 @@ OUT=${OUT:-out}/demo
 mkdir -p "$OUT"
 rm -f "$OUT"/*
 KBKIT=$OUT/kbkit
-SERVER_PID=
-cleanup() {
-	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-		kill -TERM "$SERVER_PID" 2>/dev/null || true
-		wait "$SERVER_PID" 2>/dev/null || true
-	fi
-}
-trap cleanup EXIT
+die() { echo "demo: $*" >&2; [ -s "$OUT/serve.log" ] && cat "$OUT/serve.log" >&2; exit 2; }
+. scripts/lib/serve.sh
+trap serve_kill EXIT
 field() { sed -n "s/.*\"$1\":\"\\([^\"]*\\)\".*/\\1/p" "$2" | head -1; }
 step() { printf '\n== %s\n' "$*"; }
 
@@ -36,17 +31,11 @@ step "building kbkit (the first build takes a while: go build -v lists packages)
 go build -o "$KBKIT" ./cmd/kbkit
 
 step "kbkit serve --addr 127.0.0.1:0"
-"$KBKIT" serve --addr 127.0.0.1:0 --workspace demo --log-level warn >"$OUT/server.json" 2>"$OUT/server.log" &
-SERVER_PID=$!
-for _ in $(seq 1 1200); do
-	[ -s "$OUT/server.json" ] && break
-	kill -0 "$SERVER_PID" 2>/dev/null || { cat "$OUT/server.log" >&2; exit 2; }
-	sleep 0.1
-done
-cat "$OUT/server.json"
-URL=$(field url "$OUT/server.json")
-TOKEN=$(field token "$OUT/server.json")
-DSN=$(field dsn "$OUT/server.json")
+serve_start "$KBKIT" "$OUT" --workspace demo --log-level warn
+cat "$OUT/serve.json"
+URL=$(serve_field url)
+TOKEN=$(serve_field token)
+DSN=$(serve_field dsn)
 "$KBKIT" device pair --workspace demo --dsn "$DSN" >"$OUT/device2.json"
 TOKEN2=$(field token "$OUT/device2.json")
 echo "second device: $(field device_id "$OUT/device2.json")"
