@@ -374,7 +374,7 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 	}
 
 	b := &pgx.Batch{}
-	gws := map[string]*groupWrites{}
+	rows := newTxWrites()
 	var entries []pageEntry
 	g.outs = make([]Outcome, 0, len(reqs))
 	g.errs = make([]error, 0, len(reqs))
@@ -411,7 +411,7 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 			return g, classify(kb.err)
 		}
 		if plan.Rejected != nil {
-			queueRejected(b, r.dev, env, plan.Rejected)
+			rows.rejected(r.dev, env, plan.Rejected)
 			decided[key] = decision{out: Outcome{Rejected: plan.Rejected, Duplicate: true}, page: page, device: r.dev.DeviceID}
 			decide(Outcome{Rejected: plan.Rejected}, nil)
 			continue
@@ -420,23 +420,18 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 			g.locks = union([]string{page}, plan.Locks)
 			break
 		}
-		gw := gws[page]
-		if gw == nil {
-			gw = &groupWrites{page: page, ws: h.ws, dirty: map[string]bool{}}
-			gws[page] = gw
-		}
-		w := writer{ws: h.ws, device: r.dev.DeviceID, kb: kb, plan: plan, batch: b, group: gw}
-		seqs, docs, err := w.effects()
-		if err != nil {
+		w := writer{ws: h.ws, device: r.dev.DeviceID, kb: kb, plan: plan, batch: b, rows: rows}
+		if err := w.effects(); err != nil {
 			return g, err
 		}
 		entries = append(entries, w.entries...)
-		first.docs[page] = docs[page]
-		first.heads[page] = head{ws: h.ws, seq: seqs[page], ok: true}
+		pw := rows.pages[page]
+		first.docs[page] = pw.doc
+		first.heads[page] = head{ws: h.ws, seq: pw.seq, ok: true}
 		decided[key] = decision{out: Outcome{Seq: w.originSeq, Duplicate: true}, page: page, device: r.dev.DeviceID}
 		decide(Outcome{Seq: w.originSeq}, nil)
 	}
-	if b.Len() == 0 {
+	if len(rows.log.id) == 0 && len(rows.rej.id) == 0 {
 		return g, nil // nothing to write (t.end rolls back)
 	}
 	touched := map[string]bool{}
@@ -444,11 +439,7 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 		touched[r.env.PageID] = true
 	}
 	g.pages = len(touched)
-	for _, page := range pages {
-		if gw := gws[page]; gw != nil {
-			gw.flush(&writer{ws: gw.ws, kb: kbFor(gw.ws), batch: b})
-		}
-	}
+	rows.flush(b, kbFor)
 	if err := kbErr(); err != nil { // flush resolves link targets
 		return g, classify(err)
 	}
@@ -460,11 +451,7 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 	if err := t.commit(b); err != nil {
 		return g, commitFailed(err, uniqueAsRetry(err))
 	}
-	for _, gw := range gws {
-		if gw.seq != 0 {
-			s.remember(gw.page, gw.seq, gw.doc)
-		}
-	}
+	rows.remember(s)
 	s.committed(entries)
 	return g, nil
 }

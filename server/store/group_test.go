@@ -52,7 +52,7 @@ func holdPage(t *testing.T, st *Store, page string) (release func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, sqlLockPage, page); err != nil {
+	if _, err := tx.Exec(ctx, sqlLockPages, []string{page}); err != nil {
 		t.Fatal(err)
 	}
 	return func() {
@@ -279,9 +279,10 @@ func hotPage(t *testing.T, chaos bool) {
 	if n != int64(accepted+2) {
 		t.Fatalf("log has %d commands, want %d", n, accepted+2)
 	}
-	var outbox int64
-	if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE page_id = $1`, page).Scan(&outbox); err != nil || outbox != n {
-		t.Fatalf("outbox rows %d (%v), want %d", outbox, err, n)
+	var head, nseq int64
+	if err := st.pool.QueryRow(ctx, `SELECT p.seq, (SELECT count(DISTINCT seq) FROM command_log c WHERE c.page_id = p.id AND c.seq BETWEEN 1 AND p.seq)
+		FROM pages p WHERE p.id = $1`, page).Scan(&head, &nseq); err != nil || head != n || nseq != n {
+		t.Fatalf("page seq %d with %d distinct seqs 1..seq logged (%v), want %d", head, nseq, err, n)
 	}
 	checkProjection(t, st, page)
 	checkIndex(t, st, page)

@@ -164,6 +164,16 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	// Every statement of the store is an index lookup or a range of one.
+	// Prepared statements are planned once per connection; a generic plan
+	// made while a table was small (a fresh database) would stay a
+	// sequential scan as the table grows, until the next ANALYZE.
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["enable_seqscan"]; !set {
+		cfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -137,7 +136,9 @@ func (s *Store) submitOnce(ctx context.Context, dev Device, env kbcore.Envelope,
 	}
 	if plan.Rejected != nil {
 		b := &pgx.Batch{}
-		queueRejected(b, dev, env, plan.Rejected)
+		rows := newTxWrites()
+		rows.rejected(dev, env, plan.Rejected)
+		rows.flush(b, nil)
 		if err := t.commit(b); err != nil {
 			return Outcome{}, commitFailed(err, classify(err))
 		}
@@ -147,17 +148,18 @@ func (s *Store) submitOnce(ctx context.Context, dev Device, env kbcore.Envelope,
 		return Outcome{}, errRelock{locks: union(locks, plan.Locks)}
 	}
 
-	w := writer{ws: dev.WorkspaceID, device: dev.DeviceID, kb: kb, plan: plan, batch: &pgx.Batch{}}
-	seqs, docs, err := w.effects()
-	if err != nil {
+	w := writer{ws: dev.WorkspaceID, device: dev.DeviceID, kb: kb, plan: plan, batch: &pgx.Batch{}, rows: newTxWrites()}
+	if err := w.effects(); err != nil {
 		return Outcome{}, err
+	}
+	w.rows.flush(w.batch, func(string) *txKB { return kb })
+	if kb.err != nil { // flush resolves link targets
+		return Outcome{}, classify(kb.err)
 	}
 	if err := t.commit(w.batch); err != nil {
 		return Outcome{}, commitFailed(err, uniqueAsRetry(err))
 	}
-	for page, d := range docs {
-		s.remember(page, seqs[page], d)
-	}
+	w.rows.remember(s)
 	s.committed(w.entries)
 	return Outcome{Seq: w.originSeq}, nil
 }
@@ -168,13 +170,20 @@ const (
 	sqlBegin     = `BEGIN ISOLATION LEVEL READ COMMITTED`
 	sqlCommit    = `COMMIT`
 	sqlLockNames = `SELECT pg_advisory_xact_lock(hashtextextended($1, 1))`
-	sqlLockPage  = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
-	// One statement per id rather than id = ANY($1): a generic plan cached
-	// while the table was small stays a sequential scan as the log grows.
-	sqlDecided = `SELECT outcome, coalesce(seq, 0), coalesce(code, ''), coalesce(message, ''),
-		page_id::text, coalesce(device_id::text, '')
-		FROM command_log WHERE workspace_id = $1 AND id = $2`
-	sqlHead = `SELECT workspace_id::text, seq FROM pages WHERE id = $1`
+	// The page locks in the order of the array (sorted by the caller):
+	// a function scan yields its rows in order, and the aggregate takes
+	// them one by one.
+	sqlLockPages = `SELECT count(pg_advisory_xact_lock(hashtextextended(p, 0))) FROM unnest($1::text[]) AS p`
+	// The outcomes of the ids already decided, and the page heads, each
+	// matched to its position in the arrays. (The store's connections
+	// plan without sequential scans, see Open: a generic plan cached
+	// while command_log was small would stay one as it grows.)
+	sqlDecided = `SELECT k.i, c.outcome, coalesce(c.seq, 0), coalesce(c.code, ''), coalesce(c.message, ''),
+		c.page_id::text, coalesce(c.device_id::text, '')
+		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(ws, id, i)
+		JOIN command_log c ON c.workspace_id = k.ws::uuid AND c.id = k.id::uuid`
+	sqlHeads = `SELECT k.i, p.workspace_id::text, p.seq
+		FROM unnest($1::text[]) WITH ORDINALITY AS k(id, i) JOIN pages p ON p.id = k.id::uuid`
 )
 
 // pipeTx is a READ COMMITTED transaction on one pooled connection whose
@@ -214,24 +223,22 @@ func (t *pipeTx) end() {
 // reads the outcomes of the ids already decided (in their workspaces) and
 // the heads of the locked pages (into kb).
 func (t *pipeTx) open(kb *txKB, nameLock string, pages []string, keys []logKey) (map[logKey]decision, error) {
+	keys = uniqueKeys(keys)
+	kws, kid := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		kws[i], kid[i] = k.ws, k.id
+	}
 	b := &pgx.Batch{}
 	b.Queue(sqlBegin)
 	if nameLock != "" {
 		b.Queue(sqlLockNames, "names:"+nameLock)
 	}
-	for _, p := range pages {
-		b.Queue(sqlLockPage, p)
-	}
-	keys = uniqueKeys(keys)
-	for _, k := range keys {
-		b.Queue(sqlDecided, k.ws, k.id)
-	}
-	for _, p := range pages {
-		b.Queue(sqlHead, p)
-	}
+	b.Queue(sqlLockPages, pages)
+	b.Queue(sqlDecided, kws, kid)
+	b.Queue(sqlHeads, pages)
 	br := t.c.SendBatch(t.ctx, b)
 	defer br.Close()
-	execs := 1 + len(pages)
+	execs := 2
 	if nameLock != "" {
 		execs++
 	}
@@ -241,33 +248,55 @@ func (t *pipeTx) open(kb *txKB, nameLock string, pages []string, keys []logKey) 
 		}
 	}
 	decided := map[logKey]decision{}
-	for _, k := range keys {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var i int64
 		var outcome, code, msg string
 		var d decision
-		err := br.QueryRow().Scan(&outcome, &d.out.Seq, &code, &msg, &d.page, &d.device)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			continue
-		case err != nil:
+		if err := rows.Scan(&i, &outcome, &d.out.Seq, &code, &msg, &d.page, &d.device); err != nil {
+			rows.Close()
 			return nil, err
-		case outcome == "rejected":
+		}
+		if i < 1 || int(i) > len(keys) {
+			rows.Close()
+			return nil, fmt.Errorf("store: dedup read returned position %d of %d", i, len(keys))
+		}
+		if outcome == "rejected" {
 			d.out = Outcome{Rejected: &kbcore.Rejection{Code: code, Message: msg}}
 		}
 		d.out.Duplicate = true
-		decided[k] = d
+		decided[keys[i-1]] = d
 	}
-	kb.heads = map[string]head{}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	kb.heads = make(map[string]head, len(pages))
 	for _, p := range pages {
+		kb.heads[p] = head{}
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var i int64
 		var h head
-		err := br.QueryRow().Scan(&h.ws, &h.seq)
-		switch {
-		case err == nil:
-			h.ok = true
-		case errors.Is(err, pgx.ErrNoRows):
-		default:
+		if err := rows.Scan(&i, &h.ws, &h.seq); err != nil {
+			rows.Close()
 			return nil, err
 		}
-		kb.heads[p] = h
+		if i < 1 || int(i) > len(pages) {
+			rows.Close()
+			return nil, fmt.Errorf("store: head read returned position %d of %d", i, len(pages))
+		}
+		h.ok = true
+		kb.heads[pages[i-1]] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
 	}
 	return decided, br.Close()
 }
@@ -361,14 +390,6 @@ func commitFailed(raw, err error) error {
 func inDoubt(err error) bool {
 	var d errInDoubt
 	return errors.As(err, &d)
-}
-
-// queueRejected queues the log row of a rejected command (no seq).
-func queueRejected(b *pgx.Batch, dev Device, env kbcore.Envelope, rej *kbcore.Rejection) {
-	b.Queue(`INSERT INTO command_log (workspace_id, id, page_id, device_id, type, payload, outcome, code, message)
-		VALUES ($1, $2, $3, $4, $5, $6, 'rejected', $7, $8)`,
-		dev.WorkspaceID, env.ID, env.PageID, dev.DeviceID, env.Type, payloadJSON(env.Payload),
-		rej.Code, rej.Message)
 }
 
 // uniqueAsRetry turns a unique violation (two transactions creating the
@@ -563,10 +584,10 @@ type writer struct {
 	plan       kbcore.Plan
 	batch      *pgx.Batch
 	originSeq  int64
-	// group, when set, collects the node rows to write and the page seq of
-	// a group transaction, written once for all its commands (flush).
-	group *groupWrites
-	// entries are the log entries the transaction commits, in order.
+	// rows collects the rows of the transaction (of every command of a
+	// group), queued as a few statements by rows.flush before COMMIT.
+	rows *txWrites
+	// entries are the log entries this command commits, in order.
 	entries []pageEntry
 }
 
@@ -576,91 +597,51 @@ type pageEntry struct {
 	entry Entry
 }
 
-// groupWrites are the writes a group transaction does once, after all its
-// commands: the final rows of the nodes any of them changed and the page's
-// final seq.
-type groupWrites struct {
-	page  string
-	ws    string
-	dirty map[string]bool
-	doc   kbcore.Doc
-	seq   int64
-}
-
-// flush queues the final node rows (with their index rows) and the seq.
-func (g *groupWrites) flush(w *writer) {
-	if g.seq == 0 {
-		return
-	}
-	changed := make([]string, 0, len(g.dirty))
-	for id := range g.dirty {
-		changed = append(changed, id)
-	}
-	sort.Strings(changed)
-	w.nodes(g.page, kbcore.Result{Doc: g.doc, Changed: changed}, nil)
-	w.batch.Queue(`UPDATE pages SET seq = $2 WHERE id = $1`, g.page, g.seq)
-}
-
-// effects re-applies each effect on its page's current document (the plan
-// checked they all apply) and queues the writes: seq, page record, changed
-// node rows with their index rows, log and outbox rows, notification.
-func (w *writer) effects() (map[string]int64, map[string]kbcore.Doc, error) {
-	docs := map[string]kbcore.Doc{}
-	seqs := map[string]int64{}
-	created := map[string]string{} // title -> page id, for pages this plan creates
+// effects takes each effect as applied by the planner (the plan checked
+// they all apply, each on its page's current document) and collects its
+// writes: seq, changed nodes (written once, in their final state, by
+// flush), log row; a changed page record is queued at once.
+func (w *writer) effects() error {
 	for _, e := range w.plan.Effects {
 		if e.Cmd.Type == kbcore.TypeCreatePage {
 			if d, ok := w.plan.Docs[e.PageID]; ok {
-				created[d.Page().Title] = e.PageID
+				w.rows.created[d.Page().Title] = e.PageID
 			}
 		}
 	}
 	for i, e := range w.plan.Effects {
-		if _, ok := seqs[e.PageID]; !ok {
+		p := w.rows.page(e.PageID, w.ws)
+		if !p.started {
 			_, seq, _, err := w.kb.head(e.PageID)
 			if err != nil {
-				return nil, nil, classify(err)
+				return classify(err)
 			}
-			seqs[e.PageID] = seq
+			p.seq, p.started = seq, true
 		}
 		res := e.Result // applied once, by the planner
-		docs[e.PageID] = res.Doc
-		seqs[e.PageID]++
-		seq := seqs[e.PageID]
+		p.seq++
+		seq := p.seq
 		if i == 0 {
 			w.originSeq = seq
 		}
-		if g := w.group; g != nil {
-			// Group transactions take only plans on their own page that
-			// leave names alone (no page creation).
-			if res.PageChanged {
-				w.page(e, res, seq)
-			}
-			for _, id := range res.Changed {
-				g.dirty[id] = true
-			}
-			g.doc, g.seq = res.Doc, seq
-		} else {
+		if res.PageChanged || (seq == 1 && e.Cmd.Type == kbcore.TypeCreatePage) {
 			w.page(e, res, seq)
-			w.nodes(e.PageID, res, created)
 		}
+		for _, id := range res.Changed {
+			p.dirty[id] = true
+		}
+		p.doc, p.changed = res.Doc, true
 		inverse, _ := json.Marshal(res.Inverse)
-		var cause *string
-		if e.Cause != "" {
-			cause = &e.Cause
-		}
 		payload := payloadJSON(e.Cmd.Payload)
-		w.batch.Queue(`INSERT INTO command_log (workspace_id, id, page_id, seq, device_id, type, payload, inverse, outcome, cause)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'committed', $9)`,
-			w.ws, e.Cmd.ID, e.PageID, seq, w.device, e.Cmd.Type, payload, inverse, cause)
+		w.rows.committedRow(w.ws, w.device, e, seq, payload, inverse)
 		w.entries = append(w.entries, pageEntry{page: e.PageID, entry: Entry{Seq: seq,
 			Cmd: kbcore.Command{ID: e.Cmd.ID, Type: e.Cmd.Type, Payload: payload}, DeviceID: w.device, Cause: e.Cause}})
-		w.batch.Queue(`INSERT INTO outbox (workspace_id, page_id, seq) VALUES ($1, $2, $3)`, w.ws, e.PageID, seq)
-		w.batch.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, e.PageID+":"+strconv.FormatInt(seq, 10))
 	}
-	return seqs, docs, nil
+	return nil
 }
 
+// page queues the writes of a created or changed page record (its seq is
+// written by flush).
 func (w *writer) page(e kbcore.Effect, res kbcore.Result, seq int64) {
 	p := res.Doc.Page()
 	var merged *string
@@ -670,75 +651,14 @@ func (w *writer) page(e kbcore.Effect, res kbcore.Result, seq int64) {
 	if seq == 1 && e.Cmd.Type == kbcore.TypeCreatePage {
 		w.batch.Queue(`INSERT INTO pages (workspace_id, id, title, dir, merged_into, seq) VALUES ($1, $2, $3, $4, $5, 1)`,
 			w.ws, p.ID, p.Title, p.Dir, merged)
-	} else if res.PageChanged {
-		w.batch.Queue(`UPDATE pages SET seq = $2, title = $3, dir = $4, merged_into = $5 WHERE id = $1`,
-			p.ID, seq, p.Title, p.Dir, merged)
 	} else {
-		w.batch.Queue(`UPDATE pages SET seq = $2 WHERE id = $1`, p.ID, seq)
+		w.batch.Queue(`UPDATE pages SET title = $2, dir = $3, merged_into = $4 WHERE id = $1`,
+			p.ID, p.Title, p.Dir, merged)
 	}
 	if res.PageChanged {
 		w.batch.Queue(`DELETE FROM aliases WHERE page_id = $1`, p.ID)
 		for i, a := range p.Aliases {
 			w.batch.Queue(`INSERT INTO aliases (workspace_id, page_id, ord, alias) VALUES ($1, $2, $3, $4)`, w.ws, p.ID, i, a)
 		}
-	}
-}
-
-func (w *writer) nodes(pageID string, res kbcore.Result, created map[string]string) {
-	if len(res.Changed) == 0 {
-		return
-	}
-	w.batch.Queue(`DELETE FROM links WHERE page_id = $1 AND node_id = ANY($2)`, pageID, res.Changed)
-	w.batch.Queue(`DELETE FROM labels WHERE page_id = $1 AND node_id = ANY($2)`, pageID, res.Changed)
-	w.batch.Queue(`DELETE FROM deps WHERE page_id = $1 AND node_id = ANY($2)`, pageID, res.Changed)
-	var gone []string
-	for _, id := range res.Changed {
-		n, ok := res.Doc.Node(id)
-		if !ok {
-			gone = append(gone, id)
-			continue
-		}
-		var parent *string
-		if n.Parent != "" {
-			parent = &n.Parent
-		}
-		var outputs, cells []byte
-		if n.Kind == kbcore.KindCode {
-			outputs, _ = json.Marshal(n.Outputs)
-		}
-		if n.Kind == kbcore.KindTable {
-			cells, _ = json.Marshal(n.Cells)
-		}
-		w.batch.Queue(`INSERT INTO nodes (workspace_id, page_id, id, parent, rank, kind, text, outputs, cells)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			ON CONFLICT (page_id, id) DO UPDATE SET parent = EXCLUDED.parent, rank = EXCLUDED.rank,
-				kind = EXCLUDED.kind, text = EXCLUDED.text, outputs = EXCLUDED.outputs, cells = EXCLUDED.cells`,
-			w.ws, pageID, n.ID, parent, n.Rank, n.Kind, n.Text, outputs, cells)
-		x := kbcore.IndexNode(n)
-		for i, r := range x.Refs {
-			title := kbcore.NormalizeTitle(r.Title)
-			var target *string
-			if id, ok := w.kb.PageByTitle(title); ok {
-				target = &id
-			} else if id, ok := w.kb.PageByAlias(title); ok {
-				target = &id
-			} else if id, ok := created[title]; ok {
-				target = &id
-			}
-			w.batch.Queue(`INSERT INTO links (workspace_id, page_id, node_id, ord, kind, title, target_page)
-				VALUES ($1, $2, $3, $4, $5, $6, $7)`, w.ws, pageID, n.ID, i, r.Kind, title, target)
-		}
-		if x.Label != nil {
-			w.batch.Queue(`INSERT INTO labels (workspace_id, page_id, node_id, key, text, number) VALUES ($1, $2, $3, $4, $5, $6)`,
-				w.ws, pageID, n.ID, x.Label.Key, x.Label.Text, x.Label.Number)
-		}
-		for i, d := range x.Deps {
-			w.batch.Queue(`INSERT INTO deps (workspace_id, page_id, node_id, ord, cell, on_cell, on_page, on_label)
-				VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, ''), nullif($8, ''))`,
-				w.ws, pageID, n.ID, i, d.Cell, d.On.Cell, d.On.Page, d.On.Label)
-		}
-	}
-	if len(gone) > 0 {
-		w.batch.Queue(`DELETE FROM nodes WHERE page_id = $1 AND id = ANY($2)`, pageID, gone)
 	}
 }

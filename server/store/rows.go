@@ -1,0 +1,278 @@
+package store
+
+import (
+	"encoding/json"
+	"sort"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/subspace/kbkit/kbcore"
+)
+
+// txWrites collects the rows one command transaction writes, alone or as a
+// group, so that they travel as a fixed handful of multi-row statements
+// (flush) whatever the number of commands, pages and nodes: one insert of
+// log rows, one delete and one insert per index table, one upsert and one
+// delete of nodes, one update of page seqs and one statement of
+// notifications. Each page's nodes are written once, in their final state,
+// and each page gets one notification, of its last seq (a notification
+// says "committed up to seq", spec/PROTOCOL.md section 6). Page records
+// (create, rename, aliases, merge) are rare and queued at once, before the
+// rows, as their own statements.
+type txWrites struct {
+	pages   map[string]*pageWrites
+	created map[string]string // title -> id of the pages this transaction creates
+	log     logRows
+	rej     rejRows
+}
+
+// pageWrites is what the transaction did to one page so far.
+type pageWrites struct {
+	ws      string
+	started bool  // seq holds the page's seq (its head, then its last command's)
+	seq     int64 // the page's seq after the commands so far
+	changed bool  // a command committed on the page
+	doc     kbcore.Doc
+	dirty   map[string]bool // nodes to write (or delete) in their final state
+}
+
+func newTxWrites() *txWrites {
+	return &txWrites{pages: map[string]*pageWrites{}, created: map[string]string{}}
+}
+
+func (t *txWrites) page(id, ws string) *pageWrites {
+	p := t.pages[id]
+	if p == nil {
+		p = &pageWrites{ws: ws, dirty: map[string]bool{}}
+		t.pages[id] = p
+	}
+	return p
+}
+
+// logRows are committed command_log rows, one array per column.
+type logRows struct {
+	ws, id, page, device, typ, payload, inverse []string
+	seq                                         []int64
+	cause                                       []*string
+}
+
+// rejRows are rejected command_log rows (no seq).
+type rejRows struct {
+	ws, id, page, device, typ, payload, code, message []string
+}
+
+func (t *txWrites) committedRow(ws, device string, e kbcore.Effect, seq int64, payload []byte, inverse []byte) {
+	l := &t.log
+	l.ws = append(l.ws, ws)
+	l.id = append(l.id, e.Cmd.ID)
+	l.page = append(l.page, e.PageID)
+	l.device = append(l.device, device)
+	l.typ = append(l.typ, e.Cmd.Type)
+	l.payload = append(l.payload, string(payload))
+	l.inverse = append(l.inverse, string(inverse))
+	l.seq = append(l.seq, seq)
+	var cause *string
+	if e.Cause != "" {
+		c := e.Cause
+		cause = &c
+	}
+	l.cause = append(l.cause, cause)
+}
+
+// rejected adds the log row of a rejected command.
+func (t *txWrites) rejected(dev Device, env kbcore.Envelope, rej *kbcore.Rejection) {
+	r := &t.rej
+	r.ws = append(r.ws, dev.WorkspaceID)
+	r.id = append(r.id, env.ID)
+	r.page = append(r.page, env.PageID)
+	r.device = append(r.device, dev.DeviceID)
+	r.typ = append(r.typ, env.Type)
+	r.payload = append(r.payload, string(payloadJSON(env.Payload)))
+	r.code = append(r.code, rej.Code)
+	r.message = append(r.message, rej.Message)
+}
+
+// The statements of flush. Every array parameter is text (cast in SQL), so
+// that any driver sends them alike; ids are checked UUIDs by then.
+const (
+	sqlLogCommitted = `INSERT INTO command_log (workspace_id, id, page_id, seq, device_id, type, payload, inverse, outcome, cause)
+		SELECT ws::uuid, id::uuid, page::uuid, seq, dev::uuid, typ, payload::json, inverse::jsonb, 'committed', cause::uuid
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+			AS t(ws, id, page, seq, dev, typ, payload, inverse, cause)`
+	sqlLogRejected = `INSERT INTO command_log (workspace_id, id, page_id, device_id, type, payload, outcome, code, message)
+		SELECT ws::uuid, id::uuid, page::uuid, dev::uuid, typ, payload::json, 'rejected', code, message
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+			AS t(ws, id, page, dev, typ, payload, code, message)`
+	sqlDelLinks = `DELETE FROM links l USING unnest($1::text[], $2::text[]) AS x(page, node)
+		WHERE l.page_id = x.page::uuid AND l.node_id = x.node`
+	sqlDelLabels = `DELETE FROM labels l USING unnest($1::text[], $2::text[]) AS x(page, node)
+		WHERE l.page_id = x.page::uuid AND l.node_id = x.node`
+	sqlDelDeps = `DELETE FROM deps d USING unnest($1::text[], $2::text[]) AS x(page, node)
+		WHERE d.page_id = x.page::uuid AND d.node_id = x.node`
+	sqlDelNodes = `DELETE FROM nodes n USING unnest($1::text[], $2::text[]) AS x(page, node)
+		WHERE n.page_id = x.page::uuid AND n.id = x.node`
+	sqlUpsertNodes = `INSERT INTO nodes (workspace_id, page_id, id, parent, rank, kind, text, outputs, cells)
+		SELECT ws::uuid, page::uuid, id, parent, rank, kind, text, outputs::jsonb, cells::jsonb
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+			AS t(ws, page, id, parent, rank, kind, text, outputs, cells)
+		ON CONFLICT (page_id, id) DO UPDATE SET parent = EXCLUDED.parent, rank = EXCLUDED.rank,
+			kind = EXCLUDED.kind, text = EXCLUDED.text, outputs = EXCLUDED.outputs, cells = EXCLUDED.cells`
+	sqlInsLinks = `INSERT INTO links (workspace_id, page_id, node_id, ord, kind, title, target_page)
+		SELECT ws::uuid, page::uuid, node, ord, kind, title, target::uuid
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[], $7::text[])
+			AS t(ws, page, node, ord, kind, title, target)`
+	sqlInsLabels = `INSERT INTO labels (workspace_id, page_id, node_id, key, text, number)
+		SELECT ws::uuid, page::uuid, node, key, text, number
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::float8[])
+			AS t(ws, page, node, key, text, number)`
+	sqlInsDeps = `INSERT INTO deps (workspace_id, page_id, node_id, ord, cell, on_cell, on_page, on_label)
+		SELECT ws::uuid, page::uuid, node, ord, cell, nullif(on_cell, ''), nullif(on_page, ''), nullif(on_label, '')
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[], $7::text[], $8::text[])
+			AS t(ws, page, node, ord, cell, on_cell, on_page, on_label)`
+	sqlPageSeqs = `UPDATE pages p SET seq = x.seq FROM unnest($1::text[], $2::int8[]) AS x(id, seq) WHERE p.id = x.id::uuid`
+	sqlNotify   = `SELECT pg_notify($1, x) FROM unnest($2::text[]) AS x`
+)
+
+// flush queues the collected rows into b; kbFor gives the view of a
+// workspace, which resolves the link targets of the written nodes.
+func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
+	if l := &t.log; len(l.id) > 0 {
+		b.Queue(sqlLogCommitted, l.ws, l.id, l.page, l.seq, l.device, l.typ, l.payload, l.inverse, l.cause)
+	}
+	if r := &t.rej; len(r.id) > 0 {
+		b.Queue(sqlLogRejected, r.ws, r.id, r.page, r.device, r.typ, r.payload, r.code, r.message)
+	}
+	ids := make([]string, 0, len(t.pages))
+	for id, p := range t.pages {
+		if p.changed {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	sort.Strings(ids)
+	var (
+		xPage, xNode []string // nodes whose index rows are rewritten
+		gPage, gNode []string // nodes deleted
+		n            struct {
+			ws, page, id, rank, kind, text []string
+			parent, outputs, cells         []*string
+		}
+		lk struct {
+			ws, page, node, kind, title []string
+			ord                         []int32
+			target                      []*string
+		}
+		lb struct {
+			ws, page, node, key, text []string
+			number                    []*float64
+		}
+		dp struct {
+			ws, page, node, cell, onCell, onPage, onLabel []string
+			ord                                           []int32
+		}
+		seqPage  []string
+		seqs     []int64
+		notifies []string
+	)
+	for _, page := range ids {
+		p := t.pages[page]
+		seqPage = append(seqPage, page)
+		seqs = append(seqs, p.seq)
+		notifies = append(notifies, page+":"+strconv.FormatInt(p.seq, 10))
+		changed := make([]string, 0, len(p.dirty))
+		for id := range p.dirty {
+			changed = append(changed, id)
+		}
+		sort.Strings(changed)
+		kb := kbFor(p.ws)
+		for _, id := range changed {
+			xPage, xNode = append(xPage, page), append(xNode, id)
+			node, ok := p.doc.Node(id)
+			if !ok {
+				gPage, gNode = append(gPage, page), append(gNode, id)
+				continue
+			}
+			n.ws, n.page, n.id = append(n.ws, p.ws), append(n.page, page), append(n.id, node.ID)
+			n.rank, n.kind, n.text = append(n.rank, node.Rank), append(n.kind, node.Kind), append(n.text, node.Text)
+			n.parent = append(n.parent, optional(node.Parent))
+			var outputs, cells *string
+			if node.Kind == kbcore.KindCode {
+				b, _ := json.Marshal(node.Outputs)
+				s := string(b)
+				outputs = &s
+			}
+			if node.Kind == kbcore.KindTable {
+				b, _ := json.Marshal(node.Cells)
+				s := string(b)
+				cells = &s
+			}
+			n.outputs, n.cells = append(n.outputs, outputs), append(n.cells, cells)
+			x := kbcore.IndexNode(node)
+			for i, r := range x.Refs {
+				title := kbcore.NormalizeTitle(r.Title)
+				var target *string
+				if tid, ok := kb.PageByTitle(title); ok {
+					target = &tid
+				} else if tid, ok := kb.PageByAlias(title); ok {
+					target = &tid
+				} else if tid, ok := t.created[title]; ok {
+					target = &tid
+				}
+				lk.ws, lk.page, lk.node = append(lk.ws, p.ws), append(lk.page, page), append(lk.node, node.ID)
+				lk.ord, lk.kind, lk.title = append(lk.ord, int32(i)), append(lk.kind, r.Kind), append(lk.title, title)
+				lk.target = append(lk.target, target)
+			}
+			if x.Label != nil {
+				lb.ws, lb.page, lb.node = append(lb.ws, p.ws), append(lb.page, page), append(lb.node, node.ID)
+				lb.key, lb.text, lb.number = append(lb.key, x.Label.Key), append(lb.text, x.Label.Text), append(lb.number, x.Label.Number)
+			}
+			for i, d := range x.Deps {
+				dp.ws, dp.page, dp.node = append(dp.ws, p.ws), append(dp.page, page), append(dp.node, node.ID)
+				dp.ord, dp.cell = append(dp.ord, int32(i)), append(dp.cell, d.Cell)
+				dp.onCell, dp.onPage, dp.onLabel = append(dp.onCell, d.On.Cell), append(dp.onPage, d.On.Page), append(dp.onLabel, d.On.Label)
+			}
+		}
+	}
+	if len(xPage) > 0 {
+		b.Queue(sqlDelLinks, xPage, xNode)
+		b.Queue(sqlDelLabels, xPage, xNode)
+		b.Queue(sqlDelDeps, xPage, xNode)
+	}
+	if len(n.id) > 0 {
+		b.Queue(sqlUpsertNodes, n.ws, n.page, n.id, n.parent, n.rank, n.kind, n.text, n.outputs, n.cells)
+	}
+	if len(gPage) > 0 {
+		b.Queue(sqlDelNodes, gPage, gNode)
+	}
+	if len(lk.node) > 0 {
+		b.Queue(sqlInsLinks, lk.ws, lk.page, lk.node, lk.ord, lk.kind, lk.title, lk.target)
+	}
+	if len(lb.node) > 0 {
+		b.Queue(sqlInsLabels, lb.ws, lb.page, lb.node, lb.key, lb.text, lb.number)
+	}
+	if len(dp.node) > 0 {
+		b.Queue(sqlInsDeps, dp.ws, dp.page, dp.node, dp.ord, dp.cell, dp.onCell, dp.onPage, dp.onLabel)
+	}
+	b.Queue(sqlPageSeqs, seqPage, seqs)
+	b.Queue(sqlNotify, NotifyChannel, notifies)
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// remember caches the final document of every page the committed
+// transaction changed.
+func (t *txWrites) remember(s *Store) {
+	for id, p := range t.pages {
+		if p.changed {
+			s.remember(id, p.seq, p.doc)
+		}
+	}
+}
