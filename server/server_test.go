@@ -41,7 +41,7 @@ type instance struct {
 	ts  *httptest.Server
 }
 
-func newInstance(t *testing.T, dsn string, opts Options, hubOpts ...dispatch.Option) *instance {
+func newInstance(t testing.TB, dsn string, opts Options, hubOpts ...dispatch.Option) *instance {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, dsn)
@@ -71,12 +71,12 @@ func newInstance(t *testing.T, dsn string, opts Options, hubOpts ...dispatch.Opt
 
 // client is a paired device talking to an instance.
 type client struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	dev  store.PairedDevice
 }
 
-func pair(t *testing.T, in *instance, workspace string) client {
+func pair(t testing.TB, in *instance, workspace string) client {
 	t.Helper()
 	dev, err := in.st.PairDevice(context.Background(), workspace)
 	if err != nil {
@@ -121,7 +121,7 @@ func (c client) do(method, path string, body []byte, token string) (int, []byte)
 	return res.StatusCode, b
 }
 
-func decode[T any](t *testing.T, b []byte) T {
+func decode[T any](t testing.TB, b []byte) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal(b, &v); err != nil {

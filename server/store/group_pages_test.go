@@ -260,6 +260,8 @@ func BenchmarkManyPages(b *testing.B) {
 			var next atomic.Int64
 			before := st.Stats()
 			x0 := xacts()
+			cm := cpuMeter{st: st}
+			self0, pg0 := cm.self(), cm.backends(b)
 			prev := runtime.GOMAXPROCS(writers)
 			defer runtime.GOMAXPROCS(prev)
 			b.SetParallelism(1)
@@ -277,6 +279,9 @@ func BenchmarkManyPages(b *testing.B) {
 				}
 			})
 			b.StopTimer()
+			self1, pg1 := cm.self(), cm.backends(b)
+			b.ReportMetric(float64((self1-self0).Microseconds())/float64(b.N), "go-µs/cmd")
+			b.ReportMetric(float64((pg1-pg0).Microseconds())/float64(b.N), "pg-µs/cmd")
 			// Stats are read after the counter settles (pg_stat is updated
 			// when a backend goes idle).
 			time.Sleep(600 * time.Millisecond)

@@ -171,8 +171,13 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
-	if _, set := cfg.ConnConfig.RuntimeParams["enable_seqscan"]; !set {
-		cfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
+	// And they are planned once: the multi-row statements take arrays,
+	// whose lengths a custom plan would see and re-plan for at every
+	// execution.
+	for k, v := range map[string]string{"enable_seqscan": "off", "plan_cache_mode": "force_generic_plan"} {
+		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

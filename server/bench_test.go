@@ -1,0 +1,52 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/subspace/kbkit/server/pgprovider"
+)
+
+// BenchmarkCommandHTTP is kb.command over HTTP end to end (8 writers, each
+// on its own page, one subscriber per page): the server's work per command
+// with PostgreSQL, as allocations and time per command.
+func BenchmarkCommandHTTP(b *testing.B) {
+	in := newInstance(b, pgprovider.ForTest(b), Options{})
+	c := pair(b, in, "bench")
+	const writers = 8
+	pages := make([]string, writers)
+	for i := range pages {
+		pages[i] = c.newPage()
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(writers)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		page := pages[int(next.Add(1)-1)%writers]
+		hc := &http.Client{}
+		for i := 0; pb.Next(); i++ {
+			body := c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": fmt.Sprint("text ", i)})
+			req, _ := http.NewRequest("POST", in.ts.URL+"/trpc/kb.command", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+c.dev.Token)
+			res, err := hc.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != 200 {
+				b.Errorf("status %d", res.StatusCode)
+				return
+			}
+		}
+	})
+}
