@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -49,4 +50,19 @@ func BenchmarkCommandHTTP(b *testing.B) {
 			}
 		}
 	})
+}
+
+// kb.command's hand-written answer is what json.Marshal writes.
+func TestCommandAnswerEncoding(t *testing.T) {
+	for _, r := range []CommandResult{{Seq: 1}, {Seq: 0}, {Seq: 9007199254740993, Duplicate: true}, {Seq: -3}} {
+		var e successEnvelope
+		e.Result.Data = r
+		want, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendCommandAnswer(nil, r); string(got) != string(want)+"\n" {
+			t.Errorf("%+v: %s, want %s", r, got, want)
+		}
+	}
 }

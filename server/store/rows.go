@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/subspace/kbkit/kbcore"
 )
@@ -138,10 +139,10 @@ const (
 // workspace, which resolves the link targets of the written nodes.
 func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 	if l := &t.log; len(l.id) > 0 {
-		b.Queue(sqlLogCommitted, l.ws, l.id, l.page, l.seq, l.device, l.typ, l.payload, l.inverse, l.cause)
+		b.Queue(sqlLogCommitted, textArray(l.ws), textArray(l.id), textArray(l.page), l.seq, textArray(l.device), textArray(l.typ), textArray(l.payload), textArray(l.inverse), l.cause)
 	}
 	if r := &t.rej; len(r.id) > 0 {
-		b.Queue(sqlLogRejected, r.ws, r.id, r.page, r.device, r.typ, r.payload, r.code, r.message)
+		b.Queue(sqlLogRejected, textArray(r.ws), textArray(r.id), textArray(r.page), textArray(r.device), textArray(r.typ), textArray(r.payload), textArray(r.code), textArray(r.message))
 	}
 	ids := make([]string, 0, len(t.pages))
 	for id, p := range t.pages {
@@ -237,27 +238,27 @@ func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 		}
 	}
 	if len(xPage) > 0 {
-		b.Queue(sqlDelLinks, xPage, xNode)
-		b.Queue(sqlDelLabels, xPage, xNode)
-		b.Queue(sqlDelDeps, xPage, xNode)
+		b.Queue(sqlDelLinks, textArray(xPage), textArray(xNode))
+		b.Queue(sqlDelLabels, textArray(xPage), textArray(xNode))
+		b.Queue(sqlDelDeps, textArray(xPage), textArray(xNode))
 	}
 	if len(n.id) > 0 {
-		b.Queue(sqlUpsertNodes, n.ws, n.page, n.id, n.parent, n.rank, n.kind, n.text, n.outputs, n.cells)
+		b.Queue(sqlUpsertNodes, textArray(n.ws), textArray(n.page), textArray(n.id), n.parent, textArray(n.rank), textArray(n.kind), textArray(n.text), n.outputs, n.cells)
 	}
 	if len(gPage) > 0 {
-		b.Queue(sqlDelNodes, gPage, gNode)
+		b.Queue(sqlDelNodes, textArray(gPage), textArray(gNode))
 	}
 	if len(lk.node) > 0 {
-		b.Queue(sqlInsLinks, lk.ws, lk.page, lk.node, lk.ord, lk.kind, lk.title, lk.target)
+		b.Queue(sqlInsLinks, textArray(lk.ws), textArray(lk.page), textArray(lk.node), lk.ord, textArray(lk.kind), textArray(lk.title), lk.target)
 	}
 	if len(lb.node) > 0 {
-		b.Queue(sqlInsLabels, lb.ws, lb.page, lb.node, lb.key, lb.text, lb.number)
+		b.Queue(sqlInsLabels, textArray(lb.ws), textArray(lb.page), textArray(lb.node), textArray(lb.key), textArray(lb.text), lb.number)
 	}
 	if len(dp.node) > 0 {
-		b.Queue(sqlInsDeps, dp.ws, dp.page, dp.node, dp.ord, dp.cell, dp.onCell, dp.onPage, dp.onLabel)
+		b.Queue(sqlInsDeps, textArray(dp.ws), textArray(dp.page), textArray(dp.node), dp.ord, textArray(dp.cell), textArray(dp.onCell), textArray(dp.onPage), textArray(dp.onLabel))
 	}
-	b.Queue(sqlPageSeqs, seqPage, seqs)
-	b.Queue(sqlNotify, NotifyChannel, notifies)
+	b.Queue(sqlPageSeqs, textArray(seqPage), seqs)
+	b.Queue(sqlNotify, NotifyChannel, textArray(notifies))
 }
 
 func optional(s string) *string {
@@ -276,3 +277,25 @@ func (t *txWrites) remember(s *Store) {
 		}
 	}
 }
+
+// textArray is a text[] parameter that pgx encodes without boxing each
+// element (a []string is encoded through an interface value per element,
+// an allocation each).
+type textArray []string
+
+func (a textArray) Dimensions() []pgtype.ArrayDimension {
+	if a == nil {
+		return nil
+	}
+	return []pgtype.ArrayDimension{{Length: int32(len(a)), LowerBound: 1}}
+}
+
+func (a textArray) Index(i int) any { return (*textElem)(&a[i]) }
+
+func (a textArray) IndexType() any { return new(textElem) }
+
+// textElem is an element of a textArray: a pointer to it fits an
+// interface value without an allocation.
+type textElem string
+
+func (t *textElem) TextValue() (pgtype.Text, error) { return pgtype.Text{String: string(*t), Valid: true}, nil }

@@ -233,9 +233,9 @@ func (t *pipeTx) open(kb *txKB, nameLock string, pages []string, keys []logKey) 
 	if nameLock != "" {
 		b.Queue(sqlLockNames, "names:"+nameLock)
 	}
-	b.Queue(sqlLockPages, pages)
-	b.Queue(sqlDecided, kws, kid)
-	b.Queue(sqlHeads, pages)
+	b.Queue(sqlLockPages, textArray(pages))
+	b.Queue(sqlDecided, textArray(kws), textArray(kid))
+	b.Queue(sqlHeads, textArray(pages))
 	br := t.c.SendBatch(t.ctx, b)
 	defer br.Close()
 	execs := 2
