@@ -298,4 +298,6 @@ func (a textArray) IndexType() any { return new(textElem) }
 // interface value without an allocation.
 type textElem string
 
-func (t *textElem) TextValue() (pgtype.Text, error) { return pgtype.Text{String: string(*t), Valid: true}, nil }
+func (t *textElem) TextValue() (pgtype.Text, error) {
+	return pgtype.Text{String: string(*t), Valid: true}, nil
+}
