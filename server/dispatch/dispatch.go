@@ -117,6 +117,8 @@ type Hub struct {
 	pages  map[string]*page // pages with at least one subscriber
 	nsubs  int
 
+	logReads atomic.Int64 // catch-up reads of a page's log
+
 	// beforeListen, if set, is called before each LISTEN connection attempt
 	// (a test hook).
 	beforeListen func()
@@ -135,6 +137,7 @@ type page struct {
 	pendingSince time.Time
 	subs         []*Subscription
 	running      bool // a catch-up goroutine owns the page
+	graceArmed   bool // a local notification waits for the commit hook (notify)
 	dirty        bool // catch up again: something may have been committed
 	removed      bool // no longer in Hub.pages
 }
@@ -440,6 +443,7 @@ func (h *Hub) catchUp(p *page) {
 		from := p.cursor
 		h.mu.Unlock()
 
+		h.logReads.Add(1)
 		entries, err := h.st.Log(h.ctx, p.id, from, batchSize)
 
 		h.mu.Lock()
@@ -520,8 +524,15 @@ func (h *Hub) noteLocked(id string, seq int64, now time.Time) {
 	h.kickLocked(p)
 }
 
-// notify handles one notification payload "<page id>:<seq>".
-func (h *Hub) notify(payload string) {
+// localGrace is how long a notification of this process's own commit
+// waits for the commit hook's delivery (which usually comes first or at
+// once) before the page is caught up from the log: the hook is skipped
+// only when the COMMIT's answer was lost.
+const localGrace = 50 * time.Millisecond
+
+// notify handles one notification payload "<page id>:<seq>"; local says
+// one of the store's own connections sent it.
+func (h *Hub) notify(payload string, local bool) {
 	i := strings.LastIndexByte(payload, ':')
 	if i < 0 {
 		return
@@ -535,8 +546,37 @@ func (h *Hub) notify(payload string) {
 		return
 	}
 	h.mu.Lock()
-	h.noteLocked(id, seq, time.Now())
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	if !local {
+		h.noteLocked(id, seq, time.Now())
+		return
+	}
+	p := h.pages[id]
+	if p == nil || seq <= p.cursor {
+		return
+	}
+	if seq > p.target {
+		p.target = seq
+	}
+	if p.pendingSince.IsZero() {
+		p.pendingSince = time.Now()
+	}
+	if p.running {
+		p.dirty = true // the running catch-up reads once more
+		return
+	}
+	if p.graceArmed {
+		return
+	}
+	p.graceArmed = true
+	time.AfterFunc(localGrace, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		p.graceArmed = false
+		if p.target > p.cursor {
+			h.kickLocked(p)
+		}
+	})
 }
 
 // checkAll reads the committed seq of every subscribed page and catches up
@@ -662,7 +702,7 @@ func (h *Hub) wait(conn *pgx.Conn) error {
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		if err == nil {
-			h.notify(n.Payload)
+			h.notify(n.Payload, h.st.LocalBackend(n.PID))
 			continue
 		}
 		if h.ctx.Err() != nil {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -637,4 +638,73 @@ func TestLocalCommitsNeedNoNotification(t *testing.T) {
 	expect(t, sub, 4, 6)
 	local.edit(t, page, "live again")
 	expect(t, sub, 6, 7)
+}
+
+// A commit of this process is delivered by the commit hook alone: its
+// notification, which also comes, starts no read of the log. A commit
+// whose notification comes from one of the store's connections but whose
+// hook never runs (the COMMIT's answer lost) is still delivered, from the
+// log, after the grace.
+func TestLocalNotificationsReadNoLog(t *testing.T) {
+	st := openStore(t, pgprovider.ForTest(t))
+	w := newWriter(t, st)
+	page := w.newPage(t)
+	h := startHub(t, New(st, Logger(quiet), PollInterval(never)))
+	sub := subscribe(t, h, page, 2)
+	waitIdle := func() {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			h.mu.Lock()
+			p := h.pages[page]
+			busy := p.running || p.graceArmed
+			h.mu.Unlock()
+			if !busy {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the page's catch-up did not end")
+			}
+		}
+	}
+	waitIdle()
+	reads := h.logReads.Load()
+	const n = 20
+	for i := range n {
+		w.edit(t, page, fmt.Sprint("local ", i))
+	}
+	expect(t, sub, 2, 2+n)
+	time.Sleep(2 * localGrace)
+	waitIdle()
+	if got := h.logReads.Load() - reads; got != 0 {
+		t.Fatalf("%d local commits read the log %d times", n, got)
+	}
+
+	// A commit on one of the store's own connections that no hook sees.
+	ctx := context.Background()
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := int64(3 + n)
+	if _, err := tx.Exec(ctx, `INSERT INTO command_log (workspace_id, id, page_id, seq, device_id, type, payload, inverse, outcome)
+		VALUES ($1, $2, $3, $4, $5, 'edit-text', '{"node":"n","text":"unhooked"}', '{}', 'committed')`,
+		w.dev.WorkspaceID, uuid.NewString(), page, seq, w.dev.DeviceID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE pages SET seq = $2 WHERE id = $1`, page, seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, store.NotifyChannel, fmt.Sprintf("%s:%d", page, seq)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ev := expect(t, sub, seq-1, seq)
+	if !strings.Contains(string(ev[0].Cmd.Payload), "unhooked") {
+		t.Fatalf("event %d: %s", seq, ev[0].Cmd.Payload)
+	}
+	if h.logReads.Load() == reads {
+		t.Fatal("the unhooked commit was delivered without a read of the log")
+	}
 }

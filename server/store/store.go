@@ -108,6 +108,17 @@ type Store struct {
 
 	hooksMu sync.Mutex
 	hooks   atomic.Pointer[[]CommitHook]
+
+	backends sync.Map // uint32 pid -> struct{}: the pool's live connections
+}
+
+// LocalBackend reports whether pid is the PostgreSQL backend of one of the
+// store's connections: a notification it sent is of a commit this process
+// made, which the commit hooks (OnCommit) deliver as soon as its COMMIT is
+// answered.
+func (s *Store) LocalBackend(pid uint32) bool {
+	_, ok := s.backends.Load(pid)
+	return ok
 }
 
 // CommitHook is told, after each COMMIT of this Store, the commands the
@@ -179,11 +190,19 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 			cfg.ConnConfig.RuntimeParams[k] = v
 		}
 	}
+	s := &Store{cache: map[string]cachedDoc{}, groupMax: defaultGroupMax, groupTx: defaultGroupTx, groupWait: defaultGroupWait}
+	// The backend pids of the pool's connections: a notification sent by
+	// one of them is of a commit of this process (LocalBackend).
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		s.backends.Store(c.PgConn().PID(), struct{}{})
+		return nil
+	}
+	cfg.BeforeClose = func(c *pgx.Conn) { s.backends.Delete(c.PgConn().PID()) }
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
-	s := &Store{pool: pool, cache: map[string]cachedDoc{}, groupMax: defaultGroupMax, groupTx: defaultGroupTx, groupWait: defaultGroupWait}
+	s.pool = pool
 	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
