@@ -19,11 +19,13 @@ import (
 // arrive queue up, and the next transaction decides many of them (up to
 // groupMax, of any pages) in arrival order, in two round trips and one WAL
 // flush: BEGIN + the locks of every page of the group (in page-id order,
-// as every transaction takes them) + the dedup reads of every id + the
-// page heads, then each command planned against the document the previous
-// ones of its page left, each with its own seq, log row, outbox row and
-// notification, and COMMIT. Each page's node rows (with their index rows)
-// and its seq are written once, in their final state.
+// as every transaction takes them, in one statement) + the dedup reads of
+// every id + the page heads (one statement each), then each command
+// planned against the document the previous ones of its page left, each
+// with its own seq and log row, and the writes (rows.go: the same handful
+// of multi-row statements for any group) and COMMIT. Each page's node rows
+// (with their index rows), its seq and its notification are written once,
+// in their final state.
 //
 // At most groupTx transactions of this Store run at once (default one): a command whose
 // page is idle runs alone at once while fewer run; the others queue, and a

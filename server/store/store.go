@@ -1,5 +1,5 @@
 // Package store is kbkit's Postgres store: the schema, the command
-// transaction (lock, dedup, plan, apply, write changed rows, log, outbox),
+// transaction (lock, dedup, plan, apply, write changed rows, log, notify),
 // page snapshots and log reads, and devices.
 //
 //	st, err := store.Open(ctx, dsn) // migrates
