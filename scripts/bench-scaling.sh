@@ -107,31 +107,7 @@ jq -n --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --argjson phase "$PHASE" --arg
                                                    cpu_seconds, machine_cpu, counts_agree})),
    idle: ($idle | sort_by(.windows))}' >"$OUT/scaling.json"
 
-jq -r --argjson u "$(ulimit -n)" '
-  def r(n): if . == null then "n/a" else (. * pow(10; n) | round / pow(10; n) | tostring) end;
-  def pct: "\(.machine_cpu.used_cores | r(2)) (\(.machine_cpu.used_fraction * 100 | round)%)";
-  "Measured \(.date) on \(.host) (\(.nproc) cores, shared), PHASE=\(.phase_seconds)s per point after \(.warmup_seconds)s of warm-up, commit \(.commit); `scripts/bench-scaling.sh`.",
-  "",
-  "Floors (`kbkit bench floor`): fdatasync after an 8 KiB write \(.floors.fsync.ops_per_second | round)/s (\(.floors.fsync.us_per_op | round) µs); HTTP POST 300 B -> 50 B at \(.floors.http.requests_per_second | round)/s: client \(.floors.http.client_us_per_request | r(1)) µs, server \(.floors.http.server_us_per_request | r(1)) µs of CPU per request.",
-  "",
-  "Many pages (1,000 pages, closed model). CPU ms per command; cpu used: cores of \(.nproc) used by generator + server + PostgreSQL, others: the rest of the machine busy.",
-  "",
-  "| writers | commands/s | commit p50 ms | commit p99 ms | generator ms | server ms | postgres ms | cpu used | others |",
-  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-  (.many_pages[] | "| \(.writers) | \(.rate | r(1)) | \(.commit_p50_ms | r(2)) | \(.commit_p99_ms | r(2)) | \(.ms_per_command.generator | r(3)) | \(.ms_per_command.server | r(3)) | \(.ms_per_command.postgres | r(3)) | \(pct) | \(.machine_cpu.others_cores | r(2)) |"),
-  "",
-  "Fan-out (hot page, open model, about 20,000 echoes/s). CPU µs per echo delivered; floor: CPU per loopback write / read of a 200-byte message at the same sockets and 20,000/s.",
-  "",
-  "| windows | commands/s | echoes/s | server µs | generator µs | floor write / read µs | fan-out p50 ms | fan-out p99 ms | cpu used | others |",
-  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-  (.fanout[] | "| \(.windows)\(if .asked != null and .asked != .windows then " (asked \(.asked): ulimit -n)" else "" end) | \(.rate | r(1)) | \(.echoes_per_second | round) | \(.us_per_echo.server | r(1)) | \(.us_per_echo.generator | r(1)) | \(.floor_us.write | r(1)) / \(.floor_us.read | r(1)) | \(.fanout_p50_ms | r(1)) | \(.fanout_p99_ms | r(1)) | \(pct) | \(.machine_cpu.others_cores | r(2)) |"),
-  "",
-  "Idle subscribed windows (a fresh kbkit serve each; VmRSS after 50 windows, then with the count).",
-  "",
-  "| windows | subscribed | RSS before kB | RSS after kB | KB per window |",
-  "|---:|---:|---:|---:|---:|",
-  (.idle[] | "| \(.windows)\(if .asked != .windows then " (asked \(.asked): ulimit -n \($u))" else "" end) | \(.subscribed) | \(.rss_kb_before) | \(.rss_kb_after) | \(.kb_per_window | r(1)) |")
-' "$OUT/scaling.json" >"$OUT/scaling.md"
+jq -r --argjson u "$(ulimit -n)" -f scripts/lib/scaling-table.jq "$OUT/scaling.json" >"$OUT/scaling.md"
 
 echo
 echo "== scaling (files in $OUT: scaling.md, scaling.json)"

@@ -23,8 +23,8 @@
 #
 # Each result.json has machine_cpu: the CPU of generator, server and
 # PostgreSQL over nproc × seconds (what the run used of the machine), and
-# the whole machine's busy time from /proc/stat (what the others sharing it
-# used besides).
+# the whole machine's busy time from /proc/stat: what the others sharing it
+# used besides, and the cores left idle (none left: the run was CPU-bound).
 
 NPROC=$(nproc)
 TCK=$(getconf CLK_TCK)
@@ -162,11 +162,12 @@ epoch() { date -d "$(jq -r "$1" "$2")" +%s.%N; }
 machine_cpu_json() {
   jq -nc --argjson used "$1" --argjson mach "$2" --argjson s "$3" --argjson n "$NPROC" '
     {cores: $n, seconds: $s, cpu_seconds: $used, used_cores: ($used / $s), used_fraction: ($used / ($n * $s)),
-     machine_busy_cores: ($mach / $s), others_cores: ([($mach - $used) / $s, 0] | max)}'
+     machine_busy_cores: ($mach / $s), others_cores: ([($mach - $used) / $s, 0] | max),
+     idle_cores: ([$n - $mach / $s, 0] | max)}'
 }
 # machine_cpu_line RESULT_JSON: "cpu used 1.36 of 2 cores (68%) ..."
 machine_cpu_line() {
-  jq -r '.machine_cpu | "  cpu used \(.used_cores * 100 | round / 100) of \(.cores) cores (\(.used_fraction * 100 | round)%) by this run; the machine was \(.machine_busy_cores * 100 | round / 100) cores busy (\(.others_cores * 100 | round / 100) by others)"' "$1" >&2
+  jq -r '.machine_cpu | "  cpu used \(.used_cores * 100 | round / 100) of \(.cores) cores (\(.used_fraction * 100 | round)%) by this run; the machine was \(.machine_busy_cores * 100 | round / 100) cores busy (\(.others_cores * 100 | round / 100) by others, \(.idle_cores * 100 | round / 100) idle)"' "$1" >&2
 }
 
 # bench_floor FLOORS [ARGS...]: the machine's floors into OUT/floor.json,
