@@ -90,7 +90,7 @@ counts=
 for n in $IDLE_WINDOWS; do
   counts="$counts $(bench_fit "$n")"
 done
-IDLE_WINDOWS=$counts
+IDLE_WINDOWS=${counts# }
 bench_tools pgbench psql jq go
 bench_build
 bench_pg
@@ -170,7 +170,7 @@ jq -s --arg strict "$STRICT" --argjson phase "$PHASE" --slurpfile floor "$OUT/fl
     {name: name, kind: kind, value: value, op: op, limit: limit, what: what,
      met: (if value == null then false elif op == ">=" then value >= limit else value <= limit end)};
   # with_floor(key; value; unit): a check with the floor under its figure (information).
-  def with_floor(key; v; unit): if v == null then . else . + {(key): v} | .what += "; floor \(v * 100 | round / 100) \(unit)" end;
+  def with_floor(key; v; unit): if v == null then . else . + {(key): v} | .what += "; floor \(v | if . < 1 then . * 1000 | round / 1000 else . * 10 | round / 10 end) \(unit)" end;
   def lb($n; f): [($fl.loopback // [])[] | select(.sockets == $n) | f][0];
   def ran(names): all(names[]; $p[.] != null);
   [ select(ran(["many-pages", "pgbench-c8"])) | check("many-pages ratio"; "target"; $p["many-pages"].rate / $p["pgbench-c8"].tps; ">="; 1.0;

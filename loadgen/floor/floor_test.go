@@ -64,8 +64,9 @@ func TestLoopback(t *testing.T) {
 	if r.WriteRate < 200 || r.WriteRate > 2600 {
 		t.Errorf("write rate %.0f/s, want about 2000", r.WriteRate)
 	}
-	// Reads trail writes by what is in flight, at most a few batches.
-	if d := r.Writes - r.Reads; d < -200 || d > 200 {
+	// Both marks see the same stream: reads trail writes by what is in
+	// flight (a stall of the reader on a crowded machine, at most).
+	if d := r.Writes - r.Reads; d < -max(200, r.Writes/5) || d > max(200, r.Writes/5) {
 		t.Errorf("%d written, %d read in the same window", r.Writes, r.Reads)
 	}
 	// A write or read of 200 bytes on loopback costs microseconds, not

@@ -226,7 +226,7 @@ loadgen_phase() {
   local gen=$! profiled=
   while kill -0 "$gen" 2>/dev/null; do
     # The server's profile starts with the generator's warm-up (setup left out).
-    if [ -z "$profiled" ] && [ -n "$SERVE" ] && grep -qE 'phase (warmup|load)' "$OUT/$name.log"; then
+    if [ -z "$profiled" ] && [ -n "$SERVE" ] && grep -qsE 'phase (warmup|load)' "$OUT/$name.log"; then
       kill -USR1 "$SERVE"
       profiled=1
     fi
