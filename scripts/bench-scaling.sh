@@ -101,7 +101,7 @@ jq -n --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --argjson phase "$PHASE" --arg
    floors: $fl,
    many_pages: ($mp | sort_by(.editors) | map({writers: .editors, pages, rate, commit_p50_ms, commit_p99_ms,
                                                ms_per_command, cpu_seconds, machine_cpu, counts_agree})),
-   fanout: ($fo | sort_by(.windows_per_page) | map({windows: .windows_per_page, asked, rate, echoes_per_second: (.counts.echoes / .seconds),
+   fanout: ($fo | sort_by(.windows_per_page) | map({windows: .windows_per_page, asked, rate, due: .counts.due, dropped: .counts.dropped, echoes_per_second: (.counts.echoes / .seconds),
                                                    us_per_echo, fanout_p50_ms, fanout_p99_ms, commit_p99_ms,
                                                    floor_us: {write: lb(.windows_per_page; .us_per_write), read: lb(.windows_per_page; .us_per_read)},
                                                    cpu_seconds, machine_cpu, counts_agree})),
