@@ -53,7 +53,7 @@ conformance:
 demo:
 	OUT=$(OUT) scripts/demo.sh
 
-.PHONY: loadgen-smoke bench-server
+.PHONY: loadgen-smoke bench-server bench-scaling bench-floor
 
 # A 10-second open-model run of the load generator against the embedded
 # reference server (hot page, 16 windows, 100 commands/s); any error fails.
@@ -67,6 +67,20 @@ loadgen-smoke:
 # per idle subscribed window (scripts/bench-server.sh; PHASE=seconds).
 bench-server:
 	OUT=$(OUT)/bench-server scripts/bench-server.sh
+
+# kbkit serve's figures as the load grows, on one local PostgreSQL:
+# many-pages at 1, 2, 4, 8, 16 writers, fan-out at 200, 2,000 and 10,000
+# windows (20,000 echoes/s each), RSS per idle window at 5,000 and 20,000;
+# a markdown table in OUT/bench-scaling/scaling.md (scripts/bench-scaling.sh;
+# PHASE=seconds per point).
+bench-scaling:
+	OUT=$(OUT)/bench-scaling scripts/bench-scaling.sh
+
+# This machine's floors under those figures: CPU per loopback TCP write
+# and read (200 and 2,000 sockets, 20,000 messages/s of 200 bytes), the
+# fdatasync rate, the CPU of an HTTP round trip (kbkit bench floor).
+bench-floor:
+	$(GO) run ./cmd/kbkit bench floor
 
 .PHONY: failover
 

@@ -16,6 +16,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newDeviceCmd())
 	root.AddCommand(newConformanceCmd())
 	root.AddCommand(newLoadgenCmd())
+	root.AddCommand(newBenchCmd())
 	root.AddCommand(newVersionCmd())
 	return root
 }

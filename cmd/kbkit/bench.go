@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/subspace/kbkit/loadgen/floor"
+)
+
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure this machine's limits under the benchmarks' figures",
+	}
+	cmd.AddCommand(newBenchFloorCmd())
+	return cmd
+}
+
+// floorReport is what `kbkit bench floor` prints (--json: one object).
+type floorReport struct {
+	NumCPU   int                    `json:"nproc"`
+	Loopback []floor.LoopbackResult `json:"loopback,omitempty"`
+	Fsync    *floor.FsyncResult     `json:"fsync,omitempty"`
+	HTTP     *floor.HTTPResult      `json:"http,omitempty"`
+}
+
+func newBenchFloorCmd() *cobra.Command {
+	var (
+		floors        []string
+		sockets       []int
+		rate, size    int
+		duration      time.Duration
+		warmup        time.Duration
+		fsyncDir      string
+		fsyncDuration time.Duration
+		fsyncSize     int
+		httpRate      int
+		httpConc      int
+		asJSON        bool
+		childRole     string
+		childConfig   string
+	)
+	cmd := &cobra.Command{
+		Use:   "floor",
+		Short: "Measure the CPU of a loopback write and read, the fdatasync rate and an HTTP round trip",
+		Long: `Measures the floors under kbkit serve's and kbkit loadgen's figures on
+this machine, with the cheapest programs that do the same work:
+
+  loopback  N TCP sockets on 127.0.0.1; one process writes --size-byte
+            messages round-robin at --rate per second in total, another
+            reads them. Each reports its own CPU (getrusage): µs per write
+            (the floor under the server's CPU per fan-out echo, one
+            WebSocket write per window) and per message read (under the
+            generator's). On loopback the writer's system time includes the
+            TCP work of both ends. One measurement per --sockets count.
+  fsync     write 8 KiB + fdatasync in a loop on a preallocated file in
+            --fsync-dir (put it on the disk of PostgreSQL's data directory):
+            the ceiling on the commits per second of one WAL writer.
+  http      a net/http POST of 300 bytes with a 50-byte reply over
+            kept-alive loopback connections at --http-rate per second,
+            client and server in their own processes: CPU per request each.
+
+The figures are measurements of this machine at this moment: on shared
+cores, run them beside the benchmark they explain.`,
+		Example: `  kbkit bench floor
+  kbkit bench floor --floors loopback --sockets 200,2000 --rate 20000 --size 200 --duration 10s
+  kbkit bench floor --floors fsync --fsync-dir /var/lib/postgresql/15/main --json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if childRole != "" {
+				return floor.Child(childRole, childConfig, os.Stdin, c.OutOrStdout())
+			}
+			for _, f := range floors {
+				if !slices.Contains([]string{"loopback", "fsync", "http"}, f) {
+					return fmt.Errorf("--floors: unknown floor %q (loopback, fsync, http)", f)
+				}
+			}
+			spawn, err := selfSpawner()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt)
+			defer stop()
+			rep := floorReport{NumCPU: runtime.NumCPU()}
+			text := c.OutOrStdout()
+			if asJSON {
+				text = c.ErrOrStderr() // progress; the object goes to stdout
+			}
+			if slices.Contains(floors, "loopback") {
+				for _, n := range sockets {
+					r, err := floor.Loopback(ctx, spawn, floor.LoopbackConfig{Sockets: n, Rate: rate, Size: size, Duration: duration, Warmup: warmup})
+					if err != nil {
+						return err
+					}
+					rep.Loopback = append(rep.Loopback, r)
+					printLoopback(text, r)
+				}
+			}
+			if slices.Contains(floors, "fsync") {
+				r, err := floor.Fsync(ctx, floor.FsyncConfig{Dir: fsyncDir, Size: fsyncSize, Duration: fsyncDuration})
+				if err != nil {
+					return err
+				}
+				rep.Fsync = &r
+				fmt.Fprintf(text, "fdatasync in %s (%d-byte writes, %.1fs): %.0f per second, %.0f µs each\n",
+					r.Dir, r.Size, r.Seconds, r.OpsPerSec, r.USPerOp)
+			}
+			if slices.Contains(floors, "http") {
+				r, err := floor.HTTP(ctx, spawn, floor.HTTPConfig{Rate: httpRate, Concurrency: httpConc, RequestSize: 300, ReplySize: 50, Duration: duration, Warmup: warmup})
+				if err != nil {
+					return err
+				}
+				rep.HTTP = &r
+				fmt.Fprintf(text, "HTTP POST %d B -> %d B, %d kept-alive connections, %.0f requests/s (%.1fs): client %.1f µs, server %.1f µs of CPU per request\n",
+					r.RequestSize, r.ReplySize, r.Concurrency, r.RequestRate, r.Seconds, r.USPerRequest, r.USPerServed)
+			}
+			if asJSON {
+				return json.NewEncoder(c.OutOrStdout()).Encode(rep)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&floors, "floors", []string{"loopback", "fsync", "http"}, "the floors to measure: loopback, fsync, http")
+	fl.IntSliceVar(&sockets, "sockets", []int{200, 2000}, "loopback: socket counts, one measurement each")
+	fl.IntVar(&rate, "rate", 20000, "loopback: messages per second over all sockets")
+	fl.IntVar(&size, "size", 200, "loopback: bytes per message")
+	fl.DurationVar(&duration, "duration", 10*time.Second, "loopback and http: measured time of each measurement")
+	fl.DurationVar(&warmup, "warmup", time.Second, "loopback and http: unmeasured time before each")
+	fl.StringVar(&fsyncDir, "fsync-dir", "", "fsync: a directory on the disk to measure (default the temp directory)")
+	fl.DurationVar(&fsyncDuration, "fsync-duration", 3*time.Second, "fsync: measured time")
+	fl.IntVar(&fsyncSize, "fsync-size", 8192, "fsync: bytes written before each fdatasync")
+	fl.IntVar(&httpRate, "http-rate", 2000, "http: requests per second over all connections")
+	fl.IntVar(&httpConc, "http-concurrency", 8, "http: client goroutines, each on its own kept-alive connection")
+	fl.BoolVar(&asJSON, "json", false, "print one JSON object on stdout (the text goes to stderr)")
+	fl.StringVar(&childRole, "child", "", "internal: run one end of a measurement")
+	fl.StringVar(&childConfig, "child-config", "", "internal: its configuration")
+	_ = fl.MarkHidden("child")
+	_ = fl.MarkHidden("child-config")
+	return cmd
+}
+
+// selfSpawner re-executes this binary as a floor's child process.
+func selfSpawner() (floor.Spawner, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("bench floor: finding this executable to run the measurement's other end: %w", err)
+	}
+	return func(role, config string) *exec.Cmd {
+		cmd := exec.CommandContext(context.Background(), exe, "bench", "floor", "--child", role, "--child-config", config)
+		cmd.Stderr = os.Stderr
+		return cmd
+	}, nil
+}
+
+func printLoopback(w io.Writer, r floor.LoopbackResult) {
+	fmt.Fprintf(w, "loopback TCP, %d sockets, %d-byte messages at %.0f/s (%.1fs, %d writes): sender %.1f µs of CPU per write, receiver %.1f µs per message read\n",
+		r.Sockets, r.Size, r.WriteRate, r.Seconds, r.Writes, r.USPerWrite, r.USPerRead)
+}

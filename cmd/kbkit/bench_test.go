@@ -1,0 +1,45 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestBenchFloor runs every floor briefly, the test binary standing in for
+// kbkit as each measurement's other process (TestMain).
+func TestBenchFloor(t *testing.T) {
+	code, stdout, stderr := kbkit(t, "", "bench", "floor", "--json",
+		"--sockets", "5,50", "--rate", "1000", "--duration", "500ms", "--warmup", "100ms",
+		"--fsync-dir", t.TempDir(), "--fsync-duration", "200ms", "--http-rate", "200")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep floorReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if rep.NumCPU < 1 || len(rep.Loopback) != 2 || rep.Fsync == nil || rep.HTTP == nil {
+		t.Fatalf("report incomplete: %s", stdout)
+	}
+	for i, want := range []int{5, 50} {
+		r := rep.Loopback[i]
+		if r.Sockets != want || r.Writes <= 0 || r.USPerWrite <= 0 || r.USPerRead <= 0 {
+			t.Errorf("loopback %d: %+v", want, r)
+		}
+	}
+	if rep.Fsync.OpsPerSec <= 0 || rep.HTTP.USPerRequest <= 0 || rep.HTTP.USPerServed <= 0 {
+		t.Errorf("fsync %+v, http %+v", rep.Fsync, rep.HTTP)
+	}
+	// The text goes to stderr with --json, one line per measurement.
+	if n := strings.Count(stderr, "\n"); n != 4 {
+		t.Errorf("%d lines on stderr, want 4:\n%s", n, stderr)
+	}
+}
+
+func TestBenchFloorUnknown(t *testing.T) {
+	code, _, stderr := kbkit(t, "", "bench", "floor", "--floors", "disk")
+	if code != exitErrored || !strings.Contains(stderr, `unknown floor "disk"`) {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}

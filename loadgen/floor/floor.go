@@ -1,0 +1,243 @@
+// Package floor measures the machine's floors under the load generator's
+// figures: what the cheapest possible program spends where kbkit serve
+// and kbkit loadgen spend CPU or wait, so that a target out of reach on a
+// machine is shown by measurement rather than by estimate.
+//
+//   - Loopback: the CPU of one write(2) of an M-byte message on one of N
+//     TCP loopback sockets (127.0.0.1), paced round-robin at a total rate,
+//     and of reading it on the other end. Sender and receiver are separate
+//     processes, each reporting its own CPU (getrusage RUSAGE_SELF). On
+//     loopback the sender's system time includes the TCP work of both ends
+//     (the kernel delivers the segment in the writer's context), so the
+//     receiver's figure is its wake-up and copy. A fan-out echo is one
+//     WebSocket write per window: the sender's figure is the floor under
+//     the server's CPU per echo, the receiver's under the generator's.
+//   - Fsync: the rate of fdatasync after a small write (8 KiB, appended
+//     to a preallocated file, as PostgreSQL writes its WAL) on the disk of
+//     a directory: the ceiling on the commits per second of one WAL writer.
+//   - HTTP: the CPU of one net/http POST (about 300 bytes, a 50-byte reply)
+//     over a kept-alive loopback connection, client and server in separate
+//     processes.
+//
+// The loopback and HTTP floors run their two ends as child processes made
+// by a Spawner (kbkit re-executes itself with a hidden flag; the tests
+// re-execute the test binary); a child runs Child with the role and the
+// configuration it was given.
+package floor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// A Spawner makes the command that runs Child(role, config, stdin, stdout)
+// in a new process. The caller of Loopback or HTTP owns nothing of it: its
+// Stdin and Stdout are set here (Stderr is left as the Spawner set it).
+type Spawner func(role, config string) *exec.Cmd
+
+// Roles of the child processes.
+const (
+	roleLoopbackRecv = "loopback-recv"
+	roleLoopbackSend = "loopback-send"
+	roleHTTPServer   = "http-server"
+	roleHTTPClient   = "http-client"
+)
+
+// cpuSeconds is this process's user + system CPU so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// mark is a child's reading, printed on "mark": its CPU, its count of
+// operations (writes, messages read, requests) and its clock.
+type mark struct {
+	CPU   float64 `json:"cpu_s"`
+	Count int64   `json:"count"`
+	T     float64 `json:"t"`
+}
+
+func newMark(count int64) mark {
+	return mark{CPU: cpuSeconds(), Count: count, T: float64(time.Now().UnixNano()) / 1e9}
+}
+
+// child is a running child process seen from the parent: its stdin for
+// commands, its stdout's lines for replies.
+type child struct {
+	role string
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Scanner
+}
+
+func start(spawn Spawner, role string, config any) (*child, error) {
+	cfg, err := json.Marshal(config)
+	if err != nil {
+		return nil, err
+	}
+	cmd := spawn(role, string(cfg))
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("floor: starting the %s process: %w", role, err)
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	return &child{role: role, cmd: cmd, in: in, out: sc}, nil
+}
+
+// reply reads the child's next line into v.
+func (c *child) reply(v any) error {
+	if !c.out.Scan() {
+		err := c.out.Err()
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("floor: the %s process stopped answering: %w", c.role, err)
+	}
+	if err := json.Unmarshal(c.out.Bytes(), v); err != nil {
+		return fmt.Errorf("floor: the %s process answered %q: %w", c.role, c.out.Text(), err)
+	}
+	return nil
+}
+
+// send writes one command line to the child.
+func (c *child) send(command string) error {
+	_, err := io.WriteString(c.in, command+"\n")
+	return err
+}
+
+// mark asks the child for a reading.
+func (c *child) mark() (mark, error) {
+	var m mark
+	if err := c.send("mark"); err != nil {
+		return m, err
+	}
+	return m, c.reply(&m)
+}
+
+// stop closes the child's stdin (its signal to exit) and waits for it,
+// killing it if it takes more than 10 s.
+func (c *child) stop() error {
+	_ = c.in.Close()
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("floor: the %s process did not exit", c.role)
+	}
+}
+
+// window takes two readings of each child, Warmup apart from the start and
+// Duration apart from each other (or until ctx ends).
+func window(ctx context.Context, warmup, duration time.Duration, children ...*child) (a, b []mark, err error) {
+	sleep := func(d time.Duration) error {
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := sleep(warmup); err != nil {
+		return nil, nil, err
+	}
+	read := func() ([]mark, error) {
+		ms := make([]mark, len(children))
+		for i, c := range children {
+			m, err := c.mark()
+			if err != nil {
+				return nil, err
+			}
+			ms[i] = m
+		}
+		return ms, nil
+	}
+	if a, err = read(); err != nil {
+		return nil, nil, err
+	}
+	if err := sleep(duration); err != nil {
+		return nil, nil, err
+	}
+	if b, err = read(); err != nil {
+		return nil, nil, err
+	}
+	return a, b, nil
+}
+
+// Child runs one end of a floor in this process: role and config as the
+// Spawner was given them, commands on in, replies on out. It returns when
+// in is closed (or on an error).
+func Child(role, config string, in io.Reader, out io.Writer) error {
+	switch role {
+	case roleLoopbackRecv:
+		var cfg LoopbackConfig
+		if err := json.Unmarshal([]byte(config), &cfg); err != nil {
+			return err
+		}
+		return loopbackReceiver(cfg, in, out)
+	case roleLoopbackSend:
+		var cfg senderConfig
+		if err := json.Unmarshal([]byte(config), &cfg); err != nil {
+			return err
+		}
+		return loopbackSender(cfg, in, out)
+	case roleHTTPServer:
+		var cfg HTTPConfig
+		if err := json.Unmarshal([]byte(config), &cfg); err != nil {
+			return err
+		}
+		return httpServer(cfg, in, out)
+	case roleHTTPClient:
+		var cfg httpClientConfig
+		if err := json.Unmarshal([]byte(config), &cfg); err != nil {
+			return err
+		}
+		return httpClient(cfg, in, out)
+	}
+	return fmt.Errorf("floor: unknown child role %q", role)
+}
+
+// commands calls on for each line read from in until in ends.
+func commands(in io.Reader, on func(string) error) error {
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		if err := on(sc.Text()); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+// writeJSON prints v as one line.
+func writeJSON(out io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(append(b, '\n'))
+	return err
+}
+
+var errConfig = errors.New("floor: bad configuration")

@@ -1,0 +1,228 @@
+package floor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LoopbackConfig is one loopback measurement.
+type LoopbackConfig struct {
+	Sockets  int           `json:"sockets"`  // TCP connections on 127.0.0.1
+	Rate     int           `json:"rate"`     // messages per second, all sockets together
+	Size     int           `json:"size"`     // bytes per message (one write each)
+	Duration time.Duration `json:"duration"` // measured
+	Warmup   time.Duration `json:"warmup"`   // before the measured window
+}
+
+// LoopbackResult is what the two processes spent in the measured window.
+type LoopbackResult struct {
+	Sockets     int     `json:"sockets"`
+	Rate        int     `json:"rate"`
+	Size        int     `json:"size"`
+	Seconds     float64 `json:"seconds"`
+	Writes      int64   `json:"writes"`
+	Reads       int64   `json:"messages_read"`
+	WriteRate   float64 `json:"writes_per_second"`
+	SenderCPU   float64 `json:"sender_cpu_seconds"`
+	ReceiverCPU float64 `json:"receiver_cpu_seconds"`
+	USPerWrite  float64 `json:"us_per_write"` // sender CPU per write
+	USPerRead   float64 `json:"us_per_read"`  // receiver CPU per message read
+}
+
+func (c LoopbackConfig) check() error {
+	if c.Sockets < 1 || c.Rate < 1 || c.Size < 1 || c.Duration <= 0 || c.Warmup < 0 {
+		return fmt.Errorf("%w: loopback needs sockets, rate, size and duration > 0 (got %+v)", errConfig, c)
+	}
+	return nil
+}
+
+// Loopback measures the CPU of writing and of reading one message on
+// loopback TCP, each end in its own process.
+func Loopback(ctx context.Context, spawn Spawner, cfg LoopbackConfig) (LoopbackResult, error) {
+	res := LoopbackResult{Sockets: cfg.Sockets, Rate: cfg.Rate, Size: cfg.Size}
+	if err := cfg.check(); err != nil {
+		return res, err
+	}
+	recv, err := start(spawn, roleLoopbackRecv, cfg)
+	if err != nil {
+		return res, err
+	}
+	defer recv.stop()
+	var ready struct {
+		Addr string `json:"addr"`
+	}
+	if err := recv.reply(&ready); err != nil {
+		return res, err
+	}
+	send, err := start(spawn, roleLoopbackSend, senderConfig{LoopbackConfig: cfg, Addr: ready.Addr})
+	if err != nil {
+		return res, err
+	}
+	defer send.stop()
+	var ok struct {
+		Connected int `json:"connected"`
+	}
+	if err := send.reply(&ok); err != nil {
+		return res, err
+	}
+	if err := send.send("go"); err != nil {
+		return res, err
+	}
+	a, b, err := window(ctx, cfg.Warmup, cfg.Duration, send, recv)
+	if err != nil {
+		return res, err
+	}
+	res.Seconds = b[0].T - a[0].T
+	res.Writes = b[0].Count - a[0].Count
+	res.Reads = b[1].Count - a[1].Count
+	res.SenderCPU = b[0].CPU - a[0].CPU
+	res.ReceiverCPU = b[1].CPU - a[1].CPU
+	if res.Seconds > 0 {
+		res.WriteRate = float64(res.Writes) / res.Seconds
+	}
+	if res.Writes <= 0 || res.Reads <= 0 {
+		return res, fmt.Errorf("floor: loopback moved no messages in %.1fs (%d written, %d read)", res.Seconds, res.Writes, res.Reads)
+	}
+	res.USPerWrite = 1e6 * res.SenderCPU / float64(res.Writes)
+	res.USPerRead = 1e6 * res.ReceiverCPU / float64(res.Reads)
+	return res, nil
+}
+
+// loopbackReceiver accepts cfg.Sockets connections and reads them, each
+// in its own goroutine, counting whole messages.
+func loopbackReceiver(cfg LoopbackConfig, in io.Reader, out io.Writer) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	var bytes atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				buf := make([]byte, 4096)
+				for {
+					n, err := c.Read(buf)
+					bytes.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	if err := writeJSON(out, map[string]string{"addr": ln.Addr().String()}); err != nil {
+		return err
+	}
+	err = commands(in, func(cmd string) error {
+		if cmd == "mark" {
+			return writeJSON(out, newMark(bytes.Load()/int64(cfg.Size)))
+		}
+		return nil
+	})
+	ln.Close()
+	mu.Lock()
+	for _, c := range conns {
+		c.Close()
+	}
+	mu.Unlock()
+	wg.Wait()
+	return err
+}
+
+type senderConfig struct {
+	LoopbackConfig
+	Addr string `json:"addr"`
+}
+
+// loopbackSender dials cfg.Sockets connections, then on "go" writes
+// cfg.Size-byte messages round-robin at cfg.Rate per second from one
+// goroutine, catching up in batches every 2 ms (few wake-ups per write).
+func loopbackSender(cfg senderConfig, in io.Reader, out io.Writer) error {
+	conns := make([]net.Conn, 0, cfg.Sockets)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range cfg.Sockets {
+		c, err := net.Dial("tcp", cfg.Addr)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+	}
+	if err := writeJSON(out, map[string]int{"connected": len(conns)}); err != nil {
+		return err
+	}
+	var writes atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	pace := func() {
+		msg := make([]byte, cfg.Size)
+		for i := range msg {
+			msg[i] = 'a' + byte(i%26)
+		}
+		t0 := time.Now()
+		var sent int64
+		next := 0
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			due := int64(time.Since(t0).Seconds() * float64(cfg.Rate))
+			for ; sent < due; sent++ {
+				if _, err := conns[next].Write(msg); err != nil {
+					done <- err
+					return
+				}
+				writes.Add(1)
+				next++
+				if next == len(conns) {
+					next = 0
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	started := false
+	err := commands(in, func(cmd string) error {
+		switch cmd {
+		case "go":
+			if !started {
+				started = true
+				go pace()
+			}
+		case "mark":
+			return writeJSON(out, newMark(writes.Load()))
+		}
+		return nil
+	})
+	if started {
+		close(stop)
+		if werr := <-done; err == nil {
+			err = werr
+		}
+	}
+	return err
+}
