@@ -671,7 +671,8 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 		c.mu.Unlock()
 		hs, err := c.s.hub.SubscribeSink(c.ctx, pageID, after, sub)
 		c.mu.Lock()
-		if err == nil && sub.failed != nil {
+		slow := errors.Is(sub.failed, dispatch.ErrSlow) // behind already: resubscribed below
+		if err == nil && sub.failed != nil && !slow {
 			err = sub.failed
 		}
 		if err != nil {
@@ -705,7 +706,11 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 		for _, e := range sub.early {
 			c.enqueueLocked(e)
 		}
-		sub.early, sub.started = nil, true
+		sub.early, sub.started, sub.failed = nil, true, nil
+		if slow {
+			c.slow = append(c.slow, sub)
+			c.startWriterLocked()
+		}
 		c.signalRoomLocked()
 		c.mu.Unlock()
 		return nil
@@ -820,13 +825,13 @@ func (sub *wsSub) Ended(err error) {
 	if sub.ended || c.closing {
 		return
 	}
+	if !sub.started {
+		sub.failed = err // subscribe handles it
+		return
+	}
 	if errors.Is(err, dispatch.ErrSlow) {
 		c.slow = append(c.slow, sub)
 		c.startWriterLocked()
-		return
-	}
-	if !sub.started {
-		sub.failed = err // subscribe answers it
 		return
 	}
 	sub.ended = true
@@ -1020,6 +1025,7 @@ const maxWrite = 64 << 10
 // flush writes the frames of batch, in as few writes as maxWrite allows;
 // each write must complete within WriteTimeout.
 func (c *wsConn) flush(batch []outMsg) error {
+	wsFrames.Add(int64(len(batch)))
 	bp := eventBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
 	var err error
@@ -1045,7 +1051,12 @@ func (c *wsConn) flush(batch []outMsg) error {
 	return err
 }
 
+// wsWrites and wsFrames count the writes of every connection's writer
+// and the frames they carried (the tests check that writes are batched).
+var wsWrites, wsFrames atomic.Int64
+
 func (c *wsConn) write(b []byte) error {
+	wsWrites.Add(1)
 	if err := c.ws.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout)); err != nil {
 		return err
 	}

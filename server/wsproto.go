@@ -18,6 +18,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -288,7 +289,7 @@ func (fr *frameReader) next() (byte, []byte, *closeErr) {
 		}
 		if h.length > 0 {
 			start := len(msg)
-			msg = append(msg, make([]byte, h.length)...)
+			msg = slices.Grow(msg, int(h.length))[:start+int(h.length)]
 			if err := fr.readFull(msg[start:]); err != nil {
 				return 0, nil, &closeErr{err: err}
 			}
