@@ -111,6 +111,7 @@ type wsConn struct {
 	room     chan struct{}
 	writerWG sync.WaitGroup
 	subWG    sync.WaitGroup // kb.onInvalidate streams
+	deadline time.Time      // the write deadline set (writers only, one at a time)
 }
 
 // wsSocket is the connection under a wsConn.
@@ -1055,10 +1056,18 @@ func (c *wsConn) flush(batch []outMsg) error {
 // and the frames they carried (the tests check that writes are batched).
 var wsWrites, wsFrames atomic.Int64
 
+// write writes b within WriteTimeout. The deadline is moved only when
+// less than WriteTimeout is left (to WriteTimeout and a sixteenth), not
+// at every write: a write that blocks fails after WriteTimeout to 1/16
+// more.
 func (c *wsConn) write(b []byte) error {
 	wsWrites.Add(1)
-	if err := c.ws.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout)); err != nil {
-		return err
+	now := time.Now()
+	if wt := c.s.opts.WriteTimeout; c.deadline.Sub(now) < wt {
+		c.deadline = now.Add(wt + wt/16)
+		if err := c.ws.nc.SetWriteDeadline(c.deadline); err != nil {
+			return err
+		}
 	}
 	_, err := c.ws.nc.Write(b)
 	return err
