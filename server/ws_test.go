@@ -345,4 +345,20 @@ func TestWSFrames(t *testing.T) {
 	if op, p := w2.read(); op != opClose || websocket.StatusCode(binary.BigEndian.Uint16(p)) != websocket.StatusProtocolError {
 		t.Fatalf("want close 1002, got opcode %d %q", op, p)
 	}
+
+	// A message over the limit in two fragments: close 1009; what follows
+	// is skipped until the client's close frame, which ends the connection.
+	w3 := dialRaw(t, in.ts.URL, c.dev.Token, 0)
+	big := []byte(strings.Repeat("z", DefaultMaxBody/2+1))
+	w3.frame(false, opText, big)
+	w3.frame(true, opContinuation, big)
+	if op, p := w3.read(); op != opClose || websocket.StatusCode(binary.BigEndian.Uint16(p)) != websocket.StatusMessageTooBig {
+		t.Fatalf("want close 1009, got opcode %d %q", op, p)
+	}
+	w3.frame(true, opText, []byte("PING")) // ignored: closing
+	w3.frame(true, opClose, []byte{0x03, 0xf1})
+	_ = w3.nc.SetReadDeadline(time.Now().Add(time.Second))
+	if n, err := w3.br.Read(make([]byte, 16)); err != io.EOF {
+		t.Fatalf("after the close handshake: read %d bytes, %v; want EOF", n, err)
+	}
 }

@@ -118,6 +118,7 @@ type frameReader struct {
 	// discard: skip data frames without a limit (the close handshake is
 	// under way).
 	discard bool
+	skipN   int64 // payload bytes of a refused frame, skipped first
 }
 
 // fill reads more bytes into buf, moving the unread ones to the front.
@@ -251,6 +252,13 @@ func (fr *frameReader) next() (byte, []byte, *closeErr) {
 		msg   []byte
 		inMsg bool
 	)
+	if fr.skipN > 0 {
+		n := fr.skipN
+		fr.skipN = 0
+		if err := fr.skip(n); err != nil {
+			return 0, nil, &closeErr{err: err}
+		}
+	}
 	for {
 		h, cerr := fr.header()
 		if cerr != nil {
@@ -284,6 +292,7 @@ func (fr *frameReader) next() (byte, []byte, *closeErr) {
 			op, inMsg = h.op, true
 		}
 		if int64(len(msg))+h.length > fr.limit {
+			fr.skipN = h.length // if reading goes on (the close handshake)
 			return 0, nil, &closeErr{code: websocket.StatusMessageTooBig,
 				reason: fmt.Sprintf("message larger than %d bytes", fr.limit), err: errMessageTooBig}
 		}
