@@ -519,54 +519,70 @@ func (h *Hub) catchUp(p *page) {
 }
 
 // fanoutLocked hands entries (in seq order, from cursor+1) to the page's
-// live subscribers and advances the cursor.
+// live subscribers and advances the cursor. Each subscriber takes its
+// whole share before the next one, so that a server writing to sockets
+// finds a burst of events queued together (one write, not one per
+// event).
 func (h *Hub) fanoutLocked(p *page, entries []store.Entry) {
-	for _, e := range entries {
-		if e.Seq <= p.cursor {
-			continue
-		}
-		if e.Seq != p.cursor+1 {
-			h.log.Error("dispatch: gap in page log", "page", p.id, "cursor", p.cursor, "seq", e.Seq)
-			break
-		}
-		var ev *Event
+	for len(entries) > 0 && entries[0].Seq <= p.cursor {
+		entries = entries[1:]
+	}
+	n := 0
+	for n < len(entries) && entries[n].Seq == p.cursor+1+int64(n) {
+		n++
+	}
+	if n < len(entries) {
+		h.log.Error("dispatch: gap in page log", "page", p.id, "cursor", p.cursor+int64(n), "seq", entries[n].Seq)
+	}
+	if run := entries[:n]; n > 0 {
+		evs := make([]*Event, n) // shared by the subscribers, made on first use
 		// Backwards, so that closeLocked's swap-remove moves an already
 		// visited subscriber into slot i.
 		for i := len(p.subs) - 1; i >= 0; i-- {
 			s := p.subs[i]
-			if s.replaying || s.next > e.Seq {
+			if s.replaying {
 				continue
 			}
-			if s.next < e.Seq { // impossible: live subscribers have next > cursor
-				h.log.Error("dispatch: live subscriber behind the cursor", "page", p.id, "next", s.next, "seq", e.Seq)
-				s.closeLocked(ErrSlow)
-				continue
-			}
-			if ev == nil {
-				ev = &Event{PageID: p.id, Entry: e}
-			}
-			if s.sink != nil {
-				if s.sink.Live(ev) {
-					s.next++
-				} else {
-					s.closeLocked(ErrSlow)
+			for k, e := range run {
+				if s.next > e.Seq {
+					continue
 				}
-				continue
-			}
-			select {
-			case s.ch <- ev:
+				if s.next < e.Seq { // impossible: live subscribers have next > cursor
+					h.log.Error("dispatch: live subscriber behind the cursor", "page", p.id, "next", s.next, "seq", e.Seq)
+					s.closeLocked(ErrSlow)
+					break
+				}
+				if evs[k] == nil {
+					evs[k] = &Event{PageID: p.id, Entry: e}
+				}
+				if !s.deliverLocked(evs[k]) {
+					s.closeLocked(ErrSlow)
+					break
+				}
 				s.next++
-			default:
-				s.closeLocked(ErrSlow)
 			}
 		}
-		p.cursor = e.Seq
+		p.cursor = run[n-1].Seq
 	}
 	if p.target < p.cursor {
 		p.target = p.cursor
 	}
 	if p.cursor >= p.target {
 		p.pendingSince = time.Time{}
+	}
+}
+
+// deliverLocked hands a live event to s without blocking: false if s is
+// behind.
+func (s *Subscription) deliverLocked(ev *Event) bool {
+	if s.sink != nil {
+		return s.sink.Live(ev)
+	}
+	select {
+	case s.ch <- ev:
+		return true
+	default:
+		return false
 	}
 }
 
