@@ -240,52 +240,59 @@ func (c *wsConn) run() {
 			c.readEnded(rerr)
 			return
 		}
-		if !c.gotFirst.Swap(true) && c.paramsT != nil {
-			c.paramsT.Stop()
-		}
-		if c.closeSent.Load() { // closing: only the close handshake is read
-			c.fr.discard = true
+		c.onMessage(typ, data)
+	}
+}
+
+// onMessage handles one message of the client. It is a function of its
+// own so that the read loop's frame is small while it waits: the idle
+// goroutine's stack then shrinks to a few KB.
+func (c *wsConn) onMessage(typ byte, data []byte) {
+	if !c.gotFirst.Swap(true) && c.paramsT != nil {
+		c.paramsT.Stop()
+	}
+	if c.closeSent.Load() { // closing: only the close handshake is read
+		c.fr.discard = true
+		return
+	}
+	// Text frames of UTF-8 only (spec/PROTOCOL.md section 5).
+	if typ != opText {
+		c.closeWith(websocket.StatusUnsupportedData, "binary frames are not supported: send text frames")
+		return
+	}
+	if !utf8.Valid(data) {
+		c.closeWith(websocket.StatusInvalidFramePayloadData, "a text frame that is not valid UTF-8")
+		return
+	}
+	switch string(data) {
+	case "PING":
+		c.writeRaw([]byte("PONG"))
+		return
+	case "PONG":
+		return
+	}
+	if c.needParams {
+		c.connectionParams(data)
+		return
+	}
+	msgs, cerr := parseWSMessages(data)
+	if cerr == nil && c.s.opts.Limits.MaxBatch > 0 && len(msgs) > c.s.opts.Limits.MaxBatch {
+		c.s.metrics.refused.WithLabelValues("batch").Inc()
+		cerr = errorf(CodePayloadTooLarge, "%d messages in one frame: at most %d", len(msgs), c.s.opts.Limits.MaxBatch)
+	}
+	if cerr != nil {
+		c.send(wsResponse{Error: ptr(cerr.shape(""))})
+		return
+	}
+	for _, m := range msgs {
+		if c.draining.Load() && m.Method != "subscription.stop" {
+			c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeServiceUnavailable,
+				message: "server shutting down, reconnect", retryable: true}).shape(m.path()))})
 			continue
 		}
-		// Text frames of UTF-8 only (spec/PROTOCOL.md section 5).
-		if typ != opText {
-			c.closeWith(websocket.StatusUnsupportedData, "binary frames are not supported: send text frames")
-			continue
-		}
-		if !utf8.Valid(data) {
-			c.closeWith(websocket.StatusInvalidFramePayloadData, "a text frame that is not valid UTF-8")
-			continue
-		}
-		switch string(data) {
-		case "PING":
-			c.writeRaw([]byte("PONG"))
-			continue
-		case "PONG":
-			continue
-		}
-		if c.needParams {
-			c.connectionParams(data)
-			continue
-		}
-		msgs, cerr := parseWSMessages(data)
-		if cerr == nil && c.s.opts.Limits.MaxBatch > 0 && len(msgs) > c.s.opts.Limits.MaxBatch {
-			c.s.metrics.refused.WithLabelValues("batch").Inc()
-			cerr = errorf(CodePayloadTooLarge, "%d messages in one frame: at most %d", len(msgs), c.s.opts.Limits.MaxBatch)
-		}
-		if cerr != nil {
-			c.send(wsResponse{Error: ptr(cerr.shape(""))})
-			continue
-		}
-		for _, m := range msgs {
-			if c.draining.Load() && m.Method != "subscription.stop" {
-				c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeServiceUnavailable,
-					message: "server shutting down, reconnect", retryable: true}).shape(m.path()))})
-				continue
-			}
-			if !c.enqueue(m) {
-				c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeTooManyRequests,
-					message: fmt.Sprintf("more than %d requests waiting on this socket", maxQueued), retryable: true}).shape(m.path()))})
-			}
+		if !c.enqueue(m) {
+			c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeTooManyRequests,
+				message: fmt.Sprintf("more than %d requests waiting on this socket", maxQueued), retryable: true}).shape(m.path()))})
 		}
 	}
 }

@@ -362,3 +362,43 @@ func TestWSFrames(t *testing.T) {
 		t.Fatalf("after the close handshake: read %d bytes, %v; want EOF", n, err)
 	}
 }
+
+// The server's memory per idle subscribed socket (heap and goroutine
+// stacks, after a GC): a bound well under the 20 KB of RSS per window
+// the benchmark asks for (scripts/bench-server.sh, idle phase).
+func TestWSIdleSocketMemory(t *testing.T) {
+	in := newInstance(t, pgprovider.ForTest(t), Options{})
+	c := pair(t, in, "acme")
+	page := c.newPage()
+	measure := func() (heap, stack uint64) {
+		var ms runtime.MemStats
+		for range 3 {
+			runtime.GC()
+		}
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc, ms.StackInuse
+	}
+	// The clients' own share (a TCP connection and a tiny buffer each)
+	// is counted in: it errs on the safe side.
+	const sockets = 300
+	heap0, stack0 := measure()
+	ws := make([]*rawWS, 0, sockets)
+	for range sockets {
+		w := dialRaw(t, in.ts.URL, c.dev.Token, 0)
+		w.br = bufio.NewReaderSize(w.nc, 16) // the client's buffer out of the figure (the handshake is read)
+		w.subscribe(1, page, 1)
+		if r := w.reply(); r.Result == nil || r.Result.Type != "started" {
+			t.Fatalf("want started, got %s", mustJSON(r))
+		}
+		w.events(1)
+		ws = append(ws, w)
+	}
+	heap1, stack1 := measure()
+	perHeap := (int64(heap1) - int64(heap0)) / sockets
+	perStack := (int64(stack1) - int64(stack0)) / sockets
+	t.Logf("per idle subscribed socket: %d bytes of heap, %d bytes of goroutine stack", perHeap, perStack)
+	if perHeap+perStack > 12<<10 {
+		t.Errorf("an idle subscribed socket costs %d bytes of heap and %d of stack: want at most 12 KB", perHeap, perStack)
+	}
+	runtime.KeepAlive(ws)
+}
