@@ -367,6 +367,9 @@ func TestWSFrames(t *testing.T) {
 // stacks, after a GC): a bound well under the 20 KB of RSS per window
 // the benchmark asks for (scripts/bench-server.sh, idle phase).
 func TestWSIdleSocketMemory(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's own memory would be measured")
+	}
 	in := newInstance(t, pgprovider.ForTest(t), Options{})
 	c := pair(t, in, "acme")
 	page := c.newPage()
