@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -56,15 +58,26 @@ type wsResult struct {
 // reconnectMessage asks tRPC clients to reconnect (sent on Shutdown).
 var reconnectMessage = []byte(`{"id":null,"method":"reconnect"}`)
 
-// wsConn is one WebSocket connection. Its read loop answers PING at once
-// and queues every other message; one worker handles the queue in order,
-// so a window's commands sent on the socket keep their order. Each
-// subscription streams from its own goroutine.
+// wsConn is one WebSocket connection. It costs at most one goroutine
+// while idle: its read loop, started after the upgrade (the handler's
+// goroutine and net/http's buffers are released). The read loop answers
+// PING at once and queues every other message; a worker handles the
+// queue in order, so a window's commands sent on the socket keep their
+// order, and runs only while the queue is not empty. Everything the
+// server sends (replies, events of every subscription, pongs, the close
+// frame) goes through one outbound queue, written by a writer goroutine
+// that runs only while the queue is not empty and writes everything
+// queued in one write. A kb.onPage subscription is a dispatch.Sink: the
+// hub appends its events to the queue, with no goroutine or channel per
+// subscription.
 type wsConn struct {
 	s      *Server
-	ws     *websocket.Conn
+	ws     wsSocket
+	fr     frameReader // read loop only
 	ctx    context.Context
 	cancel context.CancelFunc
+	done   chan struct{} // closed once the connection is over
+	outCap int           // queued messages past which a live event makes its subscription slow
 
 	dev        store.Device // valid once authed
 	authed     bool
@@ -72,6 +85,8 @@ type wsConn struct {
 	addr       string       // the remote address (unknown tokens are limited per address)
 	devID      atomic.Value // string: dev.DeviceID, for revocation (other goroutines)
 	gotFirst   atomic.Bool  // a first message arrived (the connectionParams deadline)
+	paramsT    *time.Timer  // the connectionParams deadline
+	closeSent  atomic.Bool  // a close frame is queued: what the client sends now is ignored
 
 	// Requests queue here and are handled in order by a worker goroutine
 	// that runs only while the queue is not empty, so an idle socket (a
@@ -83,15 +98,63 @@ type wsConn struct {
 	pending  atomic.Int64 // queued + running messages
 	draining atomic.Bool
 
-	mu    sync.Mutex
-	subs  map[string]*wsSub
-	subWG sync.WaitGroup
+	// mu guards what follows. Lock order: the hub's lock, then mu (the
+	// hub calls the subscriptions' Sink methods with its lock held), so
+	// nothing calls the hub while holding mu.
+	mu       sync.Mutex
+	subs     map[string]*wsSub
+	out      []outMsg // the outbound queue
+	writing  bool     // a writer goroutine runs
+	closing  bool     // a close frame is queued (or the connection ends): nothing more is queued
+	broken   bool     // a write failed: nothing more is written
+	slow     []*wsSub // dropped by the hub (ErrSlow): resubscribed once out is written
+	room     chan struct{}
+	writerWG sync.WaitGroup
+	subWG    sync.WaitGroup // kb.onInvalidate streams
+	deadline time.Time      // the write deadline set (writers only, one at a time)
 }
 
-type wsSub struct {
-	cancel  context.CancelFunc
-	stopped atomic.Bool // by subscription.stop
+// wsSocket is the connection under a wsConn.
+type wsSocket struct{ nc net.Conn }
+
+// CloseNow closes the TCP connection without a close handshake.
+func (w wsSocket) CloseNow() error { return w.nc.Close() }
+
+// outMsg is one queued frame: its payload is a followed by b (a
+// subscription's prefix and an event's shared bytes).
+type outMsg struct {
+	op    byte
+	event bool
+	a, b  []byte
 }
+
+// wsSub is one subscription of a connection. Its fields are guarded by
+// wsConn.mu, except those set before it is shared.
+type wsSub struct {
+	c      *wsConn
+	key    string
+	id     json.RawMessage
+	rpc    string
+	path   string
+	pageID string
+	prefix []byte // kb.onPage: the start of its event messages
+
+	hs      *dispatch.Subscription // the hub's, nil while none
+	last    int64                  // kb.onPage: the last seq queued
+	started bool                   // "started" is queued: events may follow
+	early   []outMsg               // events that came before "started"
+	ended   bool                   // stopped or ended: whoever sets it releases the device's count
+	dropped bool                   // the hub ended hs (Ended was called)
+	failed  error                  // the hub ended it before "started"
+
+	// kb.onInvalidate
+	cancel  context.CancelFunc
+	stopped atomic.Bool
+}
+
+// closeTimeout bounds the close handshake once the server has sent its
+// close frame.
+const closeTimeout = 2 * time.Second
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if s.closing.Load() {
@@ -99,7 +162,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			retryable: true, retryAfter: time.Second}})
 		return
 	}
-	c := &wsConn{s: s, subs: map[string]*wsSub{}, addr: remoteHost(r)}
+	c := &wsConn{s: s, subs: map[string]*wsSub{}, addr: remoteHost(r), done: make(chan struct{})}
 	c.needParams = r.URL.Query().Get("connectionParams") == "1"
 	if tok, ok := bearer(r); ok {
 		dev, cerr := s.authenticate(r.Context(), c.addr, tok)
@@ -116,20 +179,26 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	// Origins are not checked: authentication is a bearer token or
 	// connectionParams, never an ambient credential such as a cookie, so a
 	// foreign page gains nothing from opening a socket.
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	nc, pending, err := acceptWS(w, r, s.opts.WriteTimeout)
 	if err != nil {
 		s.log.Debug("websocket: accept failed", "err", err)
 		return
 	}
-	ws.SetReadLimit(s.opts.MaxBody)
-	c.ws = ws
+	c.ws = wsSocket{nc: nc}
+	c.fr = frameReader{nc: nc, pre: pending, limit: s.opts.MaxBody, control: c.control}
+	c.outCap = 256
+	if s.hub != nil {
+		c.outCap = max(4, 4*s.hub.Buffer())
+	}
 	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
 
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
-		_ = ws.Write(c.ctx, websocket.MessageText, reconnectMessage)
-		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
+		b := appendFrame(nil, opText, reconnectMessage, nil)
+		b = appendFrame(b, opClose, closePayload(websocket.StatusGoingAway, "server shutting down"), nil)
+		_, _ = nc.Write(b)
+		_ = nc.Close()
 		c.cancel()
 		return
 	}
@@ -138,89 +207,217 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	s.metrics.websockets.Inc()
 	if t := s.opts.Limits.ParamsTimeout; c.needParams && t > 0 {
-		timer := time.AfterFunc(t, func() {
+		c.paramsT = time.AfterFunc(t, func() {
 			if !c.gotFirst.Load() {
 				s.metrics.refused.WithLabelValues("params_timeout").Inc()
 				c.closeWith(websocket.StatusPolicyViolation, fmt.Sprintf("no connectionParams message within %s", t))
 			}
 		})
-		defer timer.Stop()
 	}
+	// The read loop runs in a goroutine of its own: this one (net/http's,
+	// with its deep stack) ends here.
+	go c.run()
+}
+
+// run is the connection's read loop; the connection ends with it.
+func (c *wsConn) run() {
 	defer func() {
+		if p := recover(); p != nil {
+			c.s.recovered("websocket read loop", p, "device_id", c.dev.DeviceID)
+			c.closeWith(websocket.StatusInternalError, "internal error")
+		}
+		c.finish()
+		s := c.s
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
 		s.metrics.websockets.Dec()
 		s.wsWG.Done()
 	}()
-	c.run()
+	for {
+		typ, data, rerr := c.fr.next()
+		if rerr != nil {
+			c.readEnded(rerr)
+			return
+		}
+		c.onMessage(typ, data)
+	}
 }
 
-func (c *wsConn) run() {
-	defer func() {
-		if p := recover(); p != nil {
-			c.s.recovered("websocket read loop", p, "device_id", c.dev.DeviceID)
-			_ = c.ws.Close(websocket.StatusInternalError, "internal error")
-		}
-		c.cancel()
-		c.workerWG.Wait()
-		c.subWG.Wait()
-		_ = c.ws.CloseNow()
-	}()
-	for {
-		typ, data, err := c.ws.Read(c.ctx)
-		if err != nil {
-			if websocket.CloseStatus(err) == websocket.StatusMessageTooBig || errors.Is(err, websocket.ErrMessageTooBig) {
-				c.s.log.Info("websocket: message larger than the limit, closed", "device_id", c.dev.DeviceID, "limit", c.s.opts.MaxBody)
-			}
-			return
-		}
-		c.gotFirst.Store(true)
-		// Text frames of UTF-8 only (spec/PROTOCOL.md section 5).
-		if typ != websocket.MessageText {
-			c.closeWith(websocket.StatusUnsupportedData, "binary frames are not supported: send text frames")
-			return
-		}
-		if !utf8.Valid(data) {
-			c.closeWith(websocket.StatusInvalidFramePayloadData, "a text frame that is not valid UTF-8")
-			return
-		}
-		switch string(data) {
-		case "PING":
-			c.writeRaw([]byte("PONG"))
+// onMessage handles one message of the client. It is a function of its
+// own so that the read loop's frame is small while it waits: the idle
+// goroutine's stack then shrinks to a few KB.
+func (c *wsConn) onMessage(typ byte, data []byte) {
+	if !c.gotFirst.Swap(true) && c.paramsT != nil {
+		c.paramsT.Stop()
+	}
+	if c.closeSent.Load() { // closing: only the close handshake is read
+		c.fr.discard = true
+		return
+	}
+	// Text frames of UTF-8 only (spec/PROTOCOL.md section 5).
+	if typ != opText {
+		c.closeWith(websocket.StatusUnsupportedData, "binary frames are not supported: send text frames")
+		return
+	}
+	if !utf8.Valid(data) {
+		c.closeWith(websocket.StatusInvalidFramePayloadData, "a text frame that is not valid UTF-8")
+		return
+	}
+	switch string(data) {
+	case "PING":
+		c.writeRaw([]byte("PONG"))
+		return
+	case "PONG":
+		return
+	}
+	if c.needParams {
+		c.connectionParams(data)
+		return
+	}
+	msgs, cerr := parseWSMessages(data)
+	if cerr == nil && c.s.opts.Limits.MaxBatch > 0 && len(msgs) > c.s.opts.Limits.MaxBatch {
+		c.s.metrics.refused.WithLabelValues("batch").Inc()
+		cerr = errorf(CodePayloadTooLarge, "%d messages in one frame: at most %d", len(msgs), c.s.opts.Limits.MaxBatch)
+	}
+	if cerr != nil {
+		c.send(wsResponse{Error: ptr(cerr.shape(""))})
+		return
+	}
+	for _, m := range msgs {
+		if c.draining.Load() && m.Method != "subscription.stop" {
+			c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeServiceUnavailable,
+				message: "server shutting down, reconnect", retryable: true}).shape(m.path()))})
 			continue
-		case "PONG":
-			continue
 		}
-		if c.needParams {
-			if !c.connectionParams(data) {
+		if !c.enqueue(m) {
+			c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeTooManyRequests,
+				message: fmt.Sprintf("more than %d requests waiting on this socket", maxQueued), retryable: true}).shape(m.path()))})
+		}
+	}
+}
+
+// readEnded handles the end of the read side: the peer's close frame is
+// answered, a protocol violation is closed with its status (and the
+// client's close awaited), an I/O error or timeout just ends.
+func (c *wsConn) readEnded(cerr *closeErr) {
+	switch {
+	case cerr.code == 0: // the peer is gone, or the close handshake timed out
+	case errors.Is(cerr.err, io.EOF): // the peer's close frame
+		c.mu.Lock()
+		if !c.closing {
+			c.queueCloseLocked(cerr.code, "")
+		}
+		c.mu.Unlock()
+	default:
+		if errors.Is(cerr.err, errMessageTooBig) {
+			c.s.log.Info("websocket: message larger than the limit, closed", "device_id", c.dev.DeviceID, "limit", c.s.opts.MaxBody)
+		}
+		c.closeWith(cerr.code, cerr.reason)
+		// Read (and drop) what the client still sends until its close
+		// frame, so that closing the TCP connection cannot reset it before
+		// the client has read ours.
+		c.fr.discard = true
+		for {
+			if _, _, err := c.fr.next(); err != nil {
 				return
-			}
-			continue
-		}
-		msgs, cerr := parseWSMessages(data)
-		if cerr == nil && c.s.opts.Limits.MaxBatch > 0 && len(msgs) > c.s.opts.Limits.MaxBatch {
-			c.s.metrics.refused.WithLabelValues("batch").Inc()
-			cerr = errorf(CodePayloadTooLarge, "%d messages in one frame: at most %d", len(msgs), c.s.opts.Limits.MaxBatch)
-		}
-		if cerr != nil {
-			c.send(wsResponse{Error: ptr(cerr.shape(""))})
-			continue
-		}
-		for _, m := range msgs {
-			if c.draining.Load() && m.Method != "subscription.stop" {
-				c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeServiceUnavailable,
-					message: "server shutting down, reconnect", retryable: true}).shape(m.path()))})
-				continue
-			}
-			if !c.enqueue(m) {
-				c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeTooManyRequests,
-					message: fmt.Sprintf("more than %d requests waiting on this socket", maxQueued), retryable: true}).shape(m.path()))})
 			}
 		}
 	}
 }
 
+// control answers a ping frame.
+func (c *wsConn) control(op byte, payload []byte) {
+	if op == opPing {
+		c.mu.Lock()
+		c.enqueueLocked(outMsg{op: opPong, a: bytes.Clone(payload)})
+		c.mu.Unlock()
+	}
+}
+
+// closeWith queues a close frame with a status and a reason the client
+// can read; the connection ends once the client has answered it, or
+// after closeTimeout. Safe from any goroutine; it does not wait.
+func (c *wsConn) closeWith(code websocket.StatusCode, reason string) {
+	c.mu.Lock()
+	if !c.closing {
+		c.queueCloseLocked(code, reason)
+	}
+	c.mu.Unlock()
+	c.closeSent.Store(true)
+	_ = c.ws.nc.SetReadDeadline(time.Now().Add(closeTimeout))
+}
+
+func (c *wsConn) queueCloseLocked(code websocket.StatusCode, reason string) {
+	c.enqueueLocked(outMsg{op: opClose, a: closePayload(code, reason)})
+	c.closing = true
+}
+
+// finish ends the connection: its subscriptions end (without a
+// message), calls in progress are canceled, what is queued is written
+// (the close frame), and the TCP connection is closed.
+func (c *wsConn) finish() {
+	if c.paramsT != nil {
+		c.paramsT.Stop()
+	}
+	c.cancel()
+	c.mu.Lock()
+	c.closing = true
+	var subs []*wsSub
+	for _, sub := range c.subs {
+		subs = append(subs, sub)
+	}
+	c.mu.Unlock()
+	for _, sub := range subs {
+		c.endSub(sub)
+	}
+	c.workerWG.Wait()
+	c.subWG.Wait()
+	flushed := make(chan struct{})
+	go func() { c.writerWG.Wait(); close(flushed) }()
+	t := time.NewTimer(closeTimeout)
+	select {
+	case <-flushed:
+	case <-t.C:
+	}
+	t.Stop()
+	_ = c.ws.nc.Close()
+	<-flushed
+	c.mu.Lock()
+	c.broken, c.out = true, nil
+	if c.room != nil {
+		close(c.room)
+		c.room = nil
+	}
+	c.mu.Unlock()
+	close(c.done)
+}
+
+// endSub ends a subscription for good (stop, or the connection ends):
+// false if it had ended already.
+func (c *wsConn) endSub(sub *wsSub) bool {
+	c.mu.Lock()
+	if sub.ended {
+		c.mu.Unlock()
+		return false
+	}
+	sub.ended = true
+	if c.subs[sub.key] == sub {
+		delete(c.subs, sub.key)
+	}
+	hs := sub.hs
+	sub.hs, sub.early = nil, nil
+	c.mu.Unlock()
+	if sub.cancel != nil { // kb.onInvalidate: its stream releases the count
+		sub.cancel()
+		return true
+	}
+	if hs != nil {
+		hs.Close()
+	}
+	c.s.releaseSubscription(c.dev.DeviceID)
+	return true
+}
 func (m wsMessage) path() string {
 	if m.Params == nil {
 		return ""
@@ -264,7 +461,7 @@ func (c *wsConn) connectionParams(data []byte) bool {
 	if cerr != nil {
 		c.s.count("unknown", cerr)
 		c.send(wsResponse{Error: ptr(cerr.shape(""))})
-		_ = c.ws.Close(websocket.StatusPolicyViolation, cerr.code)
+		c.closeWith(websocket.StatusPolicyViolation, cerr.code)
 		return false
 	}
 	return true
@@ -358,13 +555,13 @@ func (c *wsConn) handle(m wsMessage) {
 	}
 	if m.Method == "subscription.stop" {
 		c.mu.Lock()
-		sub := c.subs[idKey]
-		delete(c.subs, idKey) // the id is free again once "stopped" is sent
+		sub := c.subs[idKey] // the id is free again once "stopped" is sent
 		c.mu.Unlock()
 		if sub != nil {
 			sub.stopped.Store(true)
-			sub.cancel() // its stream answers "stopped"
-			return
+			if c.endSub(sub) && sub.cancel != nil {
+				return // its stream answers "stopped"
+			}
 		}
 		// Unknown or already ended: stopped all the same, so that every
 		// subscription.stop gets its reply.
@@ -428,7 +625,7 @@ func requestID(raw json.RawMessage) (string, bool) {
 }
 
 // subscribe starts a kb.onPage or kb.onInvalidate subscription: it answers
-// {type: "started"} and streams from a goroutine until stopped.
+// {type: "started"}, then its events follow.
 func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 	c.mu.Lock()
 	_, dup := c.subs[idKey]
@@ -454,118 +651,247 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 	if cerr := c.s.limiter.allow(c.dev.DeviceID); cerr != nil {
 		return cerr
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	sub := &wsSub{cancel: cancel}
-	var stream func()
+	sub := &wsSub{c: c, key: idKey, id: m.ID, rpc: m.JSONRPC, path: m.Params.Path}
 	switch m.Params.Path {
 	case PathOnPage:
 		pageID, after, cerr := parseOnPage(m.Params.Input, m.Params.LastEventID)
 		if cerr != nil {
-			cancel()
 			return cerr
 		}
-		ws, err := c.s.st.PageWorkspace(ctx, pageID)
+		ws, err := c.s.st.PageWorkspace(c.ctx, pageID)
 		if err != nil || ws != c.dev.WorkspaceID {
-			cancel()
 			if err == nil {
 				err = store.ErrForbidden
 			}
 			return storeError(err)
 		}
 		if c.s.hub == nil {
-			cancel()
 			return errorf(CodeInternalServerError, "this server has no dispatcher: subscriptions are unavailable")
 		}
-		hs, err := c.s.hub.Subscribe(ctx, pageID, after)
+		sub.pageID, sub.last, sub.prefix = pageID, after, eventPrefix(m)
+		c.mu.Lock()
+		if c.closing {
+			c.mu.Unlock()
+			return &callError{code: CodeServiceUnavailable, message: "connection closing", retryable: true}
+		}
+		c.subs[idKey] = sub // its count is the subscription's from now on
+		held = false
+		c.mu.Unlock()
+		hs, err := c.s.hub.SubscribeSink(c.ctx, pageID, after, sub)
+		c.mu.Lock()
+		slow := errors.Is(sub.failed, dispatch.ErrSlow) // behind already: resubscribed below
+		if err == nil && sub.failed != nil && !slow {
+			err = sub.failed
+		}
 		if err != nil {
-			cancel()
-			if ctx.Err() != nil {
+			mine := !sub.ended
+			if mine {
+				sub.ended = true
+				delete(c.subs, idKey)
+			}
+			c.mu.Unlock()
+			if hs != nil {
+				hs.Close()
+			}
+			if mine {
+				c.s.releaseSubscription(c.dev.DeviceID)
+			}
+			if c.ctx.Err() != nil {
 				return &callError{code: CodeServiceUnavailable, message: "connection closing", retryable: true}
 			}
 			c.s.log.Warn("websocket: subscribe failed", "page_id", pageID, "err", err)
 			return &callError{code: CodeServiceUnavailable, message: "subscription unavailable, retry", retryable: true, retryAfter: time.Second}
 		}
-		stream = func() { c.streamPage(ctx, m, sub, hs, pageID, after) }
+		if sub.ended { // the connection is ending
+			c.mu.Unlock()
+			hs.Close()
+			return nil
+		}
+		if !sub.dropped {
+			sub.hs = hs
+		}
+		c.enqueueLocked(outMsg{op: opText, a: c.encode(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "started"}})})
+		for _, e := range sub.early {
+			c.enqueueLocked(e)
+		}
+		sub.early, sub.started, sub.failed = nil, true, nil
+		if slow {
+			c.slow = append(c.slow, sub)
+			c.startWriterLocked()
+		}
+		c.signalRoomLocked()
+		c.mu.Unlock()
+		return nil
 	case PathOnInvalidate:
 		topics, cerr := parseOnInvalidate(m.Params.Input)
 		if cerr != nil {
-			cancel()
 			return cerr
 		}
+		var ctx context.Context
+		ctx, sub.cancel = context.WithCancel(c.ctx)
 		is := c.s.inval.subscribe(c.dev.WorkspaceID, topics)
-		stream = func() { c.streamInvalidations(ctx, m, sub, is) }
+		c.mu.Lock()
+		if c.closing {
+			c.mu.Unlock()
+			sub.cancel()
+			c.s.inval.unsubscribe(is)
+			return &callError{code: CodeServiceUnavailable, message: "connection closing", retryable: true}
+		}
+		c.subs[idKey] = sub
+		sub.started = true
+		c.enqueueLocked(outMsg{op: opText, a: c.encode(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "started"}})})
+		c.subWG.Add(1)
+		c.mu.Unlock()
+		held = false // the stream releases it
+		go func() {
+			defer c.subWG.Done()
+			defer c.s.releaseSubscription(c.dev.DeviceID)
+			defer func() {
+				if p := recover(); p != nil {
+					cerr := c.s.recovered("websocket subscription", p, "path", m.path(), "device_id", c.dev.DeviceID)
+					c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr(cerr.shape(m.path()))})
+				}
+				sub.cancel()
+				c.mu.Lock()
+				sub.ended = true
+				if c.subs[idKey] == sub {
+					delete(c.subs, idKey)
+				}
+				c.mu.Unlock()
+			}()
+			c.streamInvalidations(ctx, m, sub, is)
+		}()
+		return nil
 	default:
-		cancel()
 		return errorf(CodeNotFound, "No %q-procedure on path %q", m.Method, m.Params.Path)
 	}
-	c.mu.Lock()
-	c.subs[idKey] = sub
-	c.mu.Unlock()
-	c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "started"}})
-	c.subWG.Add(1)
-	held = false // the stream releases it
-	go func() {
-		defer c.subWG.Done()
-		defer c.s.releaseSubscription(c.dev.DeviceID)
-		defer func() {
-			if p := recover(); p != nil {
-				cerr := c.s.recovered("websocket subscription", p, "path", m.path(), "device_id", c.dev.DeviceID)
-				c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr(cerr.shape(m.path()))})
-			}
-			cancel()
-			c.mu.Lock()
-			if c.subs[idKey] == sub {
-				delete(c.subs, idKey)
-			}
-			c.mu.Unlock()
-		}()
-		stream()
-	}()
-	return nil
 }
 
-// streamPage sends a page's events as tRPC tracked events, in seq order
-// without gaps. When the hub drops a subscriber that fell behind
-// (dispatch.ErrSlow), it resubscribes after the last seq sent: the client
-// never sees it.
-func (c *wsConn) streamPage(ctx context.Context, m wsMessage, sub *wsSub, hs *dispatch.Subscription, pageID string, after int64) {
-	prefix := eventPrefix(m)
+// Live implements dispatch.Sink: a live event of the page is queued.
+// Called with the hub's lock held.
+func (sub *wsSub) Live(ev *dispatch.Event) bool {
+	c := sub.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sub.ended || c.closing || ev.Seq <= sub.last {
+		return true // the subscription is ending, or a replayed seq
+	}
+	if len(c.out)+len(sub.early) >= c.outCap {
+		return false // behind: the hub ends it with ErrSlow
+	}
+	msg := outMsg{op: opText, event: true, a: sub.prefix, b: ev.Wire(encodePageEvent)}
+	if sub.started {
+		c.enqueueLocked(msg)
+	} else {
+		sub.early = append(sub.early, msg)
+	}
+	sub.last = ev.Seq
+	return true
+}
+
+// Replay implements dispatch.Sink: an event read from the log is queued,
+// once the queue has room.
+func (sub *wsSub) Replay(ctx context.Context, ev *dispatch.Event) bool {
+	c := sub.c
 	for {
+		c.mu.Lock()
+		switch {
+		case sub.ended || c.closing:
+			c.mu.Unlock()
+			return false
+		case ev.Seq <= sub.last:
+			c.mu.Unlock()
+			return true
+		case sub.started && len(c.out) < c.outCap:
+			c.enqueueLocked(outMsg{op: opText, event: true, a: sub.prefix, b: ev.Wire(encodePageEvent)})
+			sub.last = ev.Seq
+			c.mu.Unlock()
+			return true
+		}
+		if c.room == nil {
+			c.room = make(chan struct{})
+		}
+		room := c.room
+		c.mu.Unlock()
 		select {
-		case ev, ok := <-hs.C():
-			if ok {
-				if ev.PageID != pageID || ev.Seq <= after {
-					continue
-				}
-				if d := c.s.opts.eventDelay; d > 0 {
-					time.Sleep(d)
-				}
-				if !c.sendEvent(prefix, ev.Wire(encodePageEvent)) {
-					hs.Close()
-					return
-				}
-				after = ev.Seq
-				continue
-			}
-			err := hs.Err()
-			hs.Close()
-			if errors.Is(err, dispatch.ErrSlow) && ctx.Err() == nil {
-				c.s.log.Debug("websocket: resubscribing a slow subscriber", "page_id", pageID, "after", after)
-				c.s.resubscribes.Add(1)
-				var serr error
-				if hs, serr = c.s.hub.Subscribe(ctx, pageID, after); serr == nil {
-					continue
-				}
-				err = serr
-			}
-			c.endSubscription(ctx, m, sub, err)
-			return
+		case <-room:
 		case <-ctx.Done():
-			hs.Close()
-			c.endSubscription(ctx, m, sub, ctx.Err())
-			return
+			return false
 		}
 	}
+}
+
+// Ended implements dispatch.Sink: the hub ended the subscription. A slow
+// one is resubscribed from its last seq once the queue is written (the
+// client never sees it); any other end while the connection is up is
+// answered with a retryable error. Possibly called with the hub's lock.
+func (sub *wsSub) Ended(err error) {
+	c := sub.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sub.hs, sub.dropped = nil, true
+	if sub.ended || c.closing {
+		return
+	}
+	if !sub.started {
+		sub.failed = err // subscribe handles it
+		return
+	}
+	if errors.Is(err, dispatch.ErrSlow) {
+		c.slow = append(c.slow, sub)
+		c.startWriterLocked()
+		return
+	}
+	sub.ended = true
+	delete(c.subs, sub.key)
+	if !c.draining.Load() {
+		c.s.log.Warn("websocket: subscription ended", "path", sub.path, "err", err)
+		c.enqueueLocked(outMsg{op: opText, a: c.encode(wsResponse{ID: sub.id, JSONRPC: sub.rpc, Error: ptr((&callError{code: CodeServiceUnavailable,
+			message: fmt.Sprintf("subscription ended (%v): subscribe again with the last event id", err), retryable: true}).shape(sub.path))})})
+	}
+	c.s.releaseSubscription(c.dev.DeviceID)
+}
+
+// resubscribe subscribes a slow subscription again after its last seq
+// queued (the writer calls it once the queue is written).
+func (c *wsConn) resubscribe(sub *wsSub) {
+	c.mu.Lock()
+	if sub.ended || c.closing {
+		c.mu.Unlock()
+		return
+	}
+	after := sub.last
+	sub.dropped = false
+	c.mu.Unlock()
+	c.s.log.Debug("websocket: resubscribing a slow subscriber", "page_id", sub.pageID, "after", after)
+	c.s.resubscribes.Add(1)
+	hs, err := c.s.hub.SubscribeSink(c.ctx, sub.pageID, after, sub)
+	c.mu.Lock()
+	if err != nil {
+		mine := !sub.ended && !c.closing
+		if mine {
+			sub.ended = true
+			delete(c.subs, sub.key)
+			if !c.draining.Load() {
+				c.enqueueLocked(outMsg{op: opText, a: c.encode(wsResponse{ID: sub.id, JSONRPC: sub.rpc, Error: ptr((&callError{code: CodeServiceUnavailable,
+					message: fmt.Sprintf("subscription ended (%v): subscribe again with the last event id", err), retryable: true}).shape(sub.path))})})
+			}
+		}
+		c.mu.Unlock()
+		if mine {
+			c.s.releaseSubscription(c.dev.DeviceID)
+		}
+		return
+	}
+	if sub.ended || c.closing {
+		c.mu.Unlock()
+		hs.Close()
+		return
+	}
+	if !sub.dropped {
+		sub.hs = hs
+	}
+	c.mu.Unlock()
 }
 
 func (c *wsConn) streamInvalidations(ctx context.Context, m wsMessage, sub *wsSub, is *invSub) {
@@ -577,24 +903,13 @@ func (c *wsConn) streamInvalidations(ctx context.Context, m wsMessage, sub *wsSu
 				return
 			}
 		case <-ctx.Done():
-			c.endSubscription(ctx, m, sub, ctx.Err())
+			switch {
+			case sub.stopped.Load():
+				c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "stopped"}})
+			case c.ctx.Err() != nil || c.draining.Load():
+			}
 			return
 		}
-	}
-}
-
-// endSubscription answers {type: "stopped"} to a subscription.stop, an
-// error when the stream failed while the connection is up, and nothing
-// when the connection is closing (the client reconnects and resubscribes).
-func (c *wsConn) endSubscription(ctx context.Context, m wsMessage, sub *wsSub, err error) {
-	switch {
-	case sub.stopped.Load():
-		c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "stopped"}})
-	case c.ctx.Err() != nil || c.draining.Load():
-	default:
-		c.s.log.Warn("websocket: subscription ended", "path", m.path(), "err", err)
-		c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeServiceUnavailable,
-			message: fmt.Sprintf("subscription ended (%v): subscribe again with the last event id", err), retryable: true}).shape(m.path()))})
 	}
 }
 
@@ -625,41 +940,144 @@ func encodePageEvent(ev *dispatch.Event) []byte {
 	return append(append([]byte(`"result":`), r...), '}')
 }
 
-// eventBufs are the buffers event messages are assembled in.
-var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
-// sendEvent writes prefix+wire as one message.
-func (c *wsConn) sendEvent(prefix, wire []byte) bool {
-	bp := eventBufs.Get().(*[]byte)
-	b := append(append((*bp)[:0], prefix...), wire...)
-	ok := c.writeRaw(b)
-	if cap(b) <= 64<<10 {
-		*bp = b[:0]
-		eventBufs.Put(bp)
-	}
-	return ok
-}
-
-// send writes one reply; false if the connection failed (it is then
-// closed).
-func (c *wsConn) send(v wsResponse) bool {
+// encode marshals a reply.
+func (c *wsConn) encode(v wsResponse) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		c.s.log.Error("websocket: encoding a reply", "err", err)
-		return false
+		return []byte(`{"id":null,"error":{"message":"internal error encoding a reply","code":-32603}}`)
 	}
-	return c.writeRaw(b)
+	return b
 }
 
+// send queues one reply; false once the connection is closing.
+func (c *wsConn) send(v wsResponse) bool {
+	return c.writeRaw(c.encode(v))
+}
+
+// writeRaw queues one text message; false once the connection is
+// closing.
 func (c *wsConn) writeRaw(b []byte) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), c.s.opts.WriteTimeout)
-	defer cancel()
-	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
-		c.cancel()
-		_ = c.ws.CloseNow()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.enqueueLocked(outMsg{op: opText, a: b})
+}
+
+// enqueueLocked queues a frame, starting the writer if it is not running.
+func (c *wsConn) enqueueLocked(m outMsg) bool {
+	if c.closing || c.broken {
 		return false
 	}
+	c.out = append(c.out, m)
+	c.startWriterLocked()
 	return true
+}
+
+func (c *wsConn) startWriterLocked() {
+	if !c.writing && !c.broken {
+		c.writing = true
+		c.writerWG.Add(1)
+		go c.writer()
+	}
+}
+
+func (c *wsConn) signalRoomLocked() {
+	if c.room != nil {
+		close(c.room)
+		c.room = nil
+	}
+}
+
+// writer writes the queue until it is empty: everything queued at once
+// goes out in one write (frames of several subscriptions, a burst of
+// events). Then it resubscribes the slow subscriptions and exits.
+func (c *wsConn) writer() {
+	defer c.writerWG.Done()
+	var batch []outMsg
+	for {
+		c.mu.Lock()
+		if len(c.out) == 0 || c.broken {
+			c.out = nil
+			c.writing = false
+			slow := c.slow
+			c.slow = nil
+			c.signalRoomLocked()
+			c.mu.Unlock()
+			for _, sub := range slow {
+				c.resubscribe(sub)
+			}
+			return
+		}
+		batch, c.out = c.out, batch[:0]
+		c.signalRoomLocked()
+		c.mu.Unlock()
+		err := c.flush(batch)
+		clear(batch)
+		if err != nil {
+			c.mu.Lock()
+			c.broken = true
+			c.mu.Unlock()
+			c.cancel()
+			_ = c.ws.nc.Close()
+		}
+	}
+}
+
+// eventBufs are the buffers a batch of frames (events, replies) is
+// assembled in.
+var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxWrite is the most a batch puts in one write.
+const maxWrite = 64 << 10
+
+// flush writes the frames of batch, in as few writes as maxWrite allows;
+// each write must complete within WriteTimeout.
+func (c *wsConn) flush(batch []outMsg) error {
+	wsFrames.Add(int64(len(batch)))
+	bp := eventBufs.Get().(*[]byte)
+	buf := (*bp)[:0]
+	var err error
+	for _, m := range batch {
+		if m.event && c.s.opts.eventDelay > 0 {
+			time.Sleep(c.s.opts.eventDelay)
+		}
+		buf = appendFrame(buf, m.op, m.a, m.b)
+		if len(buf) >= maxWrite {
+			if err = c.write(buf); err != nil {
+				break
+			}
+			buf = buf[:0]
+		}
+	}
+	if err == nil && len(buf) > 0 {
+		err = c.write(buf)
+	}
+	if cap(buf) <= 4*maxWrite {
+		*bp = buf[:0]
+		eventBufs.Put(bp)
+	}
+	return err
+}
+
+// wsWrites and wsFrames count the writes of every connection's writer
+// and the frames they carried (the tests check that writes are batched).
+var wsWrites, wsFrames atomic.Int64
+
+// write writes b within WriteTimeout. The deadline is moved only when
+// less than WriteTimeout is left (to WriteTimeout and a sixteenth), not
+// at every write: a write that blocks fails after WriteTimeout to 1/16
+// more.
+func (c *wsConn) write(b []byte) error {
+	wsWrites.Add(1)
+	now := time.Now()
+	if wt := c.s.opts.WriteTimeout; c.deadline.Sub(now) < wt {
+		c.deadline = now.Add(wt + wt/16)
+		if err := c.ws.nc.SetWriteDeadline(c.deadline); err != nil {
+			return err
+		}
+	}
+	_, err := c.ws.nc.Write(b)
+	return err
 }
 
 // drain is Shutdown for one connection: send reconnect, refuse new calls,
@@ -676,16 +1094,13 @@ func (c *wsConn) drain(ctx context.Context) {
 		case <-c.ctx.Done():
 		}
 	}
-	// The read loop sees the close and ends the connection; subscriptions
-	// end without "stopped" (the client resubscribes elsewhere). A client
-	// that never answers the close handshake is cut when ctx ends.
-	closed := make(chan struct{})
-	go func() {
-		_ = c.ws.Close(websocket.StatusGoingAway, "server shutting down, reconnect")
-		close(closed)
-	}()
+	// The read loop sees the client's close and ends the connection;
+	// subscriptions end without "stopped" (the client resubscribes
+	// elsewhere). A client that never answers the close handshake is cut
+	// after closeTimeout, or when ctx ends.
+	c.closeWith(websocket.StatusGoingAway, "server shutting down, reconnect")
 	select {
-	case <-closed:
+	case <-c.done:
 	case <-ctx.Done():
 		_ = c.ws.CloseNow()
 	}
@@ -704,22 +1119,6 @@ func (c *wsConn) setDevice(dev store.Device) {
 func (c *wsConn) deviceID() string {
 	id, _ := c.devID.Load().(string)
 	return id
-}
-
-// closeWith closes the socket with a status and a reason the client can
-// read, and ends the connection.
-func (c *wsConn) closeWith(code websocket.StatusCode, reason string) {
-	done := make(chan struct{})
-	go func() {
-		_ = c.ws.Close(code, reason)
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Second): // a peer that does not answer the close
-		_ = c.ws.CloseNow()
-	}
-	c.cancel()
 }
 
 // holdSubscription counts one more subscription of the device, or false

@@ -142,11 +142,30 @@ type page struct {
 	removed      bool // no longer in Hub.pages
 }
 
+// Sink receives a subscription's events in place of a channel
+// (SubscribeSink): a server hands them to its connection's outbound queue
+// without a channel or a goroutine per subscription.
+type Sink interface {
+	// Live hands a live event, with the hub's lock held: it must not block
+	// or call the hub. false means the subscriber is behind: the
+	// subscription ends with ErrSlow (resubscribe after the last seq it
+	// took).
+	Live(ev *Event) bool
+	// Replay hands an event read from the log, without the hub's lock; it
+	// may block until the subscriber has room. false (ctx is done, or the
+	// subscriber is gone) ends the replay and the subscription.
+	Replay(ctx context.Context, ev *Event) bool
+	// Ended is called once, after the last event, with what Err reports;
+	// possibly with the hub's lock held: it must not block or call the hub.
+	Ended(err error)
+}
+
 // Subscription is one subscriber's stream of a page's events.
 type Subscription struct {
-	h  *Hub
-	p  *page
-	ch chan *Event
+	h    *Hub
+	p    *page
+	ch   chan *Event
+	sink Sink
 	// Guarded by Hub.mu, except next while replaying (owned by the replay
 	// goroutine until it turns the subscription live under Hub.mu).
 	next         int64 // the seq to deliver next
@@ -242,6 +261,15 @@ func (s *Subscription) closeLocked(err error) {
 	if s.replaying {
 		s.cancelReplay()
 	} else {
+		s.finish()
+	}
+}
+
+// finish closes C, or tells the sink, once the last event is handed.
+func (s *Subscription) finish() {
+	if s.sink != nil {
+		s.sink.Ended(s.err)
+	} else {
 		close(s.ch)
 	}
 }
@@ -286,6 +314,22 @@ func normalize(pageID string) (string, error) {
 // on Close, on ErrSlow, or when the hub shuts down. A page that does not
 // exist yet is fine (its events start with create-page).
 func (h *Hub) Subscribe(ctx context.Context, pageID string, after int64) (*Subscription, error) {
+	return h.subscribe(ctx, pageID, after, nil)
+}
+
+// SubscribeSink is Subscribe with the events handed to sink instead of a
+// channel (C is then nil). ctx bounds the setup only: the subscription
+// lasts until Close, ErrSlow or the hub's shutdown, and sink.Ended tells
+// which. An idle sink subscription holds no goroutine and no buffer.
+func (h *Hub) SubscribeSink(ctx context.Context, pageID string, after int64, sink Sink) (*Subscription, error) {
+	return h.subscribe(ctx, pageID, after, sink)
+}
+
+// Buffer is the channel size of a subscription (the Buffer option): how
+// far a live subscriber may fall behind.
+func (h *Hub) Buffer() int { return h.buf }
+
+func (h *Hub) subscribe(ctx context.Context, pageID string, after int64, sink Sink) (*Subscription, error) {
 	id, err := normalize(pageID)
 	if err != nil {
 		return nil, err
@@ -317,7 +361,10 @@ func (h *Hub) Subscribe(ctx context.Context, pageID string, after int64) (*Subsc
 		h.mu.Unlock()
 		return nil, ErrClosed
 	}
-	s := &Subscription{h: h, p: p, ch: make(chan *Event, h.buf), next: after + 1, idx: len(p.subs)}
+	s := &Subscription{h: h, p: p, sink: sink, next: after + 1, idx: len(p.subs)}
+	if sink == nil {
+		s.ch = make(chan *Event, h.buf)
+	}
 	p.subs = append(p.subs, s)
 	h.nsubs++
 	if s.next <= p.cursor {
@@ -327,7 +374,7 @@ func (h *Hub) Subscribe(ctx context.Context, pageID string, after int64) (*Subsc
 		h.wg.Add(1)
 		go h.replay(rctx, s)
 	}
-	if ctx.Done() != nil {
+	if sink == nil && ctx.Done() != nil {
 		// Runs f in its own goroutine, also if ctx is already done.
 		s.stopCtx = context.AfterFunc(ctx, func() {
 			h.mu.Lock()
@@ -366,7 +413,7 @@ func (h *Hub) replay(ctx context.Context, s *Subscription) {
 		}
 		if s.done {
 			h.mu.Unlock()
-			close(s.ch)
+			s.finish()
 			return
 		}
 		if s.next > s.p.cursor {
@@ -396,6 +443,16 @@ func (h *Hub) replay(ctx context.Context, s *Subscription) {
 		for _, e := range entries {
 			if e.Seq != s.next {
 				break // impossible: the log is gapless
+			}
+			if s.sink != nil {
+				if !s.sink.Replay(ctx, &Event{PageID: s.p.id, Entry: e}) {
+					h.mu.Lock()
+					s.closeLocked(ErrClosed)
+					h.mu.Unlock()
+					break send
+				}
+				s.next++
+				continue
 			}
 			select {
 			case s.ch <- &Event{PageID: s.p.id, Entry: e}:
@@ -466,46 +523,70 @@ func (h *Hub) catchUp(p *page) {
 }
 
 // fanoutLocked hands entries (in seq order, from cursor+1) to the page's
-// live subscribers and advances the cursor.
+// live subscribers and advances the cursor. Each subscriber takes its
+// whole share before the next one, so that a server writing to sockets
+// finds a burst of events queued together (one write, not one per
+// event).
 func (h *Hub) fanoutLocked(p *page, entries []store.Entry) {
-	for _, e := range entries {
-		if e.Seq <= p.cursor {
-			continue
-		}
-		if e.Seq != p.cursor+1 {
-			h.log.Error("dispatch: gap in page log", "page", p.id, "cursor", p.cursor, "seq", e.Seq)
-			break
-		}
-		var ev *Event
+	for len(entries) > 0 && entries[0].Seq <= p.cursor {
+		entries = entries[1:]
+	}
+	n := 0
+	for n < len(entries) && entries[n].Seq == p.cursor+1+int64(n) {
+		n++
+	}
+	if n < len(entries) {
+		h.log.Error("dispatch: gap in page log", "page", p.id, "cursor", p.cursor+int64(n), "seq", entries[n].Seq)
+	}
+	if run := entries[:n]; n > 0 {
+		evs := make([]*Event, n) // shared by the subscribers, made on first use
 		// Backwards, so that closeLocked's swap-remove moves an already
 		// visited subscriber into slot i.
 		for i := len(p.subs) - 1; i >= 0; i-- {
 			s := p.subs[i]
-			if s.replaying || s.next > e.Seq {
+			if s.replaying {
 				continue
 			}
-			if s.next < e.Seq { // impossible: live subscribers have next > cursor
-				h.log.Error("dispatch: live subscriber behind the cursor", "page", p.id, "next", s.next, "seq", e.Seq)
-				s.closeLocked(ErrSlow)
-				continue
-			}
-			if ev == nil {
-				ev = &Event{PageID: p.id, Entry: e}
-			}
-			select {
-			case s.ch <- ev:
+			for k, e := range run {
+				if s.next > e.Seq {
+					continue
+				}
+				if s.next < e.Seq { // impossible: live subscribers have next > cursor
+					h.log.Error("dispatch: live subscriber behind the cursor", "page", p.id, "next", s.next, "seq", e.Seq)
+					s.closeLocked(ErrSlow)
+					break
+				}
+				if evs[k] == nil {
+					evs[k] = &Event{PageID: p.id, Entry: e}
+				}
+				if !s.deliverLocked(evs[k]) {
+					s.closeLocked(ErrSlow)
+					break
+				}
 				s.next++
-			default:
-				s.closeLocked(ErrSlow)
 			}
 		}
-		p.cursor = e.Seq
+		p.cursor = run[n-1].Seq
 	}
 	if p.target < p.cursor {
 		p.target = p.cursor
 	}
 	if p.cursor >= p.target {
 		p.pendingSince = time.Time{}
+	}
+}
+
+// deliverLocked hands a live event to s without blocking: false if s is
+// behind.
+func (s *Subscription) deliverLocked(ev *Event) bool {
+	if s.sink != nil {
+		return s.sink.Live(ev)
+	}
+	select {
+	case s.ch <- ev:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -32,7 +32,11 @@
 // the page's catch-up: a subscriber whose buffer is full is closed with
 // ErrSlow and never delays the others. An idle live subscription is a small
 // struct plus its channel (Buffer pointers, default 64 = 512 bytes) and no
-// goroutine. Because live entries arrive in batches (one catch-up reads up
+// goroutine. A server with many subscribers per process can do without
+// the channel too: SubscribeSink hands the events to a Sink (Live, with
+// the hub's lock held and without blocking: false is ErrSlow; Replay,
+// which may block; Ended, once), so that an idle subscription is the
+// struct alone. Because live entries arrive in batches (one catch-up reads up
 // to 1000 entries), a buffer smaller than a page's burst of commands makes
 // even a fast reader ErrSlow; resubscribing after its last seq is cheap.
 package dispatch
