@@ -146,6 +146,26 @@ func (d *Doc) unlink(n *Node) {
 	}
 }
 
+// Same reports whether d and o are the same document value: the same
+// persistent maps and page record, as when one is a copy of the other.
+// Same documents are Equal; Equal ones built apart (parsed twice, or
+// reached by different commands) need not be Same. It costs no walk.
+func (d Doc) Same(o Doc) bool {
+	if d.nodes != o.nodes || d.kids != o.kids {
+		return false
+	}
+	p, q := d.page, o.page
+	if p.ID != q.ID || p.Title != q.Title || p.Dir != q.Dir || p.MergedInto != q.MergedInto || len(p.Aliases) != len(q.Aliases) {
+		return false
+	}
+	for i := range p.Aliases {
+		if p.Aliases[i] != q.Aliases[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // Page returns the page record. Aliases is a fresh slice.
 func (d Doc) Page() Page {
 	p := d.page
