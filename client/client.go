@@ -194,12 +194,17 @@ func (c *Client) Page(ctx context.Context, pageID string, pending []string) (Sna
 }
 
 // Event is one command of a page's log as the subscription delivers it.
+// Events of one page decoded in this process may share their Payload
+// bytes: do not modify them.
 type Event struct {
 	Seq int64          `json:"seq"`
 	Cmd kbcore.Command `json:"cmd"`
 	// TrackedID is the tracked event's result.id, what a tRPC client
 	// resumes from (spec/PROTOCOL.md 4.4: the seq in decimal).
 	TrackedID string `json:"-"`
+
+	// shared is the page's entry for the event (share.go), if any.
+	shared *sharedEvent
 }
 
 // ErrReconnect means the server asked clients to reconnect (shutdown).
@@ -212,11 +217,23 @@ type Subscription struct {
 	events chan Event
 	err    error
 	done   chan struct{}
+
+	page  string
+	share *pageShare
+	last  int64 // the seq of the last event delivered
+	// deliver, if set, takes each event on the reader goroutine instead
+	// of the events channel (a Window's subscription); false stops.
+	deliver func(Event) bool
+	buf     []byte // the message being read
 }
 
 // Subscribe opens a WebSocket and subscribes to pageID's commands with seq
 // greater than after (0 = from the start).
 func (c *Client) Subscribe(ctx context.Context, pageID string, after int64) (*Subscription, error) {
+	return c.subscribe(ctx, pageID, after, nil)
+}
+
+func (c *Client) subscribe(ctx context.Context, pageID string, after int64, deliver func(Event) bool) (*Subscription, error) {
 	u := strings.Replace(c.base, "http", "ws", 1) + "/trpc"
 	h := http.Header{}
 	if c.token != "" {
@@ -238,17 +255,54 @@ func (c *Client) Subscribe(ctx context.Context, pageID string, after int64) (*Su
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	s := &Subscription{conn: conn, cancel: cancel, events: make(chan Event, 256), done: make(chan struct{})}
+	s := &Subscription{conn: conn, cancel: cancel, events: make(chan Event, 256), done: make(chan struct{}),
+		page: pageID, share: sharePage(pageID), last: after, deliver: deliver}
 	go s.read(rctx)
 	return s, nil
+}
+
+// readMessage reads the next message into s.buf (reused: the bytes are
+// valid until the next read). The read is not tied to a context (one
+// would cost a timer registration per message): Close ends it by closing
+// the connection.
+func (s *Subscription) readMessage() ([]byte, error) {
+	_, r, err := s.conn.Reader(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	b := s.buf[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if cap(b) <= 64<<10 {
+		s.buf = b[:0]
+	}
+	return b, nil
 }
 
 func (s *Subscription) read(ctx context.Context) {
 	defer close(s.done)
 	defer close(s.events)
+	defer releasePage(s.page, s.share)
+	if s.buf == nil {
+		s.buf = make([]byte, 0, 1024)
+	}
 	for {
-		_, b, err := s.conn.Read(ctx)
+		b, err := s.readMessage()
 		if err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
 			s.err = err
 			return
 		}
@@ -256,45 +310,37 @@ func (s *Subscription) read(ctx context.Context) {
 			_ = s.conn.Write(ctx, websocket.MessageText, []byte("PONG"))
 			continue
 		}
-		// One pass decodes the message and its event (data is an Event for
-		// type "data" and absent otherwise).
-		var m struct {
-			Method string `json:"method"`
-			Result *struct {
-				Type string `json:"type"`
-				ID   string `json:"id"`
-				Data *Event `json:"data"`
-			} `json:"result"`
-			Error *trpcError `json:"error"`
+		var ev Event
+		if e := s.share.lookup(s.last+1, b); e != nil {
+			ev = e.ev // another subscription of the page decoded these bytes
+		} else {
+			raw := append([]byte(nil), b...)
+			fast, ok := decodeEvent(raw)
+			if !ok {
+				var data bool
+				if fast, data, err = s.decodeMessage(raw); err != nil || !data {
+					if err != nil {
+						s.err = err
+						return
+					}
+					continue
+				}
+			}
+			ev = s.share.store(fast, raw).ev
 		}
-		if err := json.Unmarshal(b, &m); err != nil {
-			s.err = fmt.Errorf("kbkit: bad message %.200s: %w", b, err)
-			return
+		if ev.Seq > s.last {
+			s.last = ev.Seq
 		}
-		switch {
-		case m.Method == "reconnect":
-			// Answer the server's close handshake now, as tRPC's client
-			// does, so that its shutdown is not held up.
-			s.err = ErrReconnect
-			_ = s.conn.Close(websocket.StatusNormalClosure, "reconnecting")
-			return
-		case m.Error != nil:
-			s.err = &Error{HTTPStatus: m.Error.Data.HTTPStatus, Code: m.Error.Data.Code, Message: m.Error.Message}
-			return
-		case m.Result == nil:
-			continue
-		case m.Result.Type == "stopped":
-			s.err = io.EOF
-			return
-		case m.Result.Type != "data":
+		if s.deliver != nil {
+			if !s.deliver(ev) {
+				s.err = ctx.Err()
+				if s.err == nil {
+					s.err = context.Canceled
+				}
+				return
+			}
 			continue
 		}
-		if m.Result.Data == nil {
-			s.err = fmt.Errorf("kbkit: an event without data: %.200s", b)
-			return
-		}
-		ev := *m.Result.Data
-		ev.TrackedID = m.Result.ID
 		select {
 		case s.events <- ev:
 		case <-ctx.Done():
@@ -302,6 +348,47 @@ func (s *Subscription) read(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// decodeMessage is the reflective decoding of any message (decodeEvent
+// takes the usual one): data reports an event; err ends the subscription
+// (io.EOF when stopped, ErrReconnect, a tRPC error, a malformed message).
+func (s *Subscription) decodeMessage(b []byte) (ev Event, data bool, err error) {
+	// One pass decodes the message and its event (data is an Event for
+	// type "data" and absent otherwise).
+	var m struct {
+		Method string `json:"method"`
+		Result *struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+			Data *Event `json:"data"`
+		} `json:"result"`
+		Error *trpcError `json:"error"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Event{}, false, fmt.Errorf("kbkit: bad message %.200s: %w", b, err)
+	}
+	switch {
+	case m.Method == "reconnect":
+		// Answer the server's close handshake now, as tRPC's client
+		// does, so that its shutdown is not held up.
+		_ = s.conn.Close(websocket.StatusNormalClosure, "reconnecting")
+		return Event{}, false, ErrReconnect
+	case m.Error != nil:
+		return Event{}, false, &Error{HTTPStatus: m.Error.Data.HTTPStatus, Code: m.Error.Data.Code, Message: m.Error.Message}
+	case m.Result == nil:
+		return Event{}, false, nil
+	case m.Result.Type == "stopped":
+		return Event{}, false, io.EOF
+	case m.Result.Type != "data":
+		return Event{}, false, nil
+	}
+	if m.Result.Data == nil {
+		return Event{}, false, fmt.Errorf("kbkit: an event without data: %.200s", b)
+	}
+	ev = *m.Result.Data
+	ev.TrackedID = m.Result.ID
+	return ev, true, nil
 }
 
 // Next returns the next event; after an error, the subscription is over

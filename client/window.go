@@ -39,6 +39,11 @@ type Window struct {
 	envs    map[string]kbcore.Envelope
 	sending string
 	closing bool
+	// adoptLeft is how many more times the window tries to adopt the
+	// server document another window of the page applied an echo to
+	// (when its own is equal but not the same value, as after a
+	// snapshot): from then on their echoes are applied once for both.
+	adoptLeft int
 
 	changed chan struct{} // a token after every applied event or settled command
 	done    chan struct{} // the reader goroutine ended
@@ -121,7 +126,7 @@ func OpenWindow(ctx context.Context, c *Client, pageID string, o WindowOptions) 
 		Pause(ctx, attempt)
 	}
 	w := &Window{c: c, page: pageID, device: o.DeviceID, obs: o.Observer,
-		w: kbcore.NewWindow(snap.Doc, snap.Seq), envs: map[string]kbcore.Envelope{},
+		w: kbcore.NewWindow(snap.Doc, snap.Seq), envs: map[string]kbcore.Envelope{}, adoptLeft: adoptTries,
 		changed: make(chan struct{}, 1), done: make(chan struct{})}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.obs.Snapshot(snap.Seq, false)
@@ -320,9 +325,10 @@ func (w *Window) Close() {
 
 func (w *Window) subscribe(ctx context.Context) (*Subscription, error) {
 	var sub *Subscription
+	deliver := func(ev Event) bool { w.echo(ev); return true }
 	err := Retry(ctx, 40, func() error {
 		var err error
-		sub, err = w.c.Subscribe(ctx, w.page, w.Seq())
+		sub, err = w.c.subscribe(ctx, w.page, w.Seq(), deliver)
 		if err != nil {
 			w.obs.Error("subscribe")
 		}
@@ -339,9 +345,7 @@ func (w *Window) read() {
 		w.mu.Lock()
 		sub := w.sub
 		w.mu.Unlock()
-		for ev := range sub.Events() {
-			w.echo(ev)
-		}
+		<-sub.done // its reader applied the events (deliver)
 		w.mu.Lock()
 		closing := w.closing
 		w.mu.Unlock()
@@ -370,11 +374,37 @@ func (w *Window) read() {
 	}
 }
 
+// adoptTries bounds the attempts to adopt another window's document
+// (each compares the documents) after the window's own came apart.
+const adoptTries = 4
+
 func (w *Window) echo(ev Event) {
 	now := time.Now()
 	w.mu.Lock()
 	before := w.w.Seq()
-	acts := w.w.Echo(ev.Seq, ev.Cmd)
+	var acts []kbcore.Action
+	if sh := ev.shared; sh != nil && ev.Seq == before+1 && !w.w.Awaiting() {
+		// The page's windows in this process apply the event once: the
+		// first records its documents, the others take them.
+		prev := w.w.Server()
+		if p, n, ok := sh.result(); ok {
+			acts = w.w.EchoShared(ev.Seq, ev.Cmd, p, n)
+			if w.adoptLeft > 0 && !w.w.Server().Same(n) {
+				if w.w.AdoptServer(n) {
+					w.adoptLeft = adoptTries
+				} else {
+					w.adoptLeft--
+				}
+			}
+		} else {
+			acts = w.w.Echo(ev.Seq, ev.Cmd)
+			if w.w.Seq() == ev.Seq {
+				sh.record(prev, w.w.Server())
+			}
+		}
+	} else {
+		acts = w.w.Echo(ev.Seq, ev.Cmd)
+	}
 	applied := w.w.Seq() > before
 	if applied {
 		delete(w.envs, ev.Cmd.ID)
@@ -408,6 +438,7 @@ func (w *Window) refetch() {
 	}
 	w.mu.Lock()
 	acts := w.w.Snapshot(snap.Doc, snap.Seq, snap.Outcomes)
+	w.adoptLeft = adoptTries // a document of its own again
 	var resend []kbcore.Envelope
 	for _, a := range acts {
 		if env, ok := w.envs[a.ID]; ok && a.Kind == kbcore.ActionSend && a.ID != w.sending {

@@ -76,11 +76,15 @@ func TestRapidFastDecodeIsStrict(t *testing.T) {
 		func() any { return new(CreateAfter) }, func() any { return new(MoveNode) },
 		func() any { return new(SetCell) },
 	}
+	taken := 0
 	rapid.Check(t, func(t *rapid.T) {
 		b := drawPayload(t)
 		for _, mk := range targets {
 			fast, slow, zero := mk(), mk(), mk()
 			ok := decodeFast(b, fast)
+			if ok {
+				taken++
+			}
 			err := decodeStrict(b, slow)
 			switch {
 			case ok && err != nil:
@@ -92,6 +96,10 @@ func TestRapidFastDecodeIsStrict(t *testing.T) {
 			}
 		}
 	})
+	t.Logf("the fast decoder took %d payloads", taken)
+	if taken == 0 {
+		t.Fatal("the fast decoder took no payload")
+	}
 }
 
 // TestFastDecodeTakesTheWireShapes: the payloads the generator and the

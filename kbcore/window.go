@@ -184,6 +184,22 @@ func (w *Window) EchoShared(seq int64, c Command, prev, next Doc) []Action {
 	return w.echo(seq, c, &next)
 }
 
+// AdoptServer replaces the server document with d when they are Equal
+// (the same page in canonical form), so that the window holds d's very
+// value, as another window of the page does, and EchoShared can take
+// that window's results; false: they differ, and nothing changes.
+func (w *Window) AdoptServer(d Doc) bool {
+	if w.server.Same(d) {
+		return true
+	}
+	if !w.server.Equal(d) {
+		return false
+	}
+	w.server = d
+	w.rebase()
+	return true
+}
+
 func (w *Window) echo(seq int64, c Command, next *Doc) []Action {
 	switch {
 	case seq <= w.seq:
