@@ -76,9 +76,9 @@ func drawMessage(t *rapid.T) []byte {
 	payload := rapid.SampledFrom([]string{`{"node":"n1","text":"x"}`, `{"a":[1,2.5e-3,true,false,null,{"b":"\"\\\/\b\f\n\r\t\u00e9"}]}`}).Draw(t, "payload")
 	if rare("payload?") {
 		payload = rapid.SampledFrom([]string{
-		`{"node":"n1","text":"x"}`, `{}`, `{"a":[1,2.5e-3,true,false,null,{"b":"\"\\\/\b\f\n\r\t\u00e9"}]}`,
-		"{\"t\":\"\xff\"}", `{"a":}`, `{"a":1,}`, `[1]`, `null`, `"s"`, `{"a":"\x"}`, `{"a":01}`, `{"a":1.}`, `{"a":tru}`,
-		`{"a":"` + "\t" + `"}`, `{"a":-}`, `{"a":1e}`, `{"a":"\u12"}`, `{"a":-1.5E+3,"b":[]}`, `{"a":0.0e0}`,
+			`{"node":"n1","text":"x"}`, `{}`, `{"a":[1,2.5e-3,true,false,null,{"b":"\"\\\/\b\f\n\r\t\u00e9"}]}`,
+			"{\"t\":\"\xff\"}", `{"a":}`, `{"a":1,}`, `[1]`, `null`, `"s"`, `{"a":"\x"}`, `{"a":01}`, `{"a":1.}`, `{"a":tru}`,
+			`{"a":"` + "\t" + `"}`, `{"a":-}`, `{"a":1e}`, `{"a":"\u12"}`, `{"a":-1.5E+3,"b":[]}`, `{"a":0.0e0}`,
 		}).Draw(t, "odd-payload")
 	}
 	cmd := obj([]string{key("id") + ":" + str("cid", "3f0c-c1"), key("type") + ":" + str("ctype", rapid.SampledFrom([]string{"edit-text", "create-after", "made-up"}).Draw(t, "type")),
