@@ -56,11 +56,13 @@ type Client struct {
 	base  string
 	token string
 	http  *http.Client
+	h1    *h1Pool // commands' transport (h1.go); nil: http
 }
 
 // New returns a client for the server at base (e.g. http://127.0.0.1:8080).
 func New(base, token string) *Client {
-	return &Client{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{Timeout: 30 * time.Second}}
+	base = strings.TrimRight(base, "/")
+	return &Client{base: base, token: token, http: &http.Client{Timeout: 30 * time.Second}, h1: h1For(base)}
 }
 
 type trpcError struct {
@@ -94,19 +96,24 @@ func (c *Client) do(req *http.Request) (json.RawMessage, *trpcError, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return answer(resp.StatusCode, body)
+}
+
+// answer decodes a tRPC answer.
+func answer(status int, body []byte) (json.RawMessage, *trpcError, error) {
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
-		return nil, nil, &Error{HTTPStatus: resp.StatusCode, Code: "INVALID_RESPONSE",
-			Message: fmt.Sprintf("undecodable response: %.200s", body), Retryable: resp.StatusCode >= 500}
+		return nil, nil, &Error{HTTPStatus: status, Code: "INVALID_RESPONSE",
+			Message: fmt.Sprintf("undecodable response: %.200s", body), Retryable: status >= 500}
 	}
 	if env.Error != nil {
 		if env.Error.Data.HTTPStatus == 0 {
-			env.Error.Data.HTTPStatus = resp.StatusCode
+			env.Error.Data.HTTPStatus = status
 		}
 		return nil, env.Error, nil
 	}
 	if env.Result == nil {
-		return nil, nil, &Error{HTTPStatus: resp.StatusCode, Code: "INVALID_RESPONSE", Message: "neither result nor error"}
+		return nil, nil, &Error{HTTPStatus: status, Code: "INVALID_RESPONSE", Message: "neither result nor error"}
 	}
 	return env.Result.Data, nil, nil
 }
@@ -129,15 +136,36 @@ type Ack struct {
 // Submit is Command with the whole acknowledgement (the duplicate flag
 // too), for callers that check the wire.
 func (c *Client) Submit(ctx context.Context, env kbcore.Envelope) (ack Ack, rej *kbcore.Rejection, err error) {
-	body, _ := json.Marshal(env)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/trpc/kb.command", bytes.NewReader(body))
-	if err != nil {
-		return Ack{}, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	data, terr, err := c.do(req)
-	if err != nil {
-		return Ack{}, nil, err
+	body := encodeEnvelope(env)
+	var data json.RawMessage
+	var terr *trpcError
+	if c.h1 != nil {
+		auth := ""
+		if c.token != "" {
+			auth = "Bearer " + c.token
+		}
+		status, resp, err := c.h1.post(ctx, "/trpc/kb.command", auth, body)
+		if err != nil {
+			return Ack{}, nil, err
+		}
+		if status == http.StatusOK {
+			if seq, ok := plainAck(resp); ok {
+				return Ack{Seq: seq}, nil, nil
+			}
+		}
+		data, terr, err = answer(status, resp)
+		if err != nil {
+			return Ack{}, nil, err
+		}
+	} else {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/trpc/kb.command", bytes.NewReader(body))
+		if err != nil {
+			return Ack{}, nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if data, terr, err = c.do(req); err != nil {
+			return Ack{}, nil, err
+		}
 	}
 	if terr != nil {
 		if terr.Data.Code == "CONFLICT" && terr.Data.Rejection != nil {

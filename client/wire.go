@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 
@@ -378,4 +379,76 @@ func decodeEvent(b []byte) (Event, bool) {
 	ev.TrackedID = string(tracked)
 	ev.Cmd.Payload = json.RawMessage(payload[:len(payload):len(payload)])
 	return ev, true
+}
+
+// plainAck reads kb.command's usual answer, {"result":{"data":{"seq":N}}}
+// exactly; false: anything else (answer decides).
+func plainAck(b []byte) (int64, bool) {
+	const head, tail = `{"result":{"data":{"seq":`, `}}}`
+	b = bytes.TrimRight(b, " \t\r\n")
+	if !bytes.HasPrefix(b, []byte(head)) || !bytes.HasSuffix(b, []byte(tail)) || len(b) <= len(head)+len(tail) {
+		return 0, false
+	}
+	s := scanner{b: b[len(head) : len(b)-len(tail)]}
+	n, ok := s.int()
+	if !ok || s.i != len(s.b) || n <= 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// encodeEnvelope is json.Marshal(env), by hand when every string is one
+// json.Marshal writes as itself and the payload is compact JSON without
+// a character json.Marshal escapes (it compacts and escapes a payload's
+// HTML characters); the same bytes either way (wire_test.go checks).
+func encodeEnvelope(env kbcore.Envelope) []byte {
+	if !plainJSON(env.ID) || !plainJSON(env.DeviceID) || !plainJSON(env.PageID) || !plainJSON(env.Type) || !compactPlain(env.Payload) {
+		b, _ := json.Marshal(env)
+		return b
+	}
+	b := make([]byte, 0, 64+len(env.ID)+len(env.DeviceID)+len(env.PageID)+len(env.Type)+len(env.Payload))
+	b = append(b, `{"id":"`...)
+	b = append(b, env.ID...)
+	b = append(b, `","device_id":"`...)
+	b = append(b, env.DeviceID...)
+	b = append(b, `","page_id":"`...)
+	b = append(b, env.PageID...)
+	b = append(b, `","type":"`...)
+	b = append(b, env.Type...)
+	b = append(b, `","payload":`...)
+	b = append(b, env.Payload...)
+	return append(b, '}')
+}
+
+// plainJSON reports whether json.Marshal writes s as itself in quotes.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// compactPlain reports whether raw is one valid JSON value, without white
+// space between tokens and without bytes json.Marshal would rewrite
+// (non-ASCII, <, >, &): what json.Marshal copies as it is.
+func compactPlain(raw []byte) bool {
+	in := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c >= 0x7f || c == '<' || c == '>' || c == '&':
+			return false
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	s := scanner{b: raw}
+	_, ok := s.value(0)
+	return ok && s.i == len(raw)
 }

@@ -2,11 +2,14 @@ package client
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/subspace/kbkit/kbcore"
 )
 
 // drawMessage draws a subscription message: the spec's event shape, with
@@ -148,4 +151,45 @@ func TestFastEventTakesTheSpecShape(t *testing.T) {
 			t.Errorf("%s: %+v", m, ev)
 		}
 	}
+}
+
+// TestRapidEnvelopeIsMarshal: the envelope encoder writes json.Marshal's
+// bytes.
+func TestRapidEnvelopeIsMarshal(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		str := func(label string) string {
+			return rapid.OneOf(rapid.StringMatching(`[a-z0-9-]{0,10}`), rapid.String()).Draw(t, label)
+		}
+		payload := rapid.OneOf(
+			rapid.Just(`{"node":"n1","text":"the quick"}`), rapid.Just(`{"a":[1,{"b":null}],"c":"\u003c\"x"}`),
+			rapid.Just(`{"node": "n1"}`), rapid.Just(`{"t":"<b>"}`), rapid.Just("{\"t\":\"caf\xc3\xa9\"}"), rapid.Just(`{"a":`),
+			rapid.Just(``), rapid.Just(`{"t":"\u2028"}`), rapid.Just("{\"t\":\"\xe2\x80\xa8\"}"),
+			rapid.Map(rapid.StringMatching(`[a-z <>&"\\]{0,8}`), func(s string) string { return `{"text":"` + s + `"}` }),
+		).Draw(t, "payload")
+		env := kbcore.Envelope{ID: str("id"), DeviceID: str("device"), PageID: str("page"), Type: str("type"), Payload: json.RawMessage(payload)}
+		want, _ := json.Marshal(env)
+		if got := encodeEnvelope(env); string(got) != string(want) {
+			t.Fatalf("%+v: encoded %s, json.Marshal %s", env, got, want)
+		}
+	})
+}
+
+// TestRapidPlainAckIsAnswer: the fast reading of kb.command's answer
+// agrees with the reflective one whenever it takes the answer.
+func TestRapidPlainAckIsAnswer(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		seq := rapid.SampledFrom([]string{"1", "42", "0", "-3", "1.5", "1e2", "007", `"4"`, "99999999999999999999"}).Draw(t, "seq")
+		b := rapid.SampledFrom([]string{`{"result":{"data":{"seq":%s}}}`, `{"result":{"data":{"seq":%s}}}` + "\n",
+			`{"result":{"data":{"seq":%s,"duplicate":true}}}`, `{"result":{"data":{"seq": %s}}}`, `{"result":{"data":{"seq":%s}}}x`}).Draw(t, "shape")
+		body := []byte(fmt.Sprintf(b, seq))
+		n, ok := plainAck(body)
+		if !ok {
+			return
+		}
+		data, terr, err := answer(200, body)
+		var ack Ack
+		if err != nil || terr != nil || json.Unmarshal(data, &ack) != nil || ack.Seq != n || ack.Duplicate {
+			t.Fatalf("%s: plain %d; answer %s %v %v %+v", body, n, data, terr, err, ack)
+		}
+	})
 }
