@@ -58,9 +58,31 @@ func (e *sharedEvent) result() (prev, next kbcore.Doc, ok bool) {
 }
 
 type pageShare struct {
-	refs int // subscriptions holding it (under sharesMu)
+	refs int // subscriptions and windows holding it (under sharesMu)
 	mu   sync.Mutex
 	ring [ringSize]*sharedEvent
+	// The latest snapshot a window of the page took: the document as
+	// the server wrote it, and as parsed.
+	snapSet bool
+	snapSeq int64
+	snapRaw []byte
+	snapDoc kbcore.Doc
+}
+
+// snapshot returns the document to hold for a snapshot of the page at
+// seq whose document the server wrote as raw: the one another window
+// holds for the same bytes (equal bytes parse to equal documents; the
+// same value lets their echoes be applied once), or d.
+func (p *pageShare) snapshot(seq int64, raw []byte, d kbcore.Doc) kbcore.Doc {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.snapSet && p.snapSeq == seq && bytes.Equal(p.snapRaw, raw) {
+		return p.snapDoc
+	}
+	if !p.snapSet || seq >= p.snapSeq {
+		p.snapSet, p.snapSeq, p.snapRaw, p.snapDoc = true, seq, raw, d
+	}
+	return d
 }
 
 var (

@@ -31,6 +31,8 @@ type Window struct {
 	device string
 	obs    WindowObserver
 
+	share *pageShare // the page's share in this process (share.go)
+
 	mu  sync.Mutex
 	w   *kbcore.Window
 	sub *Subscription
@@ -125,14 +127,17 @@ func OpenWindow(ctx context.Context, c *Client, pageID string, o WindowOptions) 
 		}
 		Pause(ctx, attempt)
 	}
-	w := &Window{c: c, page: pageID, device: o.DeviceID, obs: o.Observer,
-		w: kbcore.NewWindow(snap.Doc, snap.Seq), envs: map[string]kbcore.Envelope{}, adoptLeft: adoptTries,
+	share := sharePage(pageID)
+	doc := share.snapshot(snap.Seq, snap.RawDoc, snap.Doc)
+	w := &Window{c: c, page: pageID, device: o.DeviceID, obs: o.Observer, share: share,
+		w: kbcore.NewWindow(doc, snap.Seq), envs: map[string]kbcore.Envelope{}, adoptLeft: adoptTries,
 		changed: make(chan struct{}, 1), done: make(chan struct{})}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.obs.Snapshot(snap.Seq, false)
 	sub, err := w.subscribe(ctx)
 	if err != nil {
 		w.cancel()
+		releasePage(pageID, share)
 		return nil, fmt.Errorf("subscribe to page %s: %w", pageID, err)
 	}
 	w.sub = sub
@@ -341,6 +346,7 @@ func (w *Window) subscribe(ctx context.Context) (*Subscription, error) {
 // window's seq when a subscription ends.
 func (w *Window) read() {
 	defer close(w.done)
+	defer releasePage(w.page, w.share)
 	for {
 		w.mu.Lock()
 		sub := w.sub
@@ -436,8 +442,9 @@ func (w *Window) refetch() {
 		w.obs.Error("refetch")
 		return
 	}
+	doc := w.share.snapshot(snap.Seq, snap.RawDoc, snap.Doc)
 	w.mu.Lock()
-	acts := w.w.Snapshot(snap.Doc, snap.Seq, snap.Outcomes)
+	acts := w.w.Snapshot(doc, snap.Seq, snap.Outcomes)
 	w.adoptLeft = adoptTries // a document of its own again
 	var resend []kbcore.Envelope
 	for _, a := range acts {
