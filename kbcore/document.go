@@ -240,7 +240,11 @@ func (d Doc) Walk(fn func(Node) bool) {
 }
 
 func (d Doc) walk(parent string, fn func(Node) bool) bool {
-	for _, id := range d.childIDs(parent) {
+	// The sibling map is persistent: iterating it while fn runs is safe,
+	// and cheaper than copying its ids first.
+	it := d.siblings(parent).Iterator()
+	for !it.Done() {
+		_, id, _ := it.Next()
 		n, _ := d.get(id)
 		if !fn(*n) || !d.walk(id, fn) {
 			return false
