@@ -31,9 +31,10 @@ type h1Pool struct {
 }
 
 type h1Conn struct {
-	nc net.Conn
-	br *bufio.Reader
-	bw *bufio.Writer
+	nc       net.Conn
+	br       *bufio.Reader
+	bw       *bufio.Writer
+	deadline time.Time // the connection's deadline
 }
 
 const h1MaxIdle = 256
@@ -142,11 +143,16 @@ type h1Response struct {
 // roundTrip writes the request and reads the answer; sent reports that
 // some of the answer arrived (the server had the request).
 func (c *h1Conn) roundTrip(ctx context.Context, host, path, auth string, body []byte) (status int, r h1Response, sent bool, err error) {
-	deadline, ok := ctx.Deadline()
-	if !ok || time.Until(deadline) > 30*time.Second {
-		deadline = time.Now().Add(30 * time.Second) // as Client's http.Client timeout
+	// A request gets at least 25 and at most 30 seconds (Client's
+	// http.Client timeout), and no longer than ctx, which cuts the
+	// connection's deadline when it ends. The deadline is moved once in
+	// five seconds, not per request: moving a runtime timer per command
+	// cost wakeups of the network poller.
+	now := time.Now()
+	if c.deadline.Sub(now) < 25*time.Second {
+		c.deadline = now.Add(30 * time.Second)
+		_ = c.nc.SetDeadline(c.deadline)
 	}
-	_ = c.nc.SetDeadline(deadline)
 	if ctx.Done() != nil {
 		stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
 		defer func() {
