@@ -244,16 +244,18 @@ func (w *Window) issued(acts []kbcore.Action, cmds []kbcore.Command, before ...k
 			}
 		}
 	}
-	byID := map[string]kbcore.Command{}
-	for _, c := range cmds {
-		byID[c.ID] = c
-	}
 	var envs []kbcore.Envelope
 	code := ""
 	for _, a := range acts {
 		switch a.Kind {
 		case kbcore.ActionSend:
-			c, ok := byID[a.ID]
+			var c kbcore.Command
+			ok := false
+			for _, x := range cmds { // one command, or an undo step's few
+				if x.ID == a.ID {
+					c, ok = x, true
+				}
+			}
 			if !ok {
 				continue
 			}

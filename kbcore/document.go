@@ -253,6 +253,37 @@ func (d Doc) walk(parent string, fn func(Node) bool) bool {
 	return true
 }
 
+// NodeAt returns the k-th node (from 0) in document order, Walk's order,
+// without copying the nodes before it as a Walk would.
+func (d Doc) NodeAt(k int) (Node, bool) {
+	if k < 0 || k >= d.Len() {
+		return Node{}, false
+	}
+	id, ok := d.nthID("", &k)
+	if !ok {
+		return Node{}, false
+	}
+	n, _ := d.get(id)
+	return *n, true
+}
+
+// nthID finds the *k-th id in document order under parent, counting *k
+// down past the ones before it.
+func (d Doc) nthID(parent string, k *int) (string, bool) {
+	it := d.siblings(parent).Iterator()
+	for !it.Done() {
+		_, id, _ := it.Next()
+		if *k == 0 {
+			return id, true
+		}
+		*k--
+		if got, ok := d.nthID(id, k); ok {
+			return got, true
+		}
+	}
+	return "", false
+}
+
 // subtree returns the node and its descendants in document order (depth
 // first, parents first, siblings in order).
 func (d Doc) subtree(id string) []*Node {

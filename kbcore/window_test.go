@@ -511,3 +511,28 @@ func TestEchoSharedTakesTheSharedDoc(t *testing.T) {
 		t.Fatal("Same of documents parsed apart")
 	}
 }
+
+// TestRapidNodeAtIsWalkOrder: NodeAt(k) is the k-th node Walk visits.
+func TestRapidNodeAtIsWalkOrder(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		d := bornPage()
+		for i := rapid.IntRange(0, 40).Draw(t, "steps"); i > 0; i-- {
+			if r := kbcore.Apply(d, drawCommand(t, d, i)); r.Rejected == nil {
+				d = r.Doc
+			}
+		}
+		var walked []kbcore.Node
+		d.Walk(func(n kbcore.Node) bool { walked = append(walked, n); return true })
+		for k := -1; k <= len(walked); k++ {
+			n, ok := d.NodeAt(k)
+			switch {
+			case k < 0 || k == len(walked):
+				if ok {
+					t.Fatalf("NodeAt(%d) of %d nodes: %+v", k, len(walked), n)
+				}
+			case !ok || mustJSON(n) != mustJSON(walked[k]):
+				t.Fatalf("NodeAt(%d) = %+v %v, Walk has %+v", k, n, ok, walked[k])
+			}
+		}
+	})
+}

@@ -181,17 +181,8 @@ const maxText = 96
 // nodeAt is the k-th node in document order: cheaper than sorting every
 // node of the page for each operation (d.Nodes), which a hot page felt.
 func nodeAt(d kbcore.Doc, k int) kbcore.Node {
-	var out kbcore.Node
-	i := 0
-	d.Walk(func(n kbcore.Node) bool {
-		if i == k {
-			out = n
-			return false
-		}
-		i++
-		return true
-	})
-	return out
+	n, _ := d.NodeAt(k)
+	return n
 }
 
 // encode is json.Marshal of a payload (map[string]any of strings and
