@@ -193,3 +193,22 @@ func TestRapidPlainAckIsAnswer(t *testing.T) {
 		}
 	})
 }
+
+// FuzzDecodeEvent: on any bytes, the fast decoder takes only what the
+// reflective decoder decodes to the same event.
+func FuzzDecodeEvent(f *testing.F) {
+	f.Add(benchEvent)
+	f.Add([]byte(`{"id":1,"result":{"type":"data","id":"2","data":{"seq":2,"cmd":{"id":"c","type":"restore","payload":{"nodes":[{"id":"n1","rank":"a0","text":"\u003c"}]}}}}}`))
+	f.Add([]byte(`{"id":1,"result":{"type":"stopped"}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fast, ok := decodeEvent(append([]byte(nil), b...))
+		if !ok {
+			return
+		}
+		slow, data, err := (&Subscription{}).decodeMessage(b)
+		if err != nil || !data || fast.Seq != slow.Seq || fast.TrackedID != slow.TrackedID || fast.Cmd.ID != slow.Cmd.ID ||
+			fast.Cmd.Type != slow.Cmd.Type || !bytes.Equal(fast.Cmd.Payload, slow.Cmd.Payload) {
+			t.Fatalf("%q: fast %+v; reflective %+v data %v err %v", b, fast, slow, data, err)
+		}
+	})
+}

@@ -193,3 +193,29 @@ func mustMarshal(d Doc) string {
 	b, _ := d.MarshalJSON()
 	return string(b)
 }
+
+// FuzzDecodeFast: on any bytes, the fast payload decoder takes only what
+// the strict decoder decodes to the same value, and leaves its target
+// zero otherwise.
+func FuzzDecodeFast(f *testing.F) {
+	for _, s := range []string{`{"node":"n1","text":"x"}`, `{"after":null,"node":"n","parent":"p"}`, `{"node":"t","cell":"A1","value":"=B1"}`, `{}`, ` {"text":"caf\u00e9"} `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, mk := range []func() any{
+			func() any { return new(EditText) }, func() any { return new(NodeRef) },
+			func() any { return new(CreateAfter) }, func() any { return new(MoveNode) },
+			func() any { return new(SetCell) },
+		} {
+			fast, slow, zero := mk(), mk(), mk()
+			ok := decodeFast(b, fast)
+			err := decodeStrict(b, slow)
+			switch {
+			case ok && (err != nil || !reflect.DeepEqual(fast, slow)):
+				t.Fatalf("%T of %q: fast %+v; strict %+v, %v", fast, b, fast, slow, err)
+			case !ok && !reflect.DeepEqual(fast, zero):
+				t.Fatalf("%T of %q: fast declined but wrote %+v", fast, b, fast)
+			}
+		}
+	})
+}
