@@ -22,8 +22,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/subspace/kbkit/kbcore"
 )
 
@@ -240,7 +238,7 @@ var ErrReconnect = errors.New("kbkit: server asked to reconnect")
 
 // Subscription is a kb.onPage subscription on its own WebSocket.
 type Subscription struct {
-	conn   *websocket.Conn
+	conn   wsTransport
 	cancel context.CancelFunc
 	events chan Event
 	err    error
@@ -262,24 +260,22 @@ func (c *Client) Subscribe(ctx context.Context, pageID string, after int64) (*Su
 }
 
 func (c *Client) subscribe(ctx context.Context, pageID string, after int64, deliver func(Event) bool) (*Subscription, error) {
-	u := strings.Replace(c.base, "http", "ws", 1) + "/trpc"
 	h := http.Header{}
 	if c.token != "" {
 		h.Set("Authorization", "Bearer "+c.token)
 	}
-	conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: h})
+	conn, err := dialWS(ctx, c.base, h, 64<<20)
 	if err != nil {
 		return nil, err
 	}
-	conn.SetReadLimit(64 << 20)
 	input := map[string]any{"page_id": pageID}
 	if after > 0 {
 		input["lastEventId"] = strconv.FormatInt(after, 10)
 	}
 	msg, _ := json.Marshal(map[string]any{"id": 1, "method": "subscription",
 		"params": map[string]any{"path": "kb.onPage", "input": input}})
-	if err := conn.Write(ctx, websocket.MessageText, msg); err != nil {
-		conn.CloseNow()
+	if err := conn.write(ctx, msg); err != nil {
+		conn.close("")
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
@@ -290,27 +286,13 @@ func (c *Client) subscribe(ctx context.Context, pageID string, after int64, deli
 }
 
 // readMessage reads the next message into s.buf (reused: the bytes are
-// valid until the next read). The read is not tied to a context (one
-// would cost a timer registration per message): Close ends it by closing
-// the connection.
+// valid until the next read). The read is not tied to a context (with
+// coder/websocket one costs a callback registration per message): Close
+// ends it by closing the connection.
 func (s *Subscription) readMessage() ([]byte, error) {
-	_, r, err := s.conn.Reader(context.Background())
+	b, err := s.conn.read(s.buf)
 	if err != nil {
 		return nil, err
-	}
-	b := s.buf[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
 	}
 	if cap(b) <= 64<<10 {
 		s.buf = b[:0]
@@ -335,7 +317,7 @@ func (s *Subscription) read(ctx context.Context) {
 			return
 		}
 		if string(b) == "PING" {
-			_ = s.conn.Write(ctx, websocket.MessageText, []byte("PONG"))
+			_ = s.conn.write(ctx, []byte("PONG"))
 			continue
 		}
 		var ev Event
@@ -400,7 +382,7 @@ func (s *Subscription) decodeMessage(b []byte) (ev Event, data bool, err error) 
 	case m.Method == "reconnect":
 		// Answer the server's close handshake now, as tRPC's client
 		// does, so that its shutdown is not held up.
-		_ = s.conn.Close(websocket.StatusNormalClosure, "reconnecting")
+		s.conn.close("reconnecting")
 		return Event{}, false, ErrReconnect
 	case m.Error != nil:
 		return Event{}, false, &Error{HTTPStatus: m.Error.Data.HTTPStatus, Code: m.Error.Data.Code, Message: m.Error.Message}
@@ -454,7 +436,7 @@ func (s *Subscription) Err() error {
 // Close ends the subscription and its socket.
 func (s *Subscription) Close() {
 	s.cancel()
-	s.conn.Close(websocket.StatusNormalClosure, "")
+	s.conn.close("")
 	<-s.done
 }
 
