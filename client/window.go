@@ -414,7 +414,7 @@ func (w *Window) echo(ev Event) {
 		acts = w.w.Echo(ev.Seq, ev.Cmd)
 	}
 	applied := w.w.Seq() > before
-	if applied {
+	if applied && len(w.envs) > 0 { // most echoes are of other windows' commands
 		delete(w.envs, ev.Cmd.ID)
 	}
 	w.mu.Unlock()
