@@ -87,6 +87,11 @@ type rawWS struct {
 	readLimit int
 	wmu       sync.Mutex // writes: messages, pongs, the close frame
 	closeOnce sync.Once
+	// hdr and ctl are the reader's scratch space (a frame header, a
+	// control frame's payload): kept here so that they do not escape per
+	// read.
+	hdr [8]byte
+	ctl [125]byte
 }
 
 const wsGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -167,8 +172,8 @@ func (w *rawWS) read(buf []byte) ([]byte, error) {
 	b := buf[:0]
 	inMessage := false
 	for {
-		var hdr [2]byte
-		if _, err := io.ReadFull(w.br, hdr[:]); err != nil {
+		hdr := w.hdr[:2]
+		if _, err := io.ReadFull(w.br, hdr); err != nil {
 			return nil, err
 		}
 		fin, op, masked := hdr[0]&0x80 != 0, hdr[0]&0x0f, hdr[1]&0x80 != 0
@@ -178,29 +183,30 @@ func (w *rawWS) read(buf []byte) ([]byte, error) {
 		n := uint64(hdr[1] & 0x7f)
 		switch n {
 		case 126:
-			var ext [2]byte
-			if _, err := io.ReadFull(w.br, ext[:]); err != nil {
+			ext := w.hdr[:2]
+			if _, err := io.ReadFull(w.br, ext); err != nil {
 				return nil, err
 			}
-			n = uint64(binary.BigEndian.Uint16(ext[:]))
+			n = uint64(binary.BigEndian.Uint16(ext))
 		case 127:
-			var ext [8]byte
-			if _, err := io.ReadFull(w.br, ext[:]); err != nil {
+			ext := w.hdr[:8]
+			if _, err := io.ReadFull(w.br, ext); err != nil {
 				return nil, err
 			}
-			n = binary.BigEndian.Uint64(ext[:])
+			n = binary.BigEndian.Uint64(ext)
 		}
 		var mask [4]byte
 		if masked { // servers do not mask; accept it anyway
-			if _, err := io.ReadFull(w.br, mask[:]); err != nil {
+			if _, err := io.ReadFull(w.br, w.hdr[:4]); err != nil {
 				return nil, err
 			}
+			copy(mask[:], w.hdr[:4])
 		}
 		if op >= opClose { // control frames: at most 125 bytes, not fragmented
 			if n > 125 || !fin {
 				return nil, w.fail(1002, "invalid control frame")
 			}
-			var p [125]byte
+			p := w.ctl[:]
 			if _, err := io.ReadFull(w.br, p[:n]); err != nil {
 				return nil, err
 			}
