@@ -3,6 +3,12 @@
 // subscription. It is the transport of the reference client, the simulator
 // and the load generator; it decides nothing (the Window does).
 //
+// It is lean because a load generator runs on it (issue #12): over plain
+// http it posts commands on HTTP/1.1 connections of its own (h1.go) and
+// speaks WebSocket itself (ws.go), over https it uses net/http and
+// coder/websocket; events are decoded by hand, once per page and process
+// (wire.go, share.go), the reflective decoders deciding anything unusual.
+//
 //	c := client.New("http://127.0.0.1:8080", token)
 //	seq, rej, err := c.Command(ctx, env) // err: not decided, retry with the same id
 //	sub, err := c.Subscribe(ctx, pageID, lastSeq)
@@ -21,8 +27,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/subspace/kbkit/kbcore"
 )
@@ -56,11 +60,13 @@ type Client struct {
 	base  string
 	token string
 	http  *http.Client
+	h1    *h1Pool // commands' transport (h1.go); nil: http
 }
 
 // New returns a client for the server at base (e.g. http://127.0.0.1:8080).
 func New(base, token string) *Client {
-	return &Client{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{Timeout: 30 * time.Second}}
+	base = strings.TrimRight(base, "/")
+	return &Client{base: base, token: token, http: &http.Client{Timeout: 30 * time.Second}, h1: h1For(base)}
 }
 
 type trpcError struct {
@@ -94,19 +100,24 @@ func (c *Client) do(req *http.Request) (json.RawMessage, *trpcError, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return answer(resp.StatusCode, body)
+}
+
+// answer decodes a tRPC answer.
+func answer(status int, body []byte) (json.RawMessage, *trpcError, error) {
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
-		return nil, nil, &Error{HTTPStatus: resp.StatusCode, Code: "INVALID_RESPONSE",
-			Message: fmt.Sprintf("undecodable response: %.200s", body), Retryable: resp.StatusCode >= 500}
+		return nil, nil, &Error{HTTPStatus: status, Code: "INVALID_RESPONSE",
+			Message: fmt.Sprintf("undecodable response: %.200s", body), Retryable: status >= 500}
 	}
 	if env.Error != nil {
 		if env.Error.Data.HTTPStatus == 0 {
-			env.Error.Data.HTTPStatus = resp.StatusCode
+			env.Error.Data.HTTPStatus = status
 		}
 		return nil, env.Error, nil
 	}
 	if env.Result == nil {
-		return nil, nil, &Error{HTTPStatus: resp.StatusCode, Code: "INVALID_RESPONSE", Message: "neither result nor error"}
+		return nil, nil, &Error{HTTPStatus: status, Code: "INVALID_RESPONSE", Message: "neither result nor error"}
 	}
 	return env.Result.Data, nil, nil
 }
@@ -129,15 +140,36 @@ type Ack struct {
 // Submit is Command with the whole acknowledgement (the duplicate flag
 // too), for callers that check the wire.
 func (c *Client) Submit(ctx context.Context, env kbcore.Envelope) (ack Ack, rej *kbcore.Rejection, err error) {
-	body, _ := json.Marshal(env)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/trpc/kb.command", bytes.NewReader(body))
-	if err != nil {
-		return Ack{}, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	data, terr, err := c.do(req)
-	if err != nil {
-		return Ack{}, nil, err
+	body := encodeEnvelope(env)
+	var data json.RawMessage
+	var terr *trpcError
+	if c.h1 != nil {
+		auth := ""
+		if c.token != "" {
+			auth = "Bearer " + c.token
+		}
+		status, resp, err := c.h1.post(ctx, "/trpc/kb.command", auth, body)
+		if err != nil {
+			return Ack{}, nil, err
+		}
+		if status == http.StatusOK {
+			if seq, ok := plainAck(resp); ok {
+				return Ack{Seq: seq}, nil, nil
+			}
+		}
+		data, terr, err = answer(status, resp)
+		if err != nil {
+			return Ack{}, nil, err
+		}
+	} else {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/trpc/kb.command", bytes.NewReader(body))
+		if err != nil {
+			return Ack{}, nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if data, terr, err = c.do(req); err != nil {
+			return Ack{}, nil, err
+		}
 	}
 	if terr != nil {
 		if terr.Data.Code == "CONFLICT" && terr.Data.Rejection != nil {
@@ -194,12 +226,17 @@ func (c *Client) Page(ctx context.Context, pageID string, pending []string) (Sna
 }
 
 // Event is one command of a page's log as the subscription delivers it.
+// Events of one page decoded in this process may share their Payload
+// bytes: do not modify them.
 type Event struct {
 	Seq int64          `json:"seq"`
 	Cmd kbcore.Command `json:"cmd"`
 	// TrackedID is the tracked event's result.id, what a tRPC client
 	// resumes from (spec/PROTOCOL.md 4.4: the seq in decimal).
 	TrackedID string `json:"-"`
+
+	// shared is the page's entry for the event (share.go), if any.
+	shared *sharedEvent
 }
 
 // ErrReconnect means the server asked clients to reconnect (shutdown).
@@ -207,94 +244,119 @@ var ErrReconnect = errors.New("kbkit: server asked to reconnect")
 
 // Subscription is a kb.onPage subscription on its own WebSocket.
 type Subscription struct {
-	conn   *websocket.Conn
+	conn   wsTransport
 	cancel context.CancelFunc
 	events chan Event
 	err    error
 	done   chan struct{}
+
+	page  string
+	share *pageShare
+	last  int64 // the seq of the last event delivered
+	// deliver, if set, takes each event on the reader goroutine instead
+	// of the events channel (a Window's subscription); false stops.
+	deliver func(Event) bool
+	buf     []byte // the message being read
 }
 
 // Subscribe opens a WebSocket and subscribes to pageID's commands with seq
 // greater than after (0 = from the start).
 func (c *Client) Subscribe(ctx context.Context, pageID string, after int64) (*Subscription, error) {
-	u := strings.Replace(c.base, "http", "ws", 1) + "/trpc"
+	return c.subscribe(ctx, pageID, after, nil)
+}
+
+func (c *Client) subscribe(ctx context.Context, pageID string, after int64, deliver func(Event) bool) (*Subscription, error) {
 	h := http.Header{}
 	if c.token != "" {
 		h.Set("Authorization", "Bearer "+c.token)
 	}
-	conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: h})
+	conn, err := dialWS(ctx, c.base, h, 64<<20)
 	if err != nil {
 		return nil, err
 	}
-	conn.SetReadLimit(64 << 20)
 	input := map[string]any{"page_id": pageID}
 	if after > 0 {
 		input["lastEventId"] = strconv.FormatInt(after, 10)
 	}
 	msg, _ := json.Marshal(map[string]any{"id": 1, "method": "subscription",
 		"params": map[string]any{"path": "kb.onPage", "input": input}})
-	if err := conn.Write(ctx, websocket.MessageText, msg); err != nil {
-		conn.CloseNow()
+	if err := conn.write(ctx, msg); err != nil {
+		conn.close("")
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	s := &Subscription{conn: conn, cancel: cancel, events: make(chan Event, 256), done: make(chan struct{})}
+	s := &Subscription{conn: conn, cancel: cancel, events: make(chan Event, 256), done: make(chan struct{}),
+		page: pageID, share: sharePage(pageID), last: after, deliver: deliver}
 	go s.read(rctx)
 	return s, nil
+}
+
+// readMessage reads the next message into s.buf (reused: the bytes are
+// valid until the next read). The read is not tied to a context (with
+// coder/websocket one costs a callback registration per message): Close
+// ends it by closing the connection.
+func (s *Subscription) readMessage() ([]byte, error) {
+	b, err := s.conn.read(s.buf)
+	if err != nil {
+		return nil, err
+	}
+	if cap(b) <= 64<<10 {
+		s.buf = b[:0]
+	}
+	return b, nil
 }
 
 func (s *Subscription) read(ctx context.Context) {
 	defer close(s.done)
 	defer close(s.events)
+	defer releasePage(s.page, s.share)
+	if s.buf == nil {
+		s.buf = make([]byte, 0, 1024)
+	}
 	for {
-		_, b, err := s.conn.Read(ctx)
+		b, err := s.readMessage()
 		if err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
 			s.err = err
 			return
 		}
 		if string(b) == "PING" {
-			_ = s.conn.Write(ctx, websocket.MessageText, []byte("PONG"))
+			_ = s.conn.write(ctx, []byte("PONG"))
 			continue
 		}
-		// One pass decodes the message and its event (data is an Event for
-		// type "data" and absent otherwise).
-		var m struct {
-			Method string `json:"method"`
-			Result *struct {
-				Type string `json:"type"`
-				ID   string `json:"id"`
-				Data *Event `json:"data"`
-			} `json:"result"`
-			Error *trpcError `json:"error"`
+		var ev Event
+		if e := s.share.lookup(s.last+1, b); e != nil {
+			ev = e.ev // another subscription of the page decoded these bytes
+		} else {
+			raw := append([]byte(nil), b...)
+			fast, ok := decodeEvent(raw)
+			if !ok {
+				var data bool
+				if fast, data, err = s.decodeMessage(raw); err != nil || !data {
+					if err != nil {
+						s.err = err
+						return
+					}
+					continue
+				}
+			}
+			ev = s.share.store(fast, raw).ev
 		}
-		if err := json.Unmarshal(b, &m); err != nil {
-			s.err = fmt.Errorf("kbkit: bad message %.200s: %w", b, err)
-			return
+		if ev.Seq > s.last {
+			s.last = ev.Seq
 		}
-		switch {
-		case m.Method == "reconnect":
-			// Answer the server's close handshake now, as tRPC's client
-			// does, so that its shutdown is not held up.
-			s.err = ErrReconnect
-			_ = s.conn.Close(websocket.StatusNormalClosure, "reconnecting")
-			return
-		case m.Error != nil:
-			s.err = &Error{HTTPStatus: m.Error.Data.HTTPStatus, Code: m.Error.Data.Code, Message: m.Error.Message}
-			return
-		case m.Result == nil:
-			continue
-		case m.Result.Type == "stopped":
-			s.err = io.EOF
-			return
-		case m.Result.Type != "data":
+		if s.deliver != nil {
+			if !s.deliver(ev) {
+				s.err = ctx.Err()
+				if s.err == nil {
+					s.err = context.Canceled
+				}
+				return
+			}
 			continue
 		}
-		if m.Result.Data == nil {
-			s.err = fmt.Errorf("kbkit: an event without data: %.200s", b)
-			return
-		}
-		ev := *m.Result.Data
-		ev.TrackedID = m.Result.ID
 		select {
 		case s.events <- ev:
 		case <-ctx.Done():
@@ -302,6 +364,47 @@ func (s *Subscription) read(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// decodeMessage is the reflective decoding of any message (decodeEvent
+// takes the usual one): data reports an event; err ends the subscription
+// (io.EOF when stopped, ErrReconnect, a tRPC error, a malformed message).
+func (s *Subscription) decodeMessage(b []byte) (ev Event, data bool, err error) {
+	// One pass decodes the message and its event (data is an Event for
+	// type "data" and absent otherwise).
+	var m struct {
+		Method string `json:"method"`
+		Result *struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+			Data *Event `json:"data"`
+		} `json:"result"`
+		Error *trpcError `json:"error"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Event{}, false, fmt.Errorf("kbkit: bad message %.200s: %w", b, err)
+	}
+	switch {
+	case m.Method == "reconnect":
+		// Answer the server's close handshake now, as tRPC's client
+		// does, so that its shutdown is not held up.
+		s.conn.close("reconnecting")
+		return Event{}, false, ErrReconnect
+	case m.Error != nil:
+		return Event{}, false, &Error{HTTPStatus: m.Error.Data.HTTPStatus, Code: m.Error.Data.Code, Message: m.Error.Message}
+	case m.Result == nil:
+		return Event{}, false, nil
+	case m.Result.Type == "stopped":
+		return Event{}, false, io.EOF
+	case m.Result.Type != "data":
+		return Event{}, false, nil
+	}
+	if m.Result.Data == nil {
+		return Event{}, false, fmt.Errorf("kbkit: an event without data: %.200s", b)
+	}
+	ev = *m.Result.Data
+	ev.TrackedID = m.Result.ID
+	return ev, true, nil
 }
 
 // Next returns the next event; after an error, the subscription is over
@@ -339,7 +442,7 @@ func (s *Subscription) Err() error {
 // Close ends the subscription and its socket.
 func (s *Subscription) Close() {
 	s.cancel()
-	s.conn.Close(websocket.StatusNormalClosure, "")
+	s.conn.close("")
 	<-s.done
 }
 

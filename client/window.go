@@ -31,6 +31,8 @@ type Window struct {
 	device string
 	obs    WindowObserver
 
+	share *pageShare // the page's share in this process (share.go)
+
 	mu  sync.Mutex
 	w   *kbcore.Window
 	sub *Subscription
@@ -39,6 +41,11 @@ type Window struct {
 	envs    map[string]kbcore.Envelope
 	sending string
 	closing bool
+	// adoptLeft is how many more times the window tries to adopt the
+	// server document another window of the page applied an echo to
+	// (when its own is equal but not the same value, as after a
+	// snapshot): from then on their echoes are applied once for both.
+	adoptLeft int
 
 	changed chan struct{} // a token after every applied event or settled command
 	done    chan struct{} // the reader goroutine ended
@@ -120,14 +127,17 @@ func OpenWindow(ctx context.Context, c *Client, pageID string, o WindowOptions) 
 		}
 		Pause(ctx, attempt)
 	}
-	w := &Window{c: c, page: pageID, device: o.DeviceID, obs: o.Observer,
-		w: kbcore.NewWindow(snap.Doc, snap.Seq), envs: map[string]kbcore.Envelope{},
+	share := sharePage(pageID)
+	doc := share.snapshot(snap.Seq, snap.RawDoc, snap.Doc)
+	w := &Window{c: c, page: pageID, device: o.DeviceID, obs: o.Observer, share: share,
+		w: kbcore.NewWindow(doc, snap.Seq), envs: map[string]kbcore.Envelope{}, adoptLeft: adoptTries,
 		changed: make(chan struct{}, 1), done: make(chan struct{})}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.obs.Snapshot(snap.Seq, false)
 	sub, err := w.subscribe(ctx)
 	if err != nil {
 		w.cancel()
+		releasePage(pageID, share)
 		return nil, fmt.Errorf("subscribe to page %s: %w", pageID, err)
 	}
 	w.sub = sub
@@ -234,16 +244,18 @@ func (w *Window) issued(acts []kbcore.Action, cmds []kbcore.Command, before ...k
 			}
 		}
 	}
-	byID := map[string]kbcore.Command{}
-	for _, c := range cmds {
-		byID[c.ID] = c
-	}
 	var envs []kbcore.Envelope
 	code := ""
 	for _, a := range acts {
 		switch a.Kind {
 		case kbcore.ActionSend:
-			c, ok := byID[a.ID]
+			var c kbcore.Command
+			ok := false
+			for _, x := range cmds { // one command, or an undo step's few
+				if x.ID == a.ID {
+					c, ok = x, true
+				}
+			}
 			if !ok {
 				continue
 			}
@@ -320,9 +332,10 @@ func (w *Window) Close() {
 
 func (w *Window) subscribe(ctx context.Context) (*Subscription, error) {
 	var sub *Subscription
+	deliver := func(ev Event) bool { w.echo(ev); return true }
 	err := Retry(ctx, 40, func() error {
 		var err error
-		sub, err = w.c.Subscribe(ctx, w.page, w.Seq())
+		sub, err = w.c.subscribe(ctx, w.page, w.Seq(), deliver)
 		if err != nil {
 			w.obs.Error("subscribe")
 		}
@@ -335,13 +348,12 @@ func (w *Window) subscribe(ctx context.Context) (*Subscription, error) {
 // window's seq when a subscription ends.
 func (w *Window) read() {
 	defer close(w.done)
+	defer releasePage(w.page, w.share)
 	for {
 		w.mu.Lock()
 		sub := w.sub
 		w.mu.Unlock()
-		for ev := range sub.Events() {
-			w.echo(ev)
-		}
+		<-sub.done // its reader applied the events (deliver)
 		w.mu.Lock()
 		closing := w.closing
 		w.mu.Unlock()
@@ -370,13 +382,39 @@ func (w *Window) read() {
 	}
 }
 
+// adoptTries bounds the attempts to adopt another window's document
+// (each compares the documents) after the window's own came apart.
+const adoptTries = 4
+
 func (w *Window) echo(ev Event) {
 	now := time.Now()
 	w.mu.Lock()
 	before := w.w.Seq()
-	acts := w.w.Echo(ev.Seq, ev.Cmd)
+	var acts []kbcore.Action
+	if sh := ev.shared; sh != nil && ev.Seq == before+1 && !w.w.Awaiting() {
+		// The page's windows in this process apply the event once: the
+		// first records its documents, the others take them.
+		prev := w.w.Server()
+		if p, n, ok := sh.result(); ok {
+			acts = w.w.EchoShared(ev.Seq, ev.Cmd, p, n)
+			if w.adoptLeft > 0 && !w.w.Server().Same(n) {
+				if w.w.AdoptServer(n) {
+					w.adoptLeft = adoptTries
+				} else {
+					w.adoptLeft--
+				}
+			}
+		} else {
+			acts = w.w.Echo(ev.Seq, ev.Cmd)
+			if w.w.Seq() == ev.Seq {
+				sh.record(prev, w.w.Server())
+			}
+		}
+	} else {
+		acts = w.w.Echo(ev.Seq, ev.Cmd)
+	}
 	applied := w.w.Seq() > before
-	if applied {
+	if applied && len(w.envs) > 0 { // most echoes are of other windows' commands
 		delete(w.envs, ev.Cmd.ID)
 	}
 	w.mu.Unlock()
@@ -406,8 +444,10 @@ func (w *Window) refetch() {
 		w.obs.Error("refetch")
 		return
 	}
+	doc := w.share.snapshot(snap.Seq, snap.RawDoc, snap.Doc)
 	w.mu.Lock()
-	acts := w.w.Snapshot(snap.Doc, snap.Seq, snap.Outcomes)
+	acts := w.w.Snapshot(doc, snap.Seq, snap.Outcomes)
+	w.adoptLeft = adoptTries // a document of its own again
 	var resend []kbcore.Envelope
 	for _, a := range acts {
 		if env, ok := w.envs[a.ID]; ok && a.Kind == kbcore.ActionSend && a.ID != w.sending {

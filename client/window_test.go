@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -263,4 +264,26 @@ func TestWindowUndoRedo(t *testing.T) {
 	step(envs, code, "seed")
 	envs, code = w.Redo([]string{uuid.NewString(), uuid.NewString()})
 	step(envs, code, "typed")
+}
+
+// TestWindowsOfAPageShareTheirWork: windows of one page in one process
+// hold the same document value (one snapshot parsed for both, each echo
+// applied once), and it is the document every window converges to.
+func TestWindowsOfAPageShareTheirWork(t *testing.T) {
+	f := setup(t)
+	a, b := f.open(t, 0, nil), f.open(t, 1, nil)
+	var head int64
+	for i := 0; i < 5; i++ {
+		head, _ = do(t, []*client.Window{a, b}[i%2], cmd(uuid.NewString(), kbcore.TypeEditText, map[string]any{"node": "n", "text": strings.Repeat("x", i+1)}))
+	}
+	converge(t, a, head)
+	converge(t, b, head)
+	da, _ := a.Server()
+	db, _ := b.Server()
+	if !da.Same(db) {
+		t.Fatal("the windows of the page hold different document values")
+	}
+	if n, _ := da.Node("n"); n.Text != "xxxxx" {
+		t.Fatalf("text %q", n.Text)
+	}
 }

@@ -33,7 +33,7 @@ type Result struct {
 // gives a Result, the input document is never modified, and a rejection
 // leaves the document unchanged.
 func Apply(d Doc, c Command) Result {
-	t := &tx{d: d.init()}
+	t := &tx{d: d.init(), inv: true}
 	if rej := t.run(c); rej != nil {
 		return Result{Doc: d, Rejected: rej}
 	}
@@ -52,9 +52,21 @@ func Apply(d Doc, c Command) Result {
 	return Result{Doc: t.d, Inverse: t.inverse, Changed: changed, PageChanged: t.pageChanged}
 }
 
+// applyDoc is Apply(d, c).Doc without the rest of the result (no inverse
+// is built): what a window folds with, echoes and pending commands.
+func applyDoc(d Doc, c Command) Doc {
+	t := &tx{d: d.init()}
+	if t.run(c) != nil {
+		return d
+	}
+	return t.d
+}
+
 // tx is one command being applied to a private copy of the persistent maps.
 type tx struct {
-	d           Doc
+	d Doc
+	// inv: build the inverse (Apply does; applyDoc does not need it).
+	inv         bool
 	inverse     []Command
 	changed     []string
 	pageChanged bool
@@ -105,6 +117,9 @@ func init() {
 func decodePayload(c Command, v any) *Rejection {
 	if len(c.Payload) == 0 {
 		return reject(CodeInvalidPayload, "%s: payload is missing", c.Type)
+	}
+	if decodeFast(c.Payload, v) {
+		return nil
 	}
 	if err := decodeStrict(c.Payload, v); err != nil {
 		return reject(CodeInvalidPayload, "%s: %v", c.Type, err)
@@ -255,7 +270,9 @@ func (t *tx) createAfter(c Command) *Rejection {
 	}
 	blank := normalizeNode(Node{Kind: kind})
 	t.insert(&Node{ID: id, Parent: parent, Rank: rk, Kind: kind, Text: *p.Text, Outputs: blank.Outputs, Cells: blank.Cells})
-	t.inverse = []Command{mkCommand(TypeDelete, NodeRef{Node: ptr(id)})}
+	if t.inv {
+		t.inverse = []Command{mkCommand(TypeDelete, NodeRef{Node: ptr(id)})}
+	}
 	return nil
 }
 
@@ -271,7 +288,9 @@ func (t *tx) editText(c Command) *Rejection {
 	if r != nil {
 		return r
 	}
-	t.inverse = []Command{mkCommand(TypeEditText, EditText{Node: ptr(n.ID), Text: ptr(n.Text)})}
+	if t.inv {
+		t.inverse = []Command{mkCommand(TypeEditText, EditText{Node: ptr(n.ID), Text: ptr(n.Text)})}
+	}
 	nn := copyNode(n)
 	nn.Text = *p.Text
 	t.replace(nn)
@@ -313,7 +332,9 @@ func (t *tx) moveNode(c Command) *Rejection {
 	if parent != "" && t.d.isAncestor(n.ID, parent) {
 		return reject(CodeCycle, "cannot move %q under itself or its descendant %q", n.ID, parent)
 	}
-	t.inverse = []Command{t.moveBack(n)}
+	if t.inv {
+		t.inverse = []Command{t.moveBack(n)}
+	}
 	return t.place(n, parent, after, p.Rank)
 }
 
@@ -351,7 +372,9 @@ func (t *tx) indent(c Command) *Rejection {
 	if !ok {
 		return reject(CodeNoPrevSibling, "node %q has no previous sibling", n.ID)
 	}
-	t.inverse = []Command{t.moveBack(n)}
+	if t.inv {
+		t.inverse = []Command{t.moveBack(n)}
+	}
 	last, _ := t.d.lastChild(prev.ID)
 	return t.place(n, prev.ID, last, nil)
 }
@@ -372,7 +395,9 @@ func (t *tx) outdent(c Command) *Rejection {
 	if !ok { // impossible in a valid Doc; stay total anyway
 		return reject(CodeParentNotFound, "parent %q not found", n.Parent)
 	}
-	t.inverse = []Command{t.moveBack(n)}
+	if t.inv {
+		t.inverse = []Command{t.moveBack(n)}
+	}
 	return t.place(n, q.Parent, q, nil)
 }
 
@@ -386,14 +411,16 @@ func (t *tx) deleteNode(c Command) *Rejection {
 		return r
 	}
 	sub := t.d.subtree(n.ID)
-	records := make([]Node, len(sub))
-	for i, s := range sub {
-		records[i] = *s
+	if t.inv {
+		records := make([]Node, len(sub))
+		for i, s := range sub {
+			records[i] = *s
+		}
+		t.inverse = []Command{mkCommand(TypeRestore, Restore{Nodes: &records})}
 	}
 	for _, s := range sub {
 		t.remove(s)
 	}
-	t.inverse = []Command{mkCommand(TypeRestore, Restore{Nodes: &records})}
 	return nil
 }
 
@@ -470,7 +497,9 @@ func (t *tx) setOutputs(c Command) *Rejection {
 	if n.Kind != KindCode {
 		return reject(CodeNotACodeCell, "node %q is a %s node, not code", n.ID, n.Kind)
 	}
-	t.inverse = []Command{mkCommand(TypeSetOutputs, SetOutputs{Node: ptr(n.ID), Outputs: ptr(n.Outputs)})}
+	if t.inv {
+		t.inverse = []Command{mkCommand(TypeSetOutputs, SetOutputs{Node: ptr(n.ID), Outputs: ptr(n.Outputs)})}
+	}
 	nn := copyNode(n)
 	nn.Outputs = append([]Output{}, *p.Outputs...)
 	t.replace(nn)
@@ -497,7 +526,9 @@ func (t *tx) setCell(c Command) *Rejection {
 	if n.Kind != KindTable {
 		return reject(CodeNotATable, "node %q is a %s node, not a table", n.ID, n.Kind)
 	}
-	t.inverse = []Command{mkCommand(TypeSetCell, SetCell{Node: ptr(n.ID), Cell: p.Cell, Value: ptr(n.Cells[*p.Cell])})}
+	if t.inv {
+		t.inverse = []Command{mkCommand(TypeSetCell, SetCell{Node: ptr(n.ID), Cell: p.Cell, Value: ptr(n.Cells[*p.Cell])})}
+	}
 	cells := make(map[string]string, len(n.Cells)+1)
 	for k, v := range n.Cells {
 		cells[k] = v

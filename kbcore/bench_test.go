@@ -61,3 +61,69 @@ func BenchmarkApply(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWindowEcho is a window of a 20-node page receiving the echo of
+// another window's keystroke (edit-text): idle (nothing pending), and
+// with one own command pending (folded when the editor next types, one
+// echo in eight).
+func BenchmarkWindowEcho(b *testing.B) {
+	benchWindowEcho(b, false)
+}
+
+// BenchmarkWindowEchoShared is the same echo received by two windows of
+// the page: the first applies it, the second takes the result
+// (EchoShared); compare with twice BenchmarkWindowEcho/idle.
+func BenchmarkWindowEchoShared(b *testing.B) {
+	benchWindowEcho(b, true)
+}
+
+func benchWindowEcho(b *testing.B, sharedOnly bool) {
+	d := benchDoc(b, 20)
+	edit := func(id string, text string) kbcore.Command {
+		return kbcore.Command{ID: id, Type: kbcore.TypeEditText, Payload: json.RawMessage(`{"node":"g0k5","text":"` + text + `"}`)}
+	}
+	run := func(b *testing.B, pending bool, shared bool) {
+		b.ReportAllocs()
+		w := kbcore.NewWindow(d, 1)
+		other := kbcore.NewWindow(d, 1)
+		if pending {
+			w.Local(kbcore.Command{ID: "own", Type: kbcore.TypeEditText, Payload: json.RawMessage(`{"node":"g0k7","text":"mine"}`)})
+		}
+		seq := int64(1)
+		for b.Loop() {
+			seq++
+			c := edit(fmt.Sprintf("c%d", seq%4), "some text")
+			if shared {
+				prev := other.Server()
+				other.Echo(seq, c)
+				w.EchoShared(seq, c, prev, other.Server())
+			} else {
+				w.Echo(seq, c)
+			}
+			if pending && seq%8 == 0 {
+				w.Rendered() // the editor's next keystroke reads the fold
+			}
+		}
+	}
+	if sharedOnly {
+		b.Run("pair", func(b *testing.B) { run(b, false, true) })
+		return
+	}
+	b.Run("idle", func(b *testing.B) { run(b, false, false) })
+	b.Run("pending", func(b *testing.B) { run(b, true, false) })
+}
+
+// BenchmarkWindowLocal is one keystroke in a window: the rendered page,
+// the local application with its inverse (for undo).
+func BenchmarkWindowLocal(b *testing.B) {
+	d := benchDoc(b, 20)
+	b.ReportAllocs()
+	w := kbcore.NewWindow(d, 1)
+	seq := int64(1)
+	for b.Loop() {
+		seq++
+		id := fmt.Sprintf("c%d", seq)
+		w.Local(kbcore.Command{ID: id, Type: kbcore.TypeEditText, Payload: json.RawMessage(`{"node":"g0k5","text":"typed"}`)})
+		w.Echo(seq, kbcore.Command{ID: id, Type: kbcore.TypeEditText, Payload: json.RawMessage(`{"node":"g0k5","text":"typed"}`)})
+	}
+}

@@ -184,6 +184,9 @@ func ptr[T any](v T) *T { return &v }
 // mkCommand builds an inverse or derived command; payloads here always
 // marshal, so the error is impossible.
 func mkCommand(typ string, payload any) Command {
+	if b := encodeFast(payload); b != nil {
+		return Command{Type: typ, Payload: b}
+	}
 	b, _ := json.Marshal(payload)
 	return Command{Type: typ, Payload: b}
 }

@@ -146,6 +146,26 @@ func (d *Doc) unlink(n *Node) {
 	}
 }
 
+// Same reports whether d and o are the same document value: the same
+// persistent maps and page record, as when one is a copy of the other.
+// Same documents are Equal; Equal ones built apart (parsed twice, or
+// reached by different commands) need not be Same. It costs no walk.
+func (d Doc) Same(o Doc) bool {
+	if d.nodes != o.nodes || d.kids != o.kids {
+		return false
+	}
+	p, q := d.page, o.page
+	if p.ID != q.ID || p.Title != q.Title || p.Dir != q.Dir || p.MergedInto != q.MergedInto || len(p.Aliases) != len(q.Aliases) {
+		return false
+	}
+	for i := range p.Aliases {
+		if p.Aliases[i] != q.Aliases[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // Page returns the page record. Aliases is a fresh slice.
 func (d Doc) Page() Page {
 	p := d.page
@@ -220,13 +240,48 @@ func (d Doc) Walk(fn func(Node) bool) {
 }
 
 func (d Doc) walk(parent string, fn func(Node) bool) bool {
-	for _, id := range d.childIDs(parent) {
+	// The sibling map is persistent: iterating it while fn runs is safe,
+	// and cheaper than copying its ids first.
+	it := d.siblings(parent).Iterator()
+	for !it.Done() {
+		_, id, _ := it.Next()
 		n, _ := d.get(id)
 		if !fn(*n) || !d.walk(id, fn) {
 			return false
 		}
 	}
 	return true
+}
+
+// NodeAt returns the k-th node (from 0) in document order, Walk's order,
+// without copying the nodes before it as a Walk would.
+func (d Doc) NodeAt(k int) (Node, bool) {
+	if k < 0 || k >= d.Len() {
+		return Node{}, false
+	}
+	id, ok := d.nthID("", &k)
+	if !ok {
+		return Node{}, false
+	}
+	n, _ := d.get(id)
+	return *n, true
+}
+
+// nthID finds the *k-th id in document order under parent, counting *k
+// down past the ones before it.
+func (d Doc) nthID(parent string, k *int) (string, bool) {
+	it := d.siblings(parent).Iterator()
+	for !it.Done() {
+		_, id, _ := it.Next()
+		if *k == 0 {
+			return id, true
+		}
+		*k--
+		if got, ok := d.nthID(id, k); ok {
+			return got, true
+		}
+	}
+	return "", false
 }
 
 // subtree returns the node and its descendants in document order (depth

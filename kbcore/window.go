@@ -14,6 +14,10 @@ type Window struct {
 	seq      int64
 	pending  []Command
 	rendered Doc
+	// stale: rendered is behind (server or pending changed since it was
+	// folded); Rendered folds it when asked, so that a window fed many
+	// echoes between its own edits folds its pending commands once.
+	stale bool
 	// awaiting is set after a seq gap: later echoes are ignored until a
 	// snapshot arrives.
 	awaiting bool
@@ -88,8 +92,19 @@ func (w *Window) Seq() int64 { return w.seq }
 // Server is the server's document as of Seq.
 func (w *Window) Server() Doc { return w.server }
 
-// Rendered is what the user sees: fold(Server, Pending).
-func (w *Window) Rendered() Doc { return w.rendered }
+// Rendered is what the user sees: fold(Server, Pending). It folds when
+// the fold is behind, so, like every method, it must not run concurrently
+// with another on the same window.
+func (w *Window) Rendered() Doc {
+	if w.stale {
+		d := w.server
+		for _, c := range w.pending {
+			d = applyDoc(d, c)
+		}
+		w.rendered, w.stale = d, false
+	}
+	return w.rendered
+}
 
 // Pending returns this window's unechoed commands in send order.
 func (w *Window) Pending() []Command { return append([]Command(nil), w.pending...) }
@@ -129,7 +144,7 @@ func (w *Window) issue(cmds []Command, stack *[]undoEntry) ([]Action, bool) {
 			ok = false
 			break
 		}
-		res := Apply(w.rendered, c)
+		res := Apply(w.Rendered(), c)
 		if res.Rejected != nil {
 			acts = append(acts, Action{Kind: ActionToast, Code: res.Rejected.Code})
 			ok = false
@@ -154,6 +169,38 @@ func (w *Window) issue(cmds []Command, stack *[]undoEntry) ([]Action, bool) {
 
 // Echo delivers the server's command number seq of this page.
 func (w *Window) Echo(seq int64, c Command) []Action {
+	return w.echo(seq, c, nil)
+}
+
+// EchoShared is Echo for windows of one page that share their work: when
+// prev is this window's server document (the very same Doc, Same, not
+// merely equal), next is taken as its document after c instead of
+// applying c again. The caller vouches that next is Apply(prev, c).Doc,
+// typically the Server of another window of the page after the same echo.
+func (w *Window) EchoShared(seq int64, c Command, prev, next Doc) []Action {
+	if !w.server.Same(prev) {
+		return w.echo(seq, c, nil)
+	}
+	return w.echo(seq, c, &next)
+}
+
+// AdoptServer replaces the server document with d when they are Equal
+// (the same page in canonical form), so that the window holds d's very
+// value, as another window of the page does, and EchoShared can take
+// that window's results; false: they differ, and nothing changes.
+func (w *Window) AdoptServer(d Doc) bool {
+	if w.server.Same(d) {
+		return true
+	}
+	if !w.server.Equal(d) {
+		return false
+	}
+	w.server = d
+	w.rebase()
+	return true
+}
+
+func (w *Window) echo(seq int64, c Command, next *Doc) []Action {
 	switch {
 	case seq <= w.seq:
 		return nil // duplicate
@@ -166,7 +213,11 @@ func (w *Window) Echo(seq int64, c Command) []Action {
 	}
 	// A command the server accepted applies here too; if this reducer
 	// disagrees, the fold of the log still skips it, as every fold must.
-	w.server = Apply(w.server, c).Doc
+	if next != nil {
+		w.server = *next
+	} else {
+		w.server = applyDoc(w.server, c)
+	}
 	w.seq = seq
 	w.drop(c.ID)
 	w.rebase()
@@ -185,13 +236,14 @@ func (w *Window) drop(id string) bool {
 	return false
 }
 
-// rebase re-folds pending over the server document.
+// rebase re-folds pending over the server document (when Rendered is
+// next asked for).
 func (w *Window) rebase() {
-	d := w.server
-	for _, c := range w.pending {
-		d = Apply(d, c).Doc
+	if len(w.pending) == 0 {
+		w.rendered, w.stale = w.server, false
+		return
 	}
-	w.rendered = d
+	w.stale = true
 }
 
 // Reject delivers the server's rejection of an own command.

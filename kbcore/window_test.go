@@ -62,6 +62,10 @@ type winSim struct {
 	clients []*winClient
 	next    int
 	known   []string // every node id ever named, live or not
+	// shared[seq] is the server document before and after echo seq in
+	// the first window that applied it: the others take it with
+	// EchoShared (when their document is the same value) half the time.
+	shared map[int64][2]kbcore.Doc
 }
 
 func (s *winSim) id(ci int) string {
@@ -250,7 +254,21 @@ func (s *winSim) deliver(ci int, drop bool) {
 	if drop {
 		return
 	}
-	s.handle(ci, fmt.Sprintf("echo %d (%s %s %s)", m.seq, m.cmd.ID, m.cmd.Type, m.cmd.Payload), aw, cl.w.Echo(m.seq, m.cmd))
+	before := cl.w.Server()
+	var acts []kbcore.Action
+	sh, ok := s.shared[m.seq]
+	if ok && rapid.Bool().Draw(s.t, "shared") {
+		acts = cl.w.EchoShared(m.seq, m.cmd, sh[0], sh[1])
+	} else {
+		acts = cl.w.Echo(m.seq, m.cmd)
+	}
+	if !ok && cl.w.Seq() == m.seq {
+		if s.shared == nil {
+			s.shared = map[int64][2]kbcore.Doc{}
+		}
+		s.shared[m.seq] = [2]kbcore.Doc{before, cl.w.Server()}
+	}
+	s.handle(ci, fmt.Sprintf("echo %d (%s %s %s)", m.seq, m.cmd.ID, m.cmd.Type, m.cmd.Payload), aw, acts)
 }
 
 // local makes a random user edit in window ci, on a live or a stale node.
@@ -460,6 +478,60 @@ func TestRapidWindowsConverge(t *testing.T) {
 				t.Fatalf("window %d: server:\nwant %s\ngot  %s", ci, winJSON(s.srv.doc()), winJSON(w.Server()))
 			case !w.Rendered().Equal(s.srv.doc()):
 				t.Fatalf("window %d: rendered:\nwant %s\ngot  %s", ci, winJSON(s.srv.doc()), winJSON(w.Rendered()))
+			}
+		}
+	})
+}
+
+// TestEchoSharedTakesTheSharedDoc: a window whose server document is the
+// one another window applied an echo to takes that window's result (the
+// same value); a window with an equal document built apart applies the
+// echo itself, to an equal result.
+func TestEchoSharedTakesTheSharedDoc(t *testing.T) {
+	docJSON := []byte(`{"page":{"id":"p","title":"P"},"nodes":[{"id":"n1","rank":"a0","text":"x"}]}`)
+	d, err := kbcore.ParseDoc(docJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apart, _ := kbcore.ParseDoc(docJSON)
+	a, b, c := kbcore.NewWindow(d, 1), kbcore.NewWindow(d, 1), kbcore.NewWindow(apart, 1)
+	cmd := kbcore.Command{ID: "c2", Type: kbcore.TypeEditText, Payload: json.RawMessage(`{"node":"n1","text":"xy"}`)}
+	prev := a.Server()
+	a.Echo(2, cmd)
+	next := a.Server()
+	b.EchoShared(2, cmd, prev, next)
+	c.EchoShared(2, cmd, prev, next)
+	if !b.Server().Same(next) || !b.Rendered().Same(next) {
+		t.Fatal("b did not take the shared document")
+	}
+	if c.Server().Same(next) || !c.Server().Equal(next) || c.Seq() != 2 {
+		t.Fatalf("c: same %v, equal %v, seq %d", c.Server().Same(next), c.Server().Equal(next), c.Seq())
+	}
+	if d.Same(apart) || !d.Same(d) {
+		t.Fatal("Same of documents parsed apart")
+	}
+}
+
+// TestRapidNodeAtIsWalkOrder: NodeAt(k) is the k-th node Walk visits.
+func TestRapidNodeAtIsWalkOrder(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		d := bornPage()
+		for i := rapid.IntRange(0, 40).Draw(t, "steps"); i > 0; i-- {
+			if r := kbcore.Apply(d, drawCommand(t, d, i)); r.Rejected == nil {
+				d = r.Doc
+			}
+		}
+		var walked []kbcore.Node
+		d.Walk(func(n kbcore.Node) bool { walked = append(walked, n); return true })
+		for k := -1; k <= len(walked); k++ {
+			n, ok := d.NodeAt(k)
+			switch {
+			case k < 0 || k == len(walked):
+				if ok {
+					t.Fatalf("NodeAt(%d) of %d nodes: %+v", k, len(walked), n)
+				}
+			case !ok || mustJSON(n) != mustJSON(walked[k]):
+				t.Fatalf("NodeAt(%d) = %+v %v, Walk has %+v", k, n, ok, walked[k])
 			}
 		}
 	})

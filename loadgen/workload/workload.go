@@ -181,17 +181,59 @@ const maxText = 96
 // nodeAt is the k-th node in document order: cheaper than sorting every
 // node of the page for each operation (d.Nodes), which a hot page felt.
 func nodeAt(d kbcore.Doc, k int) kbcore.Node {
-	var out kbcore.Node
-	i := 0
-	d.Walk(func(n kbcore.Node) bool {
-		if i == k {
-			out = n
+	n, _ := d.NodeAt(k)
+	return n
+}
+
+// encode is json.Marshal of a payload (map[string]any of strings and
+// nils): by hand, keys sorted as json.Marshal sorts them, when every
+// string is one json.Marshal writes as itself, and by json.Marshal
+// otherwise; the same bytes either way (workload_test.go checks).
+func encode(p any) json.RawMessage {
+	m, ok := p.(map[string]any)
+	if !ok || len(m) > 4 {
+		b, _ := json.Marshal(p)
+		return b
+	}
+	var keys [4]string
+	n := 0
+	size := 2
+	for k, v := range m {
+		s, isString := v.(string)
+		if (!isString && v != nil) || !plainJSON(k) || (isString && !plainJSON(s)) {
+			b, _ := json.Marshal(p)
+			return b
+		}
+		keys[n] = k
+		n++
+		size += len(k) + len(s) + 8
+	}
+	sort.Strings(keys[:n])
+	b := make([]byte, 0, size)
+	b = append(b, '{')
+	for i, k := range keys[:n] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, '"'), k...), '"', ':')
+		if s, ok := m[k].(string); ok {
+			b = append(append(append(b, '"'), s...), '"')
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	return append(b, '}')
+}
+
+// plainJSON reports whether json.Marshal writes s as itself in quotes:
+// printable ASCII without the characters it escapes.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			return false
 		}
-		i++
-		return true
-	})
-	return out
+	}
+	return true
 }
 
 func (s Spec) draw(rng *rand.Rand) Op {
@@ -226,8 +268,7 @@ func (s Spec) Next(rng *rand.Rand, c Context, cur *Cursor) kbcore.Command {
 	}
 	pick := func() kbcore.Node { return nodeAt(d, rng.IntN(nodes)) }
 	cmd := func(typ string, p any) kbcore.Command {
-		b, _ := json.Marshal(p)
-		return kbcore.Command{ID: c.ID, Type: typ, Payload: b}
+		return kbcore.Command{ID: c.ID, Type: typ, Payload: encode(p)}
 	}
 	switch op {
 	case Edit:

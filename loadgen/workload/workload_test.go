@@ -1,10 +1,13 @@
 package workload
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"github.com/subspace/kbkit/kbcore"
 )
@@ -113,4 +116,27 @@ func TestLayout(t *testing.T) {
 			t.Errorf("%s with %d editors: %d pages × %d, want %d × %d", c.name, c.editors, p, w, c.pages, c.perPage)
 		}
 	}
+}
+
+// TestRapidEncodeIsMarshal: the payload encoder writes json.Marshal's
+// bytes.
+func TestRapidEncodeIsMarshal(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := map[string]any{}
+		for i := rapid.IntRange(0, 5).Draw(t, "fields"); i > 0; i-- {
+			k := rapid.SampledFrom([]string{"node", "text", "after", "parent", "title", "a<b", "é"}).Draw(t, "key")
+			switch rapid.IntRange(0, 3).Draw(t, "kind") {
+			case 0:
+				m[k] = nil
+			case 1:
+				m[k] = rapid.String().Draw(t, "any")
+			default:
+				m[k] = rapid.StringMatching(`[a-z0-9 \[\]#<>&"\\-]{0,12}`).Draw(t, "plain")
+			}
+		}
+		want, _ := json.Marshal(m)
+		if got := encode(m); string(got) != string(want) {
+			t.Fatalf("%v: encode %s, json.Marshal %s", m, got, want)
+		}
+	})
 }
