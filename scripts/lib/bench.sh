@@ -138,8 +138,11 @@ bench_pg() {
           awk -v pm="$PM" '$2 == "(postgres)" && ($1 == pm || $4 == pm) { s += $14 + $15 + $16 + $17 } END { print s + 0 }' || true)
       fi
       sv=0
-      if [ -s "$OUT/serve.pid" ]; then
-        sv=$(awk '{ print $14 + $15 }' "/proc/$(cat "$OUT/serve.pid")/stat" 2>/dev/null || echo 0)
+      # Read the pid once: the file is emptied when a server stops, and
+      # /proc//stat would be the machine's /proc/stat.
+      spid=$(cat "$OUT/serve.pid" 2>/dev/null || true)
+      if [[ "$spid" =~ ^[0-9]+$ ]]; then
+        sv=$(awk '{ print $14 + $15; exit }' "/proc/$spid/stat" 2>/dev/null || echo 0)
       fi
       mach=$(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat)
       echo "$(date +%s.%N) ${pg:-0} ${sv:-0} ${mach:-0}"
@@ -153,7 +156,7 @@ bench_pg() {
 # cpu FROM TO COLUMN: CPU seconds of a column between two epochs.
 cpu() {
   awk -v a="$1" -v b="$2" -v c="$3" -v tck="$TCK" '
-    $1 <= a { x = $c } $1 <= b { y = $c } END { printf "%.2f", (y - x) / tck }' "$OUT/cpu.txt"
+    NF == 4 && $1 > 1e9 && $1 <= a { x = $c } NF == 4 && $1 > 1e9 && $1 <= b { y = $c } END { printf "%.2f", (y - x) / tck }' "$OUT/cpu.txt"
 }
 epoch() { date -d "$(jq -r "$1" "$2")" +%s.%N; }
 
