@@ -311,6 +311,11 @@ func (s *Store) round(reqs []*request) []*request {
 	for i, r := range reqs[:g.n] {
 		r.answer(g.outs[i], g.errs[i])
 	}
+	// The hooks (the hub's delivery to local subscribers) after the
+	// answers, which are on the callers' critical path; still before the
+	// pages are released (finish), so that a page's commits reach the
+	// hooks in seq order.
+	s.committed(g.entries)
 	if g.n == len(reqs) {
 		return nil
 	}
@@ -323,11 +328,14 @@ func (s *Store) round(reqs []*request) []*request {
 // commands (of pages distinct pages), with their outcomes or errors; when
 // n < len(reqs), locks is the lock set command n needs.
 type groupResult struct {
-	n     int
-	pages int
-	outs  []Outcome
-	errs  []error
-	locks []string
+	// entries are the committed commands, for the commit hooks (run
+	// once the callers have their answers).
+	entries []pageEntry
+	n       int
+	pages   int
+	outs    []Outcome
+	errs    []error
+	locks   []string
 }
 
 // errGroupHook is the error of a group transaction failed by the test hook.
@@ -454,6 +462,6 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 		return g, commitFailed(err, uniqueAsRetry(err))
 	}
 	rows.remember(s)
-	s.committed(entries)
+	g.entries = entries
 	return g, nil
 }
