@@ -25,7 +25,11 @@
 #   generator CPU per echo received (each fan-out)   <= 10 µs
 # Every load's counts must agree (operations = committed + rejected +
 # refused by the window + errors; events received = committed × windows of
-# the page): a disagreement fails whatever STRICT says.
+# the page): a disagreement fails whatever STRICT says. A figure whose
+# floor on this machine (kbkit bench floor: the cheapest program doing the
+# same work, e.g. one loopback write per echo) is itself past the limit is
+# reported "BELOW FLOOR", listed under out_of_reach in results.json, and
+# not counted by STRICT.
 #
 # The server is a separate `kbkit serve` process on a fresh database of the
 # same PostgreSQL (SERVER=embedded runs it inside the generator instead).
@@ -170,7 +174,11 @@ jq -s --arg strict "$STRICT" --argjson phase "$PHASE" --slurpfile floor "$OUT/fl
     {name: name, kind: kind, value: value, op: op, limit: limit, what: what,
      met: (if value == null then false elif op == ">=" then value >= limit else value <= limit end)};
   # with_floor(key; value; unit): a check with the floor under its figure (information).
-  def with_floor(key; v; unit): if v == null then . else . + {(key): v} | .what += "; floor \(v | if . < 1 then . * 1000 | round / 1000 else . * 10 | round / 10 end) \(unit)" end;
+  # A check whose floor is itself past the limit is out of reach on this
+  # machine (the cheapest program doing the same work misses it): it is
+  # reported as such, and STRICT does not count it as missed.
+  def with_floor(key; v; unit): if v == null then . else . + {(key): v} | .what += "; floor \(v | if . < 1 then . * 1000 | round / 1000 else . * 10 | round / 10 end) \(unit)"
+    | if (.met | not) and .op == "<=" and v > .limit then . + {out_of_reach: true} else . end end;
   def lb($n; f): [($fl.loopback // [])[] | select(.sockets == $n) | f][0];
   def ran(names): all(names[]; $p[.] != null);
   [ select(ran(["many-pages", "pgbench-c8"])) | check("many-pages ratio"; "target"; $p["many-pages"].rate / $p["pgbench-c8"].tps; ">="; 1.0;
@@ -197,13 +205,14 @@ jq -s --arg strict "$STRICT" --argjson phase "$PHASE" --slurpfile floor "$OUT/fl
   + [ $p | to_entries[] | select(.value.counts_agree == false) | .value |
       {name: "counts of \(.phase)", kind: "target", value: null, op: "==", limit: null, what: "\(.counts)", met: false} ]
   | {phase_seconds: $phase, strict: $strict, floors: $fl, phases: $p, checks: .,
-     missed_targets: map(select(.kind == "target" and (.met | not)) | .name),
-     missed_goals: map(select(.kind == "goal" and (.met | not)) | .name)}
+     missed_targets: map(select(.kind == "target" and (.met | not) and (.out_of_reach | not)) | .name),
+     missed_goals: map(select(.kind == "goal" and (.met | not) and (.out_of_reach | not)) | .name),
+     out_of_reach: map(select(.out_of_reach) | .name)}
 ' "$OUT"/*.result.json >"$OUT/results.json"
 
 echo
 echo "== results (PHASE=${PHASE}s, server: $SERVER; files in $OUT, all figures in $OUT/results.json)"
-jq -r '.checks[] | "\(.kind)  \(.name | . + " " * (40 - length))  \(if .value == null then "n/a" else (.value * 1000 | round / 1000 | tostring) end | . + " " * (9 - length)) \(.op) \(.limit // "" | if type == "number" then (. * 1000 | round / 1000) else . end)   \(if .met then "met" else "MISSED" end)   \(.what)"' "$OUT/results.json"
+jq -r '.checks[] | "\(.kind)  \(.name | . + " " * (40 - length))  \(if .value == null then "n/a" else (.value * 1000 | round / 1000 | tostring) end | . + " " * (9 - length)) \(.op) \(.limit // "" | if type == "number" then (. * 1000 | round / 1000) else . end)   \(if .met then "met" elif .out_of_reach then "BELOW FLOOR" else "MISSED" end)   \(.what)"' "$OUT/results.json"
 echo "profiles: go tool pprof -top bin/kbkit $OUT/serve-<phase>.pprof (server), $OUT/<phase>.pprof (generator); reports: $OUT/<phase>.html"
 
 missed_targets=$(jq '.missed_targets | length' "$OUT/results.json")
@@ -213,6 +222,8 @@ if [ "$counts_bad" -gt 0 ]; then
   echo "bench-server: the counts of a load disagree" >&2
   exit 1
 fi
+out_of_reach=$(jq -r '.out_of_reach | join(", ")' "$OUT/results.json")
+[ -z "$out_of_reach" ] || echo "bench-server: out of reach on this machine (its floor is past the limit; STRICT does not count them): $out_of_reach" >&2
 case "$STRICT" in
   1 | true | yes) [ "$missed_targets" -eq 0 ] || { echo "bench-server: STRICT: $missed_targets target(s) missed" >&2; exit 1; } ;;
   all) [ $((missed_targets + missed_goals)) -eq 0 ] || { echo "bench-server: STRICT=all: $missed_targets target(s) and $missed_goals goal(s) missed" >&2; exit 1; } ;;
