@@ -90,6 +90,10 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 		Name: "kbkit_group_commit_failures_total",
 		Help: "Group transactions that failed; their commands were then decided one by one.",
 	}, func() float64 { return float64(s.st.Stats().BatchFailures) }))
+	register[prometheus.Collector](reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "kbkit_optimistic_conflicts_total",
+		Help: "Command transactions decided in one round trip against cached page heads that found a head changed (another instance wrote) or an id decided before, and were decided again the usual way.",
+	}, func() float64 { return float64(s.st.Stats().OptimisticConflicts) }))
 	return m
 }
 

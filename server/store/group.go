@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/subspace/kbkit/kbcore"
 )
@@ -85,19 +86,24 @@ type Stats struct {
 	// MultiPageBatches is the number of those batches that decided
 	// commands of two or more pages.
 	MultiPageBatches int64 `json:"multi_page_batches"`
+	// OptimisticConflicts is the number of optimistic group transactions
+	// (one round trip, against the cached page heads) that rolled back and
+	// were decided again the usual way.
+	OptimisticConflicts int64 `json:"optimistic_conflicts"`
 }
 
 type groupStats struct {
-	batches, batched, failures, multiPage atomic.Int64
+	batches, batched, failures, multiPage, optimisticConflicts atomic.Int64
 }
 
 // Stats returns the group commit counters.
 func (s *Store) Stats() Stats {
 	return Stats{
-		Batches:          s.stats.batches.Load(),
-		BatchedCommands:  s.stats.batched.Load(),
-		BatchFailures:    s.stats.failures.Load(),
-		MultiPageBatches: s.stats.multiPage.Load(),
+		Batches:             s.stats.batches.Load(),
+		BatchedCommands:     s.stats.batched.Load(),
+		BatchFailures:       s.stats.failures.Load(),
+		MultiPageBatches:    s.stats.multiPage.Load(),
+		OptimisticConflicts: s.stats.optimisticConflicts.Load(),
 	}
 }
 
@@ -141,9 +147,10 @@ func (s *Store) submitGrouped(ctx context.Context, dev Device, env kbcore.Envelo
 		g.busy[page] = true
 		g.running++
 		g.mu.Unlock()
-		out, err := s.submitAlone(ctx, dev, env, nil, false, false)
-		s.finish([]string{page}, nil)
-		return out, err
+		r := &request{ctx: ctx, dev: dev, env: env, done: make(chan struct{})}
+		rest := s.round([]*request{r})
+		s.finish([]string{page}, rest)
+		return r.out, r.err
 	}
 	r := &request{ctx: ctx, dev: dev, env: env, done: make(chan struct{})}
 	g.queue = append(g.queue, r)
@@ -285,12 +292,20 @@ func (s *Store) alone(r *request, locks []string, names, doubt bool) {
 // round decides the first commands of reqs and returns those left to queue
 // again.
 func (s *Store) round(reqs []*request) []*request {
-	if len(reqs) == 1 {
-		s.alone(reqs[0], nil, false, false)
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
-	g, err := s.groupOnce(ctx, reqs)
+	defer cancel()
+	if len(reqs) == 1 {
+		if _, ok := s.cachedHeads([]string{reqs[0].env.PageID}); !ok {
+			s.alone(reqs[0], nil, false, false)
+			return nil
+		}
+	}
+	g, err := s.groupOnce(ctx, reqs, true)
+	var opt errOptimistic
+	if errors.As(err, &opt) {
+		s.stats.optimisticConflicts.Add(1)
+		g, err = s.groupOnce(ctx, reqs, false)
+	}
 	cancel()
 	if err != nil {
 		// Decide each alone, in order: the same outcomes as without batching.
@@ -341,9 +356,32 @@ type groupResult struct {
 // errGroupHook is the error of a group transaction failed by the test hook.
 var errGroupHook = errors.New("store: group transaction failed by test hook")
 
+// errOptimistic is the failure of an optimistic group transaction whose
+// guards found a page head other than the cached one, or an id decided
+// before: nothing was written, and the group is decided again from the
+// database's heads and outcomes.
+type errOptimistic struct{ err error }
+
+func (e errOptimistic) Error() string { return "store: optimistic group: " + e.err.Error() }
+func (e errOptimistic) Unwrap() error { return e.err }
+
+// sqlGuardHeads fails (division by zero) unless every page's head is the
+// expected one: the pages are locked by then.
+const sqlGuardHeads = `SELECT 1 / (count(*) = $4)::int FROM pages p
+	JOIN unnest($1::text[], $2::int8[], $3::text[]) AS x(id, seq, ws) ON p.id = x.id::uuid AND p.seq = x.seq AND p.workspace_id = x.ws::uuid`
+
 // groupOnce runs one group transaction for reqs (at least one, of any
 // pages and workspaces). An error means nothing was decided.
-func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, err error) {
+//
+// Optimistic, when every page's head is in the document cache: the
+// commands are planned against the cached heads and documents before the
+// transaction, and BEGIN, the page locks, a guard that the heads are
+// still those, the writes and COMMIT go in one round trip instead of two.
+// A command id decided before fails the log insert (its primary key);
+// either failure, or any other ERROR, rolls everything back
+// (errOptimistic) and the caller decides the group the usual way. In one instance the cache holds the
+// heads of every page it wrote.
+func (s *Store) groupOnce(ctx context.Context, reqs []*request, optimistic bool) (g groupResult, err error) {
 	t, err := s.acquire(ctx)
 	if err != nil {
 		return g, err
@@ -360,8 +398,22 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 	// One view per workspace, sharing the transaction's page heads and
 	// changed documents.
 	first := &txKB{ctx: ctx, s: s, q: t.c}
-	decided, err := t.open(first, "", pages, keys)
-	if err != nil {
+	b := &pgx.Batch{}
+	var decided map[logKey]decision
+	var heads map[string]head
+	if optimistic {
+		heads, optimistic = s.cachedHeads(pages)
+	}
+	if optimistic {
+		first.heads, decided = heads, map[logKey]decision{}
+		ids, seqs, wss := make([]string, len(pages)), make([]int64, len(pages)), make([]string, len(pages))
+		for i, p := range pages {
+			ids[i], seqs[i], wss[i] = p, heads[p].seq, heads[p].ws
+		}
+		b.Queue(sqlBegin)
+		b.Queue(sqlLockPages, textArray(pages))
+		b.Queue(sqlGuardHeads, textArray(ids), seqs, textArray(wss), len(pages))
+	} else if decided, err = t.open(first, "", pages, keys); err != nil {
 		return g, err
 	}
 	first.docs = map[string]kbcore.Doc{}
@@ -383,7 +435,6 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 		return nil
 	}
 
-	b := &pgx.Batch{}
 	rows := newTxWrites()
 	var entries []pageEntry
 	g.outs = make([]Outcome, 0, len(reqs))
@@ -459,6 +510,14 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request) (g groupResult, 
 		}
 	}
 	if err := t.commit(b); err != nil {
+		// An ERROR (the transaction rolled back, nothing was written) of
+		// an optimistic transaction, the guard's or any other, sends the
+		// group down the usual path, which decides it from the database
+		// (and meets any real error again).
+		var pg *pgconn.PgError
+		if optimistic && errors.As(err, &pg) && (pg.SeverityUnlocalized == "ERROR" || pg.SeverityUnlocalized == "" && pg.Severity == "ERROR") {
+			return g, errOptimistic{err}
+		}
 		return g, commitFailed(err, uniqueAsRetry(err))
 	}
 	rows.remember(s)

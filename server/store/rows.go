@@ -273,7 +273,7 @@ func optional(s string) *string {
 func (t *txWrites) remember(s *Store) {
 	for id, p := range t.pages {
 		if p.changed {
-			s.remember(id, p.seq, p.doc)
+			s.remember(id, p.ws, p.seq, p.doc)
 		}
 	}
 }

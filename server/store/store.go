@@ -167,6 +167,7 @@ func (s *Store) committed(entries []pageEntry) {
 type cachedDoc struct {
 	seq int64
 	doc kbcore.Doc
+	ws  string // the page's workspace, when known
 }
 
 // Open connects, applies pending migrations and returns a Store.
@@ -415,7 +416,7 @@ func loadDoc(ctx context.Context, q querier, pageID string) (kbcore.Doc, error) 
 }
 
 // doc returns a page's document at seq, from the cache when it is current.
-func (s *Store) doc(ctx context.Context, q querier, pageID string, seq int64) (kbcore.Doc, error) {
+func (s *Store) doc(ctx context.Context, q querier, pageID, ws string, seq int64) (kbcore.Doc, error) {
 	s.mu.Lock()
 	c, ok := s.cache[pageID]
 	s.mu.Unlock()
@@ -426,15 +427,15 @@ func (s *Store) doc(ctx context.Context, q querier, pageID string, seq int64) (k
 	if err != nil {
 		return kbcore.Doc{}, err
 	}
-	s.remember(pageID, seq, d)
+	s.remember(pageID, ws, seq, d)
 	return d, nil
 }
 
-func (s *Store) remember(pageID string, seq int64, d kbcore.Doc) {
+func (s *Store) remember(pageID, ws string, seq int64, d kbcore.Doc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.cache[pageID]; !ok || c.seq <= seq {
-		s.cache[pageID] = cachedDoc{seq: seq, doc: d}
+		s.cache[pageID] = cachedDoc{seq: seq, doc: d, ws: ws}
 	}
 }
 
@@ -461,7 +462,7 @@ func (s *Store) Page(ctx context.Context, dev Device, pageID string, pending []s
 		if ws != dev.WorkspaceID {
 			return ErrForbidden
 		}
-		if snap.Doc, err = s.doc(ctx, tx, pageID, seq); err != nil {
+		if snap.Doc, err = s.doc(ctx, tx, pageID, ws, seq); err != nil {
 			return err
 		}
 		snap.Seq = seq
@@ -622,4 +623,22 @@ func (s *Store) DevicesExist(ctx context.Context, ids []string) (map[string]bool
 		out[id] = true
 	}
 	return out, nil
+}
+
+// cachedHeads is the head (workspace, seq) of each page from the document
+// cache, or false when one of them is not cached with its workspace: a
+// group decided against them (optimistically, see groupOnce) commits only
+// if they are still the pages' heads.
+func (s *Store) cachedHeads(pages []string) (map[string]head, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	heads := make(map[string]head, len(pages))
+	for _, p := range pages {
+		c, ok := s.cache[p]
+		if !ok || c.ws == "" {
+			return nil, false
+		}
+		heads[p] = head{ws: c.ws, seq: c.seq, ok: true}
+	}
+	return heads, true
 }

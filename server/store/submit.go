@@ -505,7 +505,7 @@ func (k *txKB) Doc(pageID string) (kbcore.Doc, bool) {
 	if !ok || ws != k.ws {
 		return kbcore.Doc{}, false
 	}
-	d, err := k.s.doc(k.ctx, k.q, pageID, seq)
+	d, err := k.s.doc(k.ctx, k.q, pageID, ws, seq)
 	if err != nil {
 		k.fail(err)
 		return kbcore.Doc{}, false
