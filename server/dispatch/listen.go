@@ -1,0 +1,253 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/subspace/kbkit/server/store"
+)
+
+// noteLocked records that seq of page id is committed, and catches the
+// page up. local says one of the store's own connections committed it:
+// its commit hook delivers it, so the log is read only if that has not
+// happened within localGrace.
+func (h *Hub) noteLocked(id string, seq int64, now time.Time, local bool) {
+	p := h.pages[id]
+	if p == nil || seq <= p.cursor {
+		return
+	}
+	if seq > p.target {
+		p.target = seq
+	}
+	if p.pendingSince.IsZero() {
+		p.pendingSince = now
+	}
+	if !local || p.running { // a running catch-up reads once more
+		h.kickLocked(p)
+		return
+	}
+	if p.graceArmed {
+		return
+	}
+	p.graceArmed = true
+	time.AfterFunc(localGrace, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		p.graceArmed = false
+		if p.target > p.cursor {
+			h.kickLocked(p)
+		}
+	})
+}
+
+// localGrace is how long a notification of this process's own commit
+// waits for the commit hook's delivery (which usually comes first or at
+// once) before the page is caught up from the log: the hook is skipped
+// only when the COMMIT's answer was lost.
+const localGrace = 50 * time.Millisecond
+
+// notify handles one notification payload "<page id>:<seq>"; local says
+// one of the store's own connections sent it.
+func (h *Hub) notify(payload string, local bool) {
+	i := strings.LastIndexByte(payload, ':')
+	if i < 0 {
+		return
+	}
+	seq, err := strconv.ParseInt(payload[i+1:], 10, 64)
+	if err != nil {
+		return
+	}
+	id, err := normalize(payload[:i])
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	h.noteLocked(id, seq, time.Now(), local)
+	h.mu.Unlock()
+}
+
+// checkAll reads the committed seq of every subscribed page and catches up
+// the pages that are behind: after each (re)connect and on every poll.
+func (h *Hub) checkAll(ctx context.Context) {
+	h.mu.Lock()
+	ids := make([]string, 0, len(h.pages))
+	for id := range h.pages {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), headsChunk)]
+		ids = ids[len(chunk):]
+		rows, err := h.st.Pool().Query(ctx, `SELECT id::text, seq FROM pages WHERE id = ANY($1::uuid[])`, chunk)
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("dispatch: poll page heads", "err", err)
+			}
+			return
+		}
+		type head struct {
+			id  string
+			seq int64
+		}
+		heads, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (head, error) {
+			var hd head
+			err := r.Scan(&hd.id, &hd.seq)
+			return hd, err
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("dispatch: poll page heads", "err", err)
+			}
+			return
+		}
+		now := time.Now()
+		h.mu.Lock()
+		for _, hd := range heads {
+			h.noteLocked(hd.id, hd.seq, now, false)
+		}
+		h.mu.Unlock()
+	}
+}
+
+// Run dispatches until ctx is done, then closes every subscription with
+// ErrClosed and returns ctx.Err(). It holds one dedicated connection
+// LISTENing on store.NotifyChannel, reconnecting with backoff when it is
+// lost, and polls every PollInterval. Run may be called once.
+func (h *Hub) Run(ctx context.Context) error {
+	if !h.started.CompareAndSwap(false, true) {
+		return errors.New("dispatch: Run called twice")
+	}
+	stop := context.AfterFunc(ctx, h.cancel)
+	defer stop()
+	defer h.shutdown()
+
+	h.mu.Lock()
+	if !h.closed {
+		h.wg.Add(1)
+		go h.poller()
+	}
+	h.mu.Unlock()
+
+	backoff := minBackoff
+	for h.ctx.Err() == nil {
+		conn, err := h.listen()
+		if err != nil {
+			if h.ctx.Err() == nil {
+				h.log.Warn("dispatch: listen", "err", err, "retry_in", backoff)
+			}
+			sleep(h.ctx, backoff)
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		connected := time.Now()
+		h.checkAll(h.ctx)
+		err = h.wait(conn)
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = conn.Close(cctx)
+		cancel()
+		if h.ctx.Err() != nil {
+			break
+		}
+		h.log.Warn("dispatch: listen connection lost", "err", err)
+		if time.Since(connected) > 10*maxBackoff {
+			backoff = minBackoff
+		}
+		sleep(h.ctx, backoff)
+		backoff = min(2*backoff, maxBackoff)
+	}
+	return ctx.Err()
+}
+
+// listen opens the dedicated connection and LISTENs.
+func (h *Hub) listen() (*pgx.Conn, error) {
+	if h.beforeListen != nil {
+		h.beforeListen()
+	}
+	cfg := h.st.Pool().Config().ConnConfig.Copy()
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["application_name"] = AppName
+	ctx, cancel := context.WithTimeout(h.ctx, connectTimeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{store.NotifyChannel}.Sanitize()); err != nil {
+		_ = conn.Close(context.Background())
+		return nil, err
+	}
+	return conn, nil
+}
+
+// wait handles notifications until the connection fails or the hub stops;
+// an idle connection is pinged every pingEvery.
+func (h *Hub) wait(conn *pgx.Conn) error {
+	for {
+		wctx, cancel := context.WithTimeout(h.ctx, pingEvery)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err == nil {
+			h.notify(n.Payload, h.st.LocalBackend(n.PID))
+			continue
+		}
+		if h.ctx.Err() != nil {
+			return h.ctx.Err()
+		}
+		if !pgconn.Timeout(err) || conn.IsClosed() {
+			return err
+		}
+		pctx, cancel := context.WithTimeout(h.ctx, pingTimeout)
+		err = conn.Ping(pctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("ping: %w", err)
+		}
+	}
+}
+
+func (h *Hub) poller() {
+	defer h.wg.Done()
+	t := time.NewTicker(h.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+			h.checkAll(h.ctx)
+		}
+	}
+}
+
+// shutdown stops the hub: no new subscriptions, every open one gets
+// ErrClosed, and every goroutine of the hub has exited when it returns.
+func (h *Hub) shutdown() {
+	h.cancel()
+	h.mu.Lock()
+	h.closed = true
+	for _, p := range h.pages {
+		for len(p.subs) > 0 {
+			p.subs[len(p.subs)-1].closeLocked(ErrClosed)
+		}
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
