@@ -77,18 +77,30 @@ func reject(code, format string, args ...any) *Rejection {
 }
 
 func (t *tx) run(c Command) *Rejection {
-	handler, ok := handlers[c.Type]
-	if !ok {
-		return reject(CodeUnknownType, "unknown command type %q", c.Type)
+	if rej := Precheck(t.d, c.Type); rej != nil {
+		return rej
 	}
-	p := t.d.page
+	return handlers[c.Type](t, c)
+}
+
+// Precheck makes the first three checks common to every command
+// (spec/README.md 2.1: unknown-type, page-not-found, page-merged), which
+// read only the type and the page; nil means the payload is checked next.
+// A reader that cannot build a Command from what it was given (an id that
+// is not a string) asks it before answering invalid-payload, so the order
+// of the checks holds.
+func Precheck(d Doc, typ string) *Rejection {
+	if _, ok := handlers[typ]; !ok {
+		return reject(CodeUnknownType, "unknown command type %q", typ)
+	}
+	p := d.page
 	switch {
-	case c.Type != TypeCreatePage && !p.Born():
+	case typ != TypeCreatePage && !p.Born():
 		return reject(CodePageNotFound, "page %q does not exist yet", p.ID)
-	case p.Merged() && c.Type != TypeMergePage && c.Type != TypeRestorePage:
+	case p.Merged() && typ != TypeMergePage && typ != TypeRestorePage:
 		return reject(CodePageMerged, "page %q was merged into %q", p.ID, p.MergedInto)
 	}
-	return handler(t, c)
+	return nil
 }
 
 var handlers map[string]func(*tx, Command) *Rejection
@@ -250,18 +262,19 @@ func (t *tx) createAfter(c Command) *Rejection {
 		parent, prev = a.Parent, a
 		next, _ = t.d.nextSibling(a)
 	} else {
-		parent = deref(p.Parent)
-		if parent != "" {
-			if _, ok := t.d.get(parent); !ok {
-				return reject(CodeParentNotFound, "parent %q not found", parent)
+		// Only null is the root: "" names no node (spec/README.md 2.1).
+		if p.Parent != nil {
+			if _, ok := t.d.get(*p.Parent); !ok {
+				return reject(CodeParentNotFound, "parent %q not found", *p.Parent)
 			}
+			parent = *p.Parent
 		}
 		next, _ = t.d.firstChild(parent)
 	}
 	if _, ok := t.d.get(id); ok {
 		return reject(CodeNodeExists, "node %q already exists", id)
 	}
-	if p.After != nil && p.Parent != nil && *p.Parent != parent {
+	if p.After != nil && p.Parent != nil && (*p.Parent == "" || *p.Parent != parent) {
 		return reject(CodeAnchorNotSibling, "after %q is not a child of parent %q", *p.After, *p.Parent)
 	}
 	rk, r := t.rankBetween(prev, next, p.Rank)
@@ -312,11 +325,12 @@ func (t *tx) moveNode(c Command) *Rejection {
 	if r != nil {
 		return r
 	}
-	parent := deref(p.Parent.ID)
-	if parent != "" {
-		if _, ok := t.d.get(parent); !ok {
-			return reject(CodeParentNotFound, "parent %q not found", parent)
+	var parent string // null is the root; "" names no node
+	if p.Parent.ID != nil {
+		if _, ok := t.d.get(*p.Parent.ID); !ok {
+			return reject(CodeParentNotFound, "parent %q not found", *p.Parent.ID)
 		}
+		parent = *p.Parent.ID
 	}
 	var after *Node
 	if p.After.ID != nil {

@@ -580,18 +580,39 @@ func (n Node) MarshalJSON() ([]byte, error) { return json.Marshal(n.toJSON()) }
 
 // UnmarshalJSON reads a node record: id, rank and text are required, a
 // missing parent is null and a missing kind is text; unknown fields are an
-// error.
+// error. These are the record's shape (spec/README.md 2.1); its values are
+// checked by checkNode, where a parent of "" (which names no node, unlike
+// null) fails as an invalid parent id.
 func (n *Node) UnmarshalJSON(b []byte) error {
-	var j nodeJSON
+	var j struct {
+		Cells   *map[string]string `json:"cells"`
+		ID      *string            `json:"id"`
+		Kind    *string            `json:"kind"`
+		Outputs *[]Output          `json:"outputs"`
+		Parent  *string            `json:"parent"`
+		Rank    *string            `json:"rank"`
+		Text    *string            `json:"text"`
+	}
 	if err := decodeStrict(b, &j); err != nil {
 		return err
 	}
-	if j.Text == nil {
+	if j.ID == nil || j.Rank == nil || j.Text == nil {
 		return errors.New("a node record needs id, rank and text")
 	}
-	*n = j.toNode()
+	*n = nodeJSON{Cells: j.Cells, ID: *j.ID, Kind: deref(j.Kind), Outputs: j.Outputs, Parent: j.Parent, Rank: *j.Rank, Text: j.Text}.toNode()
+	if j.Parent != nil && *j.Parent == "" {
+		n.Parent = emptyString
+	}
+	if j.Kind != nil && *j.Kind == "" {
+		n.Kind = emptyString
+	}
 	return nil
 }
+
+// emptyString stands for a record's `parent: ""` or `kind: ""` until
+// checkNode refuses it: a Node's "" is the root (parent) or the default
+// kind, which only null or absence spell.
+const emptyString = `""`
 
 func (p Page) toJSON() pageJSON {
 	j := pageJSON{Aliases: p.Aliases, Dir: p.Dir, ID: p.ID, Title: p.Title}

@@ -202,7 +202,8 @@ func (p *planner) run() *Rejection {
 	}
 	switch env.Type {
 	case TypeRenamePage:
-		old, now := before.page.Title, res.Doc.page.Title
+		// Titles compare normalised, stored ones too (spec/planner.md 2.1).
+		old, now := NormalizeTitle(before.page.Title), NormalizeTitle(res.Doc.page.Title)
 		if old != now {
 			if rej := p.rewriteRefs(old, now); rej != nil {
 				return rej
@@ -366,7 +367,7 @@ func (p *planner) merge(before Doc, res Result) *Rejection {
 			return rej
 		}
 	}
-	return p.rewriteRefs(src.Title, tp.Title)
+	return p.rewriteRefs(NormalizeTitle(src.Title), NormalizeTitle(tp.Title))
 }
 
 func rankNBetween(lo string, n int) ([]string, error) {
@@ -402,11 +403,11 @@ func (p *planner) rewriteRefs(old, now string) *Rejection {
 // RewriteRefs rewrites the spans of refs whose normalised title is old to
 // refer to now: [[now]], ((now)), and the tag spelling of now. Nested spans
 // are rewritten innermost first; an outer span containing a rewritten one is
-// left alone.
-func RewriteRefs(text, old, now string) (string, bool) {
+// left alone. changed reports whether the text differs: a span re-spelt
+// as it was (old and now the same title) is no change.
+func RewriteRefs(text, old, now string) (out string, changed bool) {
 	refs := token.Tokenize(text).Refs
-	out := text
-	changed := false
+	out = text
 	limit := len(text) + 1 // spans at or after limit were already handled
 	for i := len(refs) - 1; i >= 0; i-- {
 		r := refs[i]
@@ -427,9 +428,8 @@ func RewriteRefs(text, old, now string) (string, bool) {
 		}
 		out = out[:r.Start] + spelling + out[r.End:]
 		limit = r.Start
-		changed = true
 	}
-	return out, changed
+	return out, out != text
 }
 
 // spellable reports whether spelling tokenizes back to exactly one ref of

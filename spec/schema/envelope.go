@@ -38,13 +38,15 @@ func ParseEnvelope(b []byte) (kbcore.Envelope, error) {
 type field uint8
 
 const (
-	fString         field = iota + 1 // any string
-	fNodeID                          // common nodeId
-	fNullableNodeID                  // common nullableNodeId
-	fRankHint                        // a string or null
-	fKind                            // "text", "code", "table" or null
-	fCellName                        // common cellName
-	fUUID                            // common uuid
+	fString          field = iota + 1 // any string
+	fNodeID                           // common nodeId
+	fNullableNodeID                   // common nullableNodeId
+	fNodeRef                          // common nodeRef: any string
+	fNullableNodeRef                  // common nullableNodeRef: any string or null
+	fRankHint                         // a string or null
+	fKind                             // "text", "code", "table" or null
+	fCellName                         // common cellName
+	fUUID                             // common uuid
 )
 
 type payloadShape struct {
@@ -55,15 +57,15 @@ type payloadShape struct {
 // fastShapes mirrors payload/<type>.schema.json for the types the one-pass
 // parser decides; TestFastEnvelopeAgreesWithSchema keeps them in step.
 var fastShapes = map[string]payloadShape{
-	"create-after": {fields: map[string]field{"after": fNullableNodeID, "parent": fNullableNodeID, "node": fNullableNodeID,
+	"create-after": {fields: map[string]field{"after": fNullableNodeRef, "parent": fNullableNodeRef, "node": fNullableNodeID,
 		"text": fString, "kind": fKind, "rank": fRankHint}, required: []string{"text"}},
-	"edit-text": {fields: map[string]field{"node": fNodeID, "text": fString}, required: []string{"node", "text"}},
-	"move-node": {fields: map[string]field{"node": fNodeID, "parent": fNullableNodeID, "after": fNullableNodeID, "rank": fRankHint},
+	"edit-text": {fields: map[string]field{"node": fNodeRef, "text": fString}, required: []string{"node", "text"}},
+	"move-node": {fields: map[string]field{"node": fNodeRef, "parent": fNullableNodeRef, "after": fNullableNodeRef, "rank": fRankHint},
 		required: []string{"node", "parent", "after"}},
-	"indent":     {fields: map[string]field{"node": fNodeID}, required: []string{"node"}},
-	"outdent":    {fields: map[string]field{"node": fNodeID}, required: []string{"node"}},
-	"delete":     {fields: map[string]field{"node": fNodeID}, required: []string{"node"}},
-	"set-cell":   {fields: map[string]field{"node": fNodeID, "cell": fCellName, "value": fString}, required: []string{"node", "cell", "value"}},
+	"indent":     {fields: map[string]field{"node": fNodeRef}, required: []string{"node"}},
+	"outdent":    {fields: map[string]field{"node": fNodeRef}, required: []string{"node"}},
+	"delete":     {fields: map[string]field{"node": fNodeRef}, required: []string{"node"}},
+	"set-cell":   {fields: map[string]field{"node": fNodeRef, "cell": fCellName, "value": fString}, required: []string{"node", "cell", "value"}},
 	"merge-page": {fields: map[string]field{"into": fUUID}, required: []string{"into"}},
 }
 
@@ -316,7 +318,7 @@ func (s *scanner) payload(sh payloadShape) bool {
 
 func (s *scanner) value(f field) bool {
 	switch f {
-	case fNullableNodeID, fRankHint, fKind:
+	case fNullableNodeID, fNullableNodeRef, fRankHint, fKind:
 		if s.null() {
 			return true
 		}
@@ -326,7 +328,7 @@ func (s *scanner) value(f field) bool {
 		return false
 	}
 	switch f {
-	case fString, fRankHint:
+	case fString, fRankHint, fNodeRef, fNullableNodeRef:
 		return true // any string (escapes checked by str)
 	case fNodeID, fNullableNodeID:
 		return !esc && isNodeID(raw)

@@ -518,6 +518,7 @@ export function apply(doc, cmd) {
   const page = doc.page ?? {};
   if (page.title === "") return rejected("page-not-found", "the page is unborn");
   if (page.merged_into != null) return rejected("page-merged", `the page was merged into ${page.merged_into}`);
+  if (cmd.id != null && typeof cmd.id !== "string") return rejected("invalid-payload", "the command's id is not a string");
   const p = cmd.payload;
   if (!isObject(p)) return rejected("invalid-payload", "edit-text: the payload is not an object");
   for (const k of Object.keys(p)) {

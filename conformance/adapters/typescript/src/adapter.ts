@@ -104,6 +104,8 @@ function apply(req: ApplyRequest): ApplyOk {
   const page = req.doc.page;
   if (page.title === "") return { ...reply, rejected: { code: "page-not-found", message: "the page is unborn" } };
   if (page.merged_into != null) return { ...reply, rejected: { code: "page-merged", message: `the page was merged into ${page.merged_into}` } };
+  const cmdID: unknown = req.cmd.id;
+  if (cmdID != null && typeof cmdID !== "string") return { ...reply, rejected: { code: "invalid-payload", message: "the command's id is not a string" } };
   const r = impl(req.doc, req.cmd.payload);
   if ("rejected" in r) return { ...reply, rejected: r.rejected };
   return { ...reply, doc: r.doc, inverse: r.inverse, index: indexDoc(r.doc) };
