@@ -310,7 +310,7 @@ func (p *planner) checkNames() *Rejection {
 
 func (p *planner) checkMergeTarget() *Rejection {
 	var pl MergePage
-	if decodeStrict(p.env.Payload, &pl) != nil || pl.Into == nil || *pl.Into == p.env.PageID {
+	if decodeStrict(p.env.Payload, &pl) != nil || pl.Into == nil || *pl.Into == "" || *pl.Into == p.env.PageID {
 		return nil // the reducer rejects these
 	}
 	d, ok := p.kb.Doc(*pl.Into)
