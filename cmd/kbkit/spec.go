@@ -27,7 +27,7 @@ func newSpecCmd() *cobra.Command {
 		Use:   "spec",
 		Short: "Run kbkit's language-neutral spec cases, or export them",
 	}
-	cmd.AddCommand(newSpecRunCmd(), newSpecExportCmd())
+	cmd.AddCommand(newSpecRunCmd(), newSpecExportCmd(), newSpecShowCmd())
 	return cmd
 }
 
@@ -60,7 +60,8 @@ The report is TAP version 14 on stdout: one test point per case, named by
 the case id; a failing case has a YAML block with its file, line, diff
 ("-" expected, "+" got) and input (the request sent: the document and
 command, the text, the window script or the pages). --junit and --json also write JUnit XML and JSON
-lines (one object per case).
+lines (one object per case). kbkit spec show ID prints one case's request
+and the reply the reference gives to it.
 
 --expect reads an expectations file (spec/EXPECTATIONS.md): cases expected
 to fail are reported as TODO and do not fail the run, but one that passes

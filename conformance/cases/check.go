@@ -268,7 +268,13 @@ func checkCommand(ctx context.Context, impl Impl, c Case) (string, error) {
 	var diffs []string
 	if code, ok := c.Then["rejected"]; ok {
 		if reply.Rejected == nil {
-			return fmt.Sprintf("- rejected: %v\n+ accepted\n", code), nil
+			got := []part{rawPart("doc", reply.Doc)}
+			var inv []any
+			for _, raw := range reply.Inverse {
+				inv = append(inv, rawPart("", raw).value)
+			}
+			got = append(got, part{"inverse", nonNil(inv)})
+			return fmt.Sprintf("- rejected: %v\n", code) + verdictBlock("+", "accepted:", got...), nil
 		}
 		if reply.Rejected.Code != fmt.Sprint(code) {
 			return fmt.Sprintf("- rejected: %v\n+ rejected: %s (%s)\n", code, reply.Rejected.Code, reply.Rejected.Message), nil
@@ -276,7 +282,8 @@ func checkCommand(ctx context.Context, impl Impl, c Case) (string, error) {
 		return "", nil
 	}
 	if reply.Rejected != nil {
-		return fmt.Sprintf("- accepted\n+ rejected: %s (%s)\n", reply.Rejected.Code, reply.Rejected.Message), nil
+		want := append([]part{rawPart("doc", want)}, wantedParts(c.Then, "inverse", "index")...)
+		return verdictBlock("-", "accepted:", want...) + "+ " + rejectedHead(reply.Rejected) + "\n", nil
 	}
 	got, err := kbcore.ParseDoc(reply.Doc)
 	if err != nil {

@@ -80,6 +80,24 @@ func (Reference) Plan(_ context.Context, req PlanRequest) (PlanReply, error) {
 	return out, nil
 }
 
+// gotPlanParts is an accepted plan as a report shows it: the effects
+// (the cause omitted for the origin) and the pages touched.
+func gotPlanParts(reply PlanReply) []part {
+	effects := make([]any, 0, len(reply.Effects))
+	for _, e := range reply.Effects {
+		m := map[string]any{"page": e.Page, "cmd": rawPart("", e.Cmd).value}
+		if e.Cause != "" {
+			m["cause"] = e.Cause
+		}
+		effects = append(effects, m)
+	}
+	pages := map[string]any{}
+	for id, raw := range reply.Pages {
+		pages[id] = rawPart("", raw).value
+	}
+	return []part{{"effects", effects}, {"pages", pages}}
+}
+
 // planIDRejection is the rejection of a plan whose command id is not a
 // string: the envelope page's page-not-found, then the reducer's common
 // checks, then invalid-payload.
@@ -154,14 +172,14 @@ func checkPlanner(ctx context.Context, impl Impl, c Case) (string, error) {
 	if code, ok := c.Then["rejected"]; ok {
 		switch {
 		case reply.Rejected == nil:
-			return fmt.Sprintf("- rejected: %v\n+ accepted\n", code), nil
+			return fmt.Sprintf("- rejected: %v\n", code) + verdictBlock("+", "accepted:", gotPlanParts(reply)...), nil
 		case reply.Rejected.Code != fmt.Sprint(code):
 			return fmt.Sprintf("- rejected: %v\n+ rejected: %s (%s)\n", code, reply.Rejected.Code, reply.Rejected.Message), nil
 		}
 		return "", nil
 	}
 	if reply.Rejected != nil {
-		return fmt.Sprintf("- accepted\n+ rejected: %s (%s)\n", reply.Rejected.Code, reply.Rejected.Message), nil
+		return verdictBlock("-", "accepted:", wantedParts(c.Then, "effects", "pages")...) + "+ " + rejectedHead(reply.Rejected) + "\n", nil
 	}
 	var diffs []string
 	if want, ok := c.Then["effects"].([]any); ok {

@@ -321,7 +321,7 @@ func checkWindow(ctx context.Context, impl Impl, c Case) (string, error) {
 				}
 				gd, err := kbcore.ParseDoc(raw)
 				if err != nil {
-					diffs = append(diffs, fmt.Sprintf("step %d %s:\n+ invalid document: %v\n", i+1, k, err))
+					diffs = append(diffs, fmt.Sprintf("%s+ invalid document: %v\n", stepHead(i, k, req.Steps[i]), err))
 					continue
 				}
 				gj, _ := gd.MarshalJSON()
@@ -330,7 +330,7 @@ func checkWindow(ctx context.Context, impl Impl, c Case) (string, error) {
 				}
 			}
 			if w != g {
-				diffs = append(diffs, fmt.Sprintf("step %d %s:\n%s", i+1, k, Diff(w, g)))
+				diffs = append(diffs, stepHead(i, k, req.Steps[i])+Diff(w, g))
 			}
 		}
 	}

@@ -89,7 +89,7 @@ func TestWindowWrongExpectationFails(t *testing.T) {
 	if o.Status != cases.Fail {
 		t.Fatalf("status %s, want fail (%s)", o.Status, o.Diff)
 	}
-	if !strings.Contains(o.Diff, "step 2 seq:") || !strings.Contains(o.Diff, "- 9") || !strings.Contains(o.Diff, "+ 3") {
+	if !strings.Contains(o.Diff, "step 2 seq:\n  event: {\"echo\":{\"cmd\":") || !strings.Contains(o.Diff, "- 9") || !strings.Contains(o.Diff, "+ 3") {
 		t.Fatalf("diff does not name step 2 and its seqs:\n%s", o.Diff)
 	}
 	if strings.Contains(o.Diff, "step 1") {

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestSpecShow(t *testing.T) {
+	const id = "edit-text/command-id-not-a-string-invalid-payload"
+	code, out, errOut := kbkit(t, "", "spec", "show", id)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"# " + id + " (commands, commands/edit-text.yaml:", "request:\n{", `"type":"apply"`,
+		"expected reply (the reference", `"type":"apply_ok","in_reply_to":1,"rejected":{"code":"invalid-payload"`, `"rejected": "invalid-payload"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("spec show lacks %q:\n%s", want, out)
+		}
+	}
+
+	// --request is one line an adapter reads; kbkit adapter's answer to it
+	// is --reply's line.
+	code, req, errOut := kbkit(t, "", "spec", "show", "--request", "window/gap-triggers-refetch")
+	if code != exitOK || strings.Count(req, "\n") != 1 {
+		t.Fatalf("--request: exit %d, %q %s", code, req, errOut)
+	}
+	var msg struct {
+		Type  string `json:"type"`
+		MsgID int    `json:"msg_id"`
+	}
+	if err := json.Unmarshal([]byte(req), &msg); err != nil || msg.Type != "window" || msg.MsgID != 1 {
+		t.Fatalf("--request: %q: %v", req, err)
+	}
+	_, served, _ := kbkit(t, req, "adapter")
+	code, reply, _ := kbkit(t, "", "spec", "show", "--reply", "window/gap-triggers-refetch")
+	if code != exitOK || served != reply || !strings.HasPrefix(reply, `{"type":"window_ok","in_reply_to":1,"states":[`) {
+		t.Errorf("--reply %q\nkbkit adapter %q", reply, served)
+	}
+
+	// A case of a given file: the reference's reply, whatever the case says.
+	code, out, _ = kbkit(t, "", "spec", "show", "--reply", "wrong/link-title", "testdata/wrong.yaml")
+	if code != exitOK || !strings.Contains(out, `"type":"tokenize_ok"`) {
+		t.Errorf("a case of a file: exit %d %s", code, out)
+	}
+
+	for _, tc := range []struct{ args []string }{
+		{[]string{"spec", "show", "no/such-case"}},
+		{[]string{"spec", "show", ""}},
+		{[]string{"spec", "show", "--request", "--reply", id}},
+	} {
+		if code, _, errOut := kbkit(t, "", tc.args...); code != exitErrored || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut)
+		}
+	}
+	if _, _, errOut := kbkit(t, "", "spec", "show", "restore-page/record-own"); !strings.Contains(errOut, "restore-page/record-own-parent-invalid-payload") {
+		t.Errorf("no near ids named: %s", errOut)
+	}
+}
