@@ -355,3 +355,26 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A command whose own type or id has the wrong JSON type is rejected, never
+// an error (spec/ADAPTER.md 3); only a cmd that is not an object is error 12.
+func TestServeCommandFieldTypes(t *testing.T) {
+	const doc = `"doc":{"nodes":[],"page":{"id":"p","title":"T","aliases":[],"dir":"","merged_into":null}}`
+	const unborn = `"doc":{"nodes":[],"page":{"id":"p","title":"","aliases":[],"dir":"","merged_into":null}}`
+	for _, tc := range []struct{ req, want string }{
+		{`{"type":"apply","msg_id":1,` + doc + `,"cmd":{"id":"c","type":5,"payload":{}}}`, `"rejected":{"code":"unknown-type"`},
+		{`{"type":"apply","msg_id":1,` + doc + `,"cmd":{"id":7,"type":"edit-text","payload":{"node":"x","text":"y"}}}`, `"rejected":{"code":"invalid-payload"`},
+		{`{"type":"apply","msg_id":1,` + unborn + `,"cmd":{"id":7,"type":"edit-text","payload":{"node":"x","text":"y"}}}`, `"rejected":{"code":"page-not-found"`},
+		{`{"type":"apply","msg_id":1,` + doc + `,"cmd":[1]}`, `"type":"error","in_reply_to":1,"code":12`},
+		{`{"type":"plan","msg_id":1,"workspace":"w","pages":[{"nodes":[],"page":{"id":"p","title":"T","aliases":[],"dir":"","merged_into":null}}],"page":"p","cmd":{"id":[],"type":"rename-page","payload":{"title":"U"}}}`, `"rejected":{"code":"invalid-payload"`},
+		{`{"type":"plan","msg_id":1,"workspace":"w","pages":[],"page":"q","cmd":{"id":7,"type":"rename-page","payload":{"title":"U"}}}`, `"rejected":{"code":"page-not-found"`},
+	} {
+		var out bytes.Buffer
+		if err := Serve(context.Background(), strings.NewReader(tc.req+"\n"), &out, cases.Reference{}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s\n-> %s, want %s", tc.req, out.String(), tc.want)
+		}
+	}
+}

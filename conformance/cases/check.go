@@ -142,6 +142,10 @@ func DecodeCommand(cmd json.RawMessage) (c kbcore.Command, idErr string, err err
 		Payload json.RawMessage `json:"payload"`
 	}
 	if err := json.Unmarshal(cmd, &raw); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) { // name the command, not this decoder's struct
+			return c, "", &json.UnmarshalTypeError{Value: typ.Value, Type: reflect.TypeOf(c), Offset: typ.Offset}
+		}
 		return c, "", err
 	}
 	if raw.Type != nil && json.Unmarshal(raw.Type, &c.Type) != nil {
