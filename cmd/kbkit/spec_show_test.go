@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -55,5 +58,23 @@ func TestSpecShow(t *testing.T) {
 	}
 	if _, _, errOut := kbkit(t, "", "spec", "show", "restore-page/record-own"); !strings.Contains(errOut, "restore-page/record-own-parent-invalid-payload") {
 		t.Errorf("no near ids named: %s", errOut)
+	}
+}
+
+// The number of spec cases changes with every case added; the docs say
+// where to read it (kbkit spec run prints it) rather than type it.
+func TestDocsDoNotTypeTheCaseCount(t *testing.T) {
+	count := regexp.MustCompile(`\b[0-9][0-9,]+ (spec |YAML )?cases\b`)
+	docs, _ := filepath.Glob("../../spec/*.md")
+	more, _ := filepath.Glob("../../docs/*.md")
+	docs = append(append(docs, "../../README.md"), more...)
+	for _, name := range docs {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range count.FindAll(b, -1) {
+			t.Errorf("%s types a case count %q: say `kbkit spec run` prints it", name, m)
+		}
 	}
 }
