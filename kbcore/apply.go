@@ -262,7 +262,7 @@ func (t *tx) createAfter(c Command) *Rejection {
 		parent, prev = a.Parent, a
 		next, _ = t.d.nextSibling(a)
 	} else {
-		// Only null is the root: "" names no node (spec/README.md 2.1).
+		// Only null is the root: "" names no node (spec/README.md section 1).
 		if p.Parent != nil {
 			if _, ok := t.d.get(*p.Parent); !ok {
 				return reject(CodeParentNotFound, "parent %q not found", *p.Parent)

@@ -580,9 +580,10 @@ func (n Node) MarshalJSON() ([]byte, error) { return json.Marshal(n.toJSON()) }
 
 // UnmarshalJSON reads a node record: id, rank and text are required, a
 // missing parent is null and a missing kind is text; unknown fields are an
-// error. These are the record's shape (spec/README.md 2.1); its values are
-// checked by checkNode, where a parent of "" (which names no node, unlike
-// null) fails as an invalid parent id.
+// error. These are the record's shape (spec/README.md 2.1, Nested
+// records); its values are checked by checkNode, where a parent of ""
+// (which names no node, unlike null) fails as an invalid parent id and a
+// kind of "" (no kind, unlike null) as an unknown kind.
 func (n *Node) UnmarshalJSON(b []byte) error {
 	var j struct {
 		Cells   *map[string]string `json:"cells"`

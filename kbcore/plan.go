@@ -202,7 +202,7 @@ func (p *planner) run() *Rejection {
 	}
 	switch env.Type {
 	case TypeRenamePage:
-		// Titles compare normalised, stored ones too (spec/planner.md 2.1).
+		// Titles compare normalised, stored ones too (spec/planner.md 1, Names).
 		old, now := NormalizeTitle(before.page.Title), NormalizeTitle(res.Doc.page.Title)
 		if old != now {
 			if rej := p.rewriteRefs(old, now); rej != nil {
