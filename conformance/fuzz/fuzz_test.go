@@ -1,0 +1,80 @@
+package fuzz
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/subspace/kbkit/conformance/adapter"
+	"github.com/subspace/kbkit/conformance/cases"
+)
+
+// TestPrintedCasesLoadAndPass holds CaseYAML to the case runner: every
+// input the generators draw, printed with the reference's reply as its
+// expected side, parses as a case file and passes against the reference.
+// (So a shrunk difference pasted into spec/ is a case the reference
+// passes and the implementation fails.)
+func TestPrintedCasesLoadAndPass(t *testing.T) {
+	ctx := context.Background()
+	f := &fuzzer{types: nil}
+	f.types = append(f.types, allTypes()...)
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	valid := map[string]int{}
+	for _, suite := range adapter.Suites {
+		for i := range n {
+			src := newRandomSource(rand.New(rand.NewPCG(7, uint64(i))))
+			c, err := f.generate(suite, src)
+			if err != nil {
+				continue
+			}
+			full, err := Expected(ctx, cases.Reference{}, c)
+			if err != nil {
+				continue
+			}
+			valid[suite]++
+			text := CaseFile(full)
+			file, err := cases.Parse("fuzz.yaml", []byte(text))
+			if err != nil {
+				t.Fatalf("%s input %d: the printed case does not parse: %v\n%s", suite, i, err, text)
+			}
+			got := file.Cases[0]
+			if got.ID != full.ID || got.Suite() != suite {
+				t.Fatalf("%s input %d: read back as %s (%s)", suite, i, got.ID, got.Suite())
+			}
+			if out := cases.Check(ctx, cases.Reference{}, got); out.Status != cases.Pass {
+				t.Fatalf("%s input %d: the printed case %s against the reference: %s\n%s", suite, i, out.Status, out.Diff, text)
+			}
+		}
+	}
+	for _, suite := range adapter.Suites {
+		// Most drawn inputs must be usable, or the fuzzer fuzzes nothing.
+		if valid[suite] < n*3/4 {
+			t.Errorf("%s: only %d of %d drawn inputs are valid cases", suite, valid[suite], n)
+		}
+	}
+	t.Logf("valid inputs of %d per suite: %v", n, valid)
+}
+
+func allTypes() []string {
+	return []string{"create-after", "edit-text", "move-node", "indent", "outdent", "delete", "restore",
+		"set-outputs", "set-cell", "create-page", "set-aliases", "rename-page", "merge-page", "restore-page"}
+}
+
+// TestReferenceAgreesWithItself: the in-process reference, fuzzed, has no
+// difference (the expected side and the check are one computation seen
+// twice; a difference would be a fuzzer bug).
+func TestReferenceAgreesWithItself(t *testing.T) {
+	rep, err := Run(context.Background(), Options{Impl: cases.Reference{}, Suites: adapter.Suites, Seed: 1, Count: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range rep.Differences {
+		t.Errorf("%s: %s\n%s", d.Case.ID, d.Outcome.Diff, CaseYAML(d.Case))
+	}
+	for s, st := range rep.Suites {
+		t.Logf("%s: %+v", s, *st)
+	}
+}
