@@ -79,14 +79,30 @@ func (s *Source) End() {
 }
 
 // List draws up to max elements with each, continuing with probability p.
+// A full list still reads (and records as 0) the choice that would have
+// ended it, so that deleting an element while shrinking leaves the choices
+// after the list where they were.
 func (s *Source) List(p, max int, each func(i int)) int {
 	n := 0
-	for n < max && s.More(p) {
+	for {
+		if n == max {
+			s.zero()
+			return n
+		}
+		if !s.More(p) {
+			return n
+		}
 		each(n)
 		s.End()
 		n++
 	}
-	return n
+}
+
+// zero reads a choice and records it as 0 (the value is not used).
+func (s *Source) zero() {
+	if len(s.out) < maxChoices {
+		s.out = append(s.out, 0)
+	}
 }
 
 // shortlexLess orders choice sequences as Hypothesis does: shorter first,

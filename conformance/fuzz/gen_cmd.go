@@ -212,7 +212,7 @@ func (g cmdGen) records(s *Source) []any {
 	nodes, _ := genNodes(s, 65, 3, g.text)
 	for _, n := range nodes {
 		m := n.(map[string]any)
-		if _, ok := m["parent"]; !ok && len(g.doc.ids) > 0 && s.Chance(25) {
+		if under := s.Chance(25); under && len(g.doc.ids) > 0 && m["parent"] == nil {
 			m["parent"] = Pick(s, g.doc.ids)
 		}
 		// Records carry every field (spec/README.md "Nested records").

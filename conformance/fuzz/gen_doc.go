@@ -35,7 +35,9 @@ func (d docInfo) has(id string) bool { return slices.Contains(d.ids, id) }
 
 // pickNode is an id of the document (when it has nodes) or of the pool.
 func (d docInfo) pickNode(s *Source) string {
-	if len(d.ids) > 0 && !s.Chance(10) {
+	// Both choices are read whatever the document holds, so that the
+	// choices after them stay in place when shrinking drops a node.
+	if pool := s.Chance(10); len(d.ids) > 0 && !pool {
 		return Pick(s, d.ids)
 	}
 	return Pick(s, nodeIDs)
@@ -49,7 +51,7 @@ func (d docInfo) pickKind(s *Source, kind string) string {
 			of = append(of, id)
 		}
 	}
-	if len(of) > 0 && !s.Chance(15) {
+	if other := s.Chance(15); len(of) > 0 && !other {
 		return Pick(s, of)
 	}
 	return d.pickNode(s)
@@ -63,7 +65,7 @@ func (d docInfo) freshNode(s *Source) string {
 			free = append(free, id)
 		}
 	}
-	if len(free) == 0 || s.Chance(5) {
+	if taken := s.Chance(5); taken || len(free) == 0 {
 		return Pick(s, nodeIDs)
 	}
 	return Pick(s, free)
@@ -97,7 +99,7 @@ func genNodes(s *Source, p, maxNodes int, text func(*Source) string) ([]any, doc
 		}
 		n := map[string]any{"id": id}
 		parent := ""
-		if len(info.ids) > 0 && s.Chance(45) {
+		if child := s.Chance(45); child && len(info.ids) > 0 {
 			parent = Pick(s, info.ids)
 			n["parent"] = parent
 		}

@@ -62,7 +62,7 @@ func genWindowCase(s *Source) (cases.Case, error) {
 		case k == 0 || len(pending) == 0 && k < 3:
 			local++
 			id := fmt.Sprintf("c%d", local)
-			if len(pending) > 0 && s.Chance(5) {
+			if dup := s.Chance(5); dup && len(pending) > 0 {
 				id = pending[0].ID
 			}
 			cur := nodeInfo(w.Rendered(), info)
@@ -76,7 +76,7 @@ func genWindowCase(s *Source) (cases.Case, error) {
 		case k == 1:
 			var c kbcore.Command
 			var cmd map[string]any
-			if len(pending) > 0 && !s.Chance(25) {
+			if other := s.Chance(25); len(pending) > 0 && !other {
 				c = pending[s.Intn(min(2, len(pending)))]
 				cmd = commandMap(c)
 			} else {
@@ -94,7 +94,7 @@ func genWindowCase(s *Source) (cases.Case, error) {
 			ev = map[string]any{"echo": map[string]any{"seq": float64(at), "cmd": cmd}}
 		case k == 2:
 			id := "zz"
-			if len(pending) > 0 && !s.Chance(15) {
+			if unknown := s.Chance(15); len(pending) > 0 && !unknown {
 				id = pending[s.Intn(len(pending))].ID
 			}
 			code := Pick(s, []string{kbcore.CodeNodeNotFound, kbcore.CodeInvalidPayload, "id-reused"})
@@ -114,7 +114,7 @@ func genWindowCase(s *Source) (cases.Case, error) {
 			for range n {
 				undos++
 				id := fmt.Sprintf("u%d", undos)
-				if s.Chance(5) && len(pending) > 0 {
+				if dup := s.Chance(5); dup && len(pending) > 0 {
 					id = pending[0].ID
 				}
 				ids = append(ids, id)
