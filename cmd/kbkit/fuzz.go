@@ -64,7 +64,8 @@ bad flag or expectations file).`,
 		Example: `  kbkit spec fuzz --impl "kbkit adapter" --seconds 10
   kbkit spec fuzz --impl "node conformance/adapters/node/adapter.mjs" \
       --expect conformance/adapters/node/expectations.yaml --count 5000 --seed 1
-  kbkit spec fuzz --impl "node my-adapter.mjs" --suite tokenizer --seconds 60 --json fuzz.jsonl`,
+  kbkit spec fuzz --impl "node conformance/adapters/node/adapter.mjs" --suite tokenizer \
+      --seconds 60 --json fuzz.jsonl --junit junit.xml`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
@@ -171,7 +172,9 @@ func runSpecFuzz(ctx context.Context, o specFuzzOptions, stdout, rawStderr io.Wr
 	}
 
 	self, _ := os.Executable()
-	client, err := adapter.Start(ctx, argv, adapter.Options{Timeout: o.timeout, Stderr: stderr, Self: self})
+	// Shrinking a crash replays inputs that crash the adapter again, so a
+	// run tolerates more failures in a row than `spec run` does.
+	client, err := adapter.Start(ctx, argv, adapter.Options{Timeout: o.timeout, Stderr: stderr, Self: self, MaxFailures: 20})
 	if err != nil {
 		return fail("starting the adapter %q: %v", o.impl, err)
 	}

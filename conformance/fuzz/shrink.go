@@ -133,7 +133,9 @@ func (s *shrinker) zeroChunks() {
 	}
 }
 
-// lowerEach lowers every choice: to 0, then by binary search.
+// lowerEach lowers every choice: to 0, then, for a small choice (an
+// index into a pool, where a smaller value is not "less" of anything),
+// every smaller value in turn, for a large one by binary search.
 func (s *shrinker) lowerEach() {
 	for i := len(s.best) - 1; i >= 0 && s.live(); i-- {
 		if i >= len(s.best) || s.best[i] == 0 {
@@ -145,6 +147,14 @@ func (s *shrinker) lowerEach() {
 			return s.try(c)
 		}
 		if set(0) {
+			continue
+		}
+		if v := s.best[i]; v <= 100 {
+			for w := uint64(1); w < v && s.live(); w++ {
+				if set(w) {
+					break
+				}
+			}
 			continue
 		}
 		lo, hi := uint64(0), s.best[i] // lo fails, hi works
