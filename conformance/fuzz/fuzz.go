@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"time"
 
@@ -80,8 +81,10 @@ type Difference struct {
 	// with the diff ("-" reference, "+" implementation) or Error.
 	Outcome cases.Outcome
 	// Area is the spec file the case belongs to (a command type,
-	// tokenizer/text, window, ...); one difference is shrunk per area.
-	Area string
+	// tokenizer/text, window, ...), and Kind what differs (the parts of
+	// the reply, the rejection codes): one difference is shrunk per area
+	// and kind, and shrinking keeps both.
+	Area, Kind string
 	// Input is the number (from 1) of the input that first showed it, and
 	// FoundAfter the time into the run when it did.
 	Input      int
@@ -90,7 +93,7 @@ type Difference struct {
 	Original, Shrunk Size
 	ShrinkTests      int
 	ShrinkTime       time.Duration
-	// Repeats counts later inputs that differed in the same area.
+	// Repeats counts later inputs that differed in the same area and kind.
 	Repeats int
 }
 
@@ -177,7 +180,7 @@ type fuzzer struct {
 	impl  *recorder
 	ref   cases.Reference
 	types []string
-	areas map[string]*Difference
+	areas map[string]*Difference // by area and kind
 	rep   Report
 }
 
@@ -198,6 +201,7 @@ type probed struct {
 	c       cases.Case
 	out     cases.Outcome
 	area    string
+	kind    string
 }
 
 func (f *fuzzer) run(ctx context.Context) (*Report, error) {
@@ -234,7 +238,7 @@ func (f *fuzzer) run(ctx context.Context) (*Report, error) {
 			st.Invalid++
 		case differ:
 			st.Differ++
-			if d := f.areas[p.area]; d != nil {
+			if d := f.areas[p.area+" "+p.kind]; d != nil {
 				d.Repeats++
 				continue
 			}
@@ -243,7 +247,7 @@ func (f *fuzzer) run(ctx context.Context) (*Report, error) {
 				f.rep.Elapsed = time.Since(start)
 				return &f.rep, err
 			}
-			f.areas[p.area] = d
+			f.areas[p.area+" "+p.kind] = d
 			f.rep.Differences = append(f.rep.Differences, d)
 			if f.o.OnDifference != nil {
 				f.o.OnDifference(d)
@@ -309,8 +313,43 @@ func (f *fuzzer) probe(ctx context.Context, suite string, s *Source) (probed, er
 		p.verdict = silenced
 	default:
 		p.verdict = differ
+		p.kind = kindOf(p.out)
 	}
 	return p, nil
+}
+
+// kindOf names what differs in an outcome: the parts of the reply its
+// diff has a section for ("doc", "index", "actions", "effects", ...; a
+// window step's number left out) and the rejection lines, or "error".
+func kindOf(o cases.Outcome) string {
+	if o.Status == cases.Error {
+		return "error"
+	}
+	seen := map[string]bool{}
+	var parts []string
+	for _, l := range strings.Split(o.Diff, "\n") {
+		var k string
+		switch {
+		case strings.HasPrefix(l, "- rejected:"), strings.HasPrefix(l, "+ rejected:"),
+			strings.HasPrefix(l, "- accepted"), strings.HasPrefix(l, "+ accepted"):
+			k, _, _ = strings.Cut(l, " (") // the code, without the free-text message
+		case strings.HasSuffix(l, ":") && l != "" && l[0] != ' ' && l[0] != '-' && l[0] != '+':
+			k = l
+			if strings.HasPrefix(k, "step ") {
+				_, k, _ = strings.Cut(k[len("step "):], " ")
+			}
+		case strings.HasSuffix(l, "not touched by the plan"):
+			k = "untouched page"
+		default:
+			continue
+		}
+		if !seen[k] {
+			seen[k] = true
+			parts = append(parts, k)
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
 }
 
 // area is a case id without its hash: the spec file and, for the
@@ -339,7 +378,7 @@ func (f *fuzzer) shrink(ctx context.Context, suite string, p probed, src *Source
 			fatal = err
 			return s.out, s.spans, false
 		}
-		ok := q.verdict == differ && q.area == p.area && q.out.Status == p.out.Status
+		ok := q.verdict == differ && q.area == p.area && q.kind == p.kind
 		if ok {
 			best = q
 		}
@@ -351,7 +390,7 @@ func (f *fuzzer) shrink(ctx context.Context, suite string, p probed, src *Source
 	}
 	best.c.Description = fmt.Sprintf("found by kbkit spec fuzz (seed %d, input %d, shrunk); the expected side is the reference's reply", f.o.Seed, input)
 	return &Difference{
-		Case: best.c, Outcome: best.out, Area: p.area, Input: input, FoundAfter: at,
+		Case: best.c, Outcome: best.out, Area: p.area, Kind: p.kind, Input: input, FoundAfter: at,
 		Original:    Size{Choices: len(src.out), Bytes: inputSize(p.c)},
 		Shrunk:      Size{Choices: len(choices), Bytes: inputSize(best.c)},
 		ShrinkTests: tests, ShrinkTime: time.Since(start),

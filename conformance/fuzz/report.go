@@ -22,8 +22,8 @@ func (d *Difference) Result() report.Result {
 	if o.Status == cases.Error {
 		r.Verdict = report.VerdictError
 	}
-	r.Message = fmt.Sprintf("differs from the reference (%s): input %d; shrunk from %d to %d choices, %d to %d bytes",
-		d.Area, d.Input, d.Original.Choices, d.Shrunk.Choices, d.Original.Bytes, d.Shrunk.Bytes)
+	r.Message = fmt.Sprintf("differs from the reference (%s; %s): input %d; shrunk from %d to %d choices, %d to %d bytes",
+		d.Area, d.Kind, d.Input, d.Original.Choices, d.Shrunk.Choices, d.Original.Bytes, d.Shrunk.Bytes)
 	return r
 }
 
@@ -68,11 +68,11 @@ func (st SuiteStats) String() string {
 // WriteDifference prints difference n: where it was found, how far it
 // shrank, the runner's diff and the case, ready to paste.
 func WriteDifference(w io.Writer, n int, d *Difference) {
-	fmt.Fprintf(w, "\ndifference %d (%s): input %d, %v into the run; shrunk from %d choices (%d bytes) to %d (%d bytes) in %v, %d trials\n",
-		n, d.Area, d.Input, d.FoundAfter.Round(time.Millisecond), d.Original.Choices, d.Original.Bytes,
+	fmt.Fprintf(w, "\ndifference %d (%s; %s): input %d, %v into the run; shrunk from %d choices (%d bytes) to %d (%d bytes) in %v, %d trials\n",
+		n, d.Area, d.Kind, d.Input, d.FoundAfter.Round(time.Millisecond), d.Original.Choices, d.Original.Bytes,
 		d.Shrunk.Choices, d.Shrunk.Bytes, d.ShrinkTime.Round(time.Millisecond), d.ShrinkTests)
 	if d.Repeats > 0 {
-		fmt.Fprintf(w, "  (%d later inputs of this area differed too; only the first is shrunk)\n", d.Repeats)
+		fmt.Fprintf(w, "  (%d later inputs differed in this area and way too; only the first is shrunk)\n", d.Repeats)
 	}
 	fmt.Fprintf(w, "%s (- reference, + implementation):\n", d.Outcome.Status)
 	for _, l := range strings.Split(strings.TrimRight(d.Outcome.Diff, "\n"), "\n") {
