@@ -102,7 +102,7 @@ func genWindowCase(s *Source) (cases.Case, error) {
 			ev = map[string]any{"reject": map[string]any{"id": id, "code": code}}
 		case k == 3:
 			snap, at, outcomes := genSnapshot(s, w)
-			ev = map[string]any{"snapshot": map[string]any{"doc": plainDoc(snap, nil), "seq": float64(at), "outcomes": outcomes}}
+			ev = map[string]any{"snapshot": map[string]any{"doc": plainDoc(snap, pageMap(doc)), "seq": float64(at), "outcomes": outcomes}}
 			oc := map[string]kbcore.Outcome{}
 			ob, _ := json.Marshal(outcomes)
 			_ = json.Unmarshal(ob, &oc)
@@ -155,12 +155,12 @@ func genSnapshot(s *Source, w *kbcore.Window) (kbcore.Doc, int64, map[string]any
 	}
 	at := max(w.Seq()+int64(Pick(s, []int{1, 0, 2, -1})), 0)
 	outcomes := map[string]any{}
-	for i, c := range w.Pending() {
+	for _, c := range w.Pending() {
 		switch s.Intn(4) {
 		case 1:
 			seq := at
-			if !committed || s.Chance(20) {
-				seq = int64(Pick(s, []int{0, 1, 2, 5})) + int64(i)
+			if other := s.Chance(20); !committed || other {
+				seq = int64(Pick(s, []int{0, 1, 2, 5}))
 			}
 			outcomes[c.ID] = map[string]any{"seq": float64(seq)}
 		case 2:
@@ -227,8 +227,10 @@ func plannerText(s *Source) string {
 // genPlannerCase draws a workspace of up to three pages and one command
 // on one of them (or on a page that does not exist).
 func genPlannerCase(s *Source, types []string) cases.Case {
+	typ := Pick(s, types)
 	var pages []any
 	var infos []docInfo
+	var recs []map[string]any
 	n := 1 + s.Intn(3)
 	for i := range n {
 		nodes, info := genNodes(s, 65, 3, plannerText)
@@ -238,6 +240,7 @@ func genPlannerCase(s *Source, types []string) cases.Case {
 		s.List(25, 2, func(int) { aliases = append(aliases, Pick(s, plannerTitles)) })
 		rec["aliases"] = aliases
 		infos = append(infos, info)
+		recs = append(recs, rec)
 		pages = append(pages, map[string]any{"page": rec, "nodes": nodes})
 	}
 	k := s.Intn(n)
@@ -245,7 +248,11 @@ func genPlannerCase(s *Source, types []string) cases.Case {
 	if s.Chance(5) {
 		page = "Z"
 	}
+	// restore-page undoes a merge: mostly of a page that was merged.
+	if merged := s.Chance(70); merged && typ == kbcore.TypeRestorePage && n > 1 {
+		recs[k]["merged_into"] = plannerPages[(k+1)%n]
+	}
 	g := cmdGen{types: types, doc: infos[k], self: page, pages: plannerPages[:n], titles: plannerTitles, text: plannerText}
-	cmd := g.draw(s, "c1")
+	cmd := g.drawType(s, "c1", typ)
 	return cases.Case{Given: map[string]any{"pages": pages}, When: map[string]any{"page": page, "cmd": cmd}}
 }

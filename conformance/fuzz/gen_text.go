@@ -16,6 +16,9 @@ var textFragments = []string{
 	"\u00a0", "\u3000", "\u2028", "\u0085", "\ufeff", "\ud7ff", "\ue000",
 	"\ufffd", "\uffff", "\U00010000", "\U0010ffff", "\U0001f600", "Ω", "日本",
 	"\u0661\u0662", "\u0967", "€", "£", "\x7f", "\x01", "ǅ", "İ", "ß",
+	// Labels: a key at a line start, ':' and a space, a value that may be
+	// a number with currency, groups, a sign, a percent.
+	"key: ", "\ncash: ", "total:\t", "€5", "£1,000", "12%", "¥3", "₹7.5", "$ 5", "+1.", ".5", "1,00",
 }
 
 // genText draws a node text or a tokenizer input: fragments, sometimes

@@ -28,21 +28,16 @@ type mutant struct {
 }
 
 var mutants = []mutant{
-	{"rank-midpoint-rounds-down", "ranks", "commands", "kbcore/rank/rank.go",
-		"return string(append(out, digits[(da+db+1)/2])), nil",
-		"return string(append(out, digits[(da+db)/2])), nil"},
-	{"tag-stops-at-combining-mark", "tokenizer", "tokenizer", "kbcore/token/token.go",
-		"case unicode.IsLetter(r), unicode.IsMark(r):",
-		"case unicode.IsLetter(r):"},
-	{"outdent-places-first", "commands", "commands", "kbcore/apply.go",
-		"return t.place(n, q.Parent, q, nil)",
-		"return t.place(n, q.Parent, nil, nil)"},
-	{"echo-gap-of-two-applies", "window", "window", "kbcore/window.go",
-		"case seq > w.seq+1:",
-		"case seq > w.seq+2:"},
-	{"merge-forgets-title-alias", "planner", "planner", "kbcore/plan.go",
-		"for _, a := range append([]string{src.Title}, src.Aliases...) {",
-		"for _, a := range src.Aliases {"},
+	{"create-page-keeps-aliases", "commands", "commands", "kbcore/apply.go",
+		"t.d.page.Title, t.d.page.Dir, t.d.page.Aliases = title, deref(p.Dir), []string{}", "t.d.page.Title, t.d.page.Dir = title, deref(p.Dir)"},
+	{"label-value-untrimmed-cr", "tokenizer", "tokenizer", "kbcore/token/label.go",
+		`if e := strings.IndexAny(rest, "\r\n"); e >= 0 {`, `if e := strings.IndexAny(rest, "\n"); e >= 0 {`},
+	{"snapshot-seq-0-commits", "window", "window", "kbcore/window.go",
+		"case ok && o.Seq > 0 && o.Seq <= seq:", "case ok && o.Seq <= seq:"},
+	{"self-alias-link-creates-page", "planner", "planner", "kbcore/plan.go",
+		"ok && (own.page.Title == t || contains(own.page.Aliases, t))", "ok && own.page.Title == t"},
+	{"rank-after-Zz", "ranks", "commands", "kbcore/rank/rank.go",
+		`return "a0", true`, `return "a1", true`},
 }
 
 // moduleRoot is the directory of go.mod.
