@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -101,74 +102,23 @@ func runSpecFuzz(ctx context.Context, o specFuzzOptions, stdout, rawStderr io.Wr
 		fmt.Fprintf(stderr, "kbkit spec fuzz: "+format+"\n", args...)
 		return exitErrored
 	}
-	if strings.TrimSpace(o.impl) == "" {
-		return fail("--impl is required: the adapter command line to fuzz (for example --impl \"kbkit adapter\")")
-	}
-	argv, err := adapter.SplitCommand(o.impl)
+	argv, expect, err := checkFuzzFlags(&o)
 	if err != nil {
-		return fail("--impl: %v", err)
-	}
-	if len(argv) == 0 {
-		return fail("--impl %q holds no command", o.impl)
-	}
-	for _, s := range o.suites {
-		if !slices.Contains(knownSuites, s) {
-			return fail("unknown suite %q (known: %s)", s, strings.Join(knownSuites, ", "))
-		}
-	}
-	if o.count < 0 || o.seconds < 0 {
-		return fail("--count and --seconds must not be negative")
-	}
-	if o.count == 0 && o.seconds == 0 {
-		o.seconds = 10
-	}
-	var expect *report.Expectations
-	if o.expect != "" {
-		if expect, err = report.LoadExpectations(o.expect); err != nil {
-			return fail("%v", err)
-		}
-	}
-	if !o.seedSet {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		o.seed = binary.LittleEndian.Uint64(b[:]) >> 1
+		return fail("%v", err)
 	}
 
 	text := stdout
 	if o.json == "-" {
 		text = stderr
 	}
-	var writers []report.Writer
-	var files []*os.File
+	writers, files, err := fuzzReports(o, stdout)
 	defer func() {
 		for _, f := range files {
 			f.Close()
 		}
 	}()
-	open := func(name string) (*os.File, error) {
-		f, err := os.Create(name)
-		if err == nil {
-			files = append(files, f)
-		}
-		return f, err
-	}
-	if o.junit != "" {
-		f, err := open(o.junit)
-		if err != nil {
-			return fail("--junit: %v", err)
-		}
-		writers = append(writers, report.NewJUnit(f, "kbkit spec fuzz"))
-	}
-	switch o.json {
-	case "":
-	case "-":
-		writers = append(writers, report.NewJSON(stdout))
-	default:
-		f, err := open(o.json)
-		if err != nil {
-			return fail("--json: %v", err)
-		}
-		writers = append(writers, report.NewJSON(f))
+	if err != nil {
+		return fail("%v", err)
 	}
 
 	self, _ := os.Executable()
@@ -180,23 +130,7 @@ func runSpecFuzz(ctx context.Context, o specFuzzOptions, stdout, rawStderr io.Wr
 	}
 	defer client.Close()
 	info := client.Info()
-	suites := info.Suites
-	if len(o.suites) > 0 {
-		suites = nil
-		for _, s := range o.suites {
-			if info.Supports(s) {
-				suites = append(suites, s)
-			} else {
-				fmt.Fprintf(stderr, "kbkit spec fuzz: the adapter does not list suite %s; not fuzzed\n", s)
-			}
-		}
-	}
-	var known []string
-	for _, s := range suites {
-		if slices.Contains(knownSuites, s) {
-			known = append(known, s)
-		}
-	}
+	known := fuzzSuites(info, o.suites, stderr)
 	if len(known) == 0 {
 		return fail("nothing to fuzz: the adapter lists suites [%s]", strings.Join(info.Suites, ", "))
 	}
@@ -217,27 +151,13 @@ func runSpecFuzz(ctx context.Context, o specFuzzOptions, stdout, rawStderr io.Wr
 			fuzz.WriteDifference(text, found, d)
 		},
 	})
-	if err != nil {
+	switch {
+	case rep != nil && errors.Is(err, context.Canceled):
+		fmt.Fprintf(text, "kbkit spec fuzz: interrupted after %d inputs\n", rep.Inputs)
+	case err != nil:
 		return fail("%v", err)
 	}
-	var sum report.Summary
-	n := 0
-	for _, r := range rep.SuiteResults() {
-		n++
-		sum.Add(r)
-		if err := w.Result(n, r); err != nil {
-			return fail("writing the report: %v", err)
-		}
-	}
-	for _, d := range rep.Differences {
-		n++
-		r := d.Result()
-		sum.Add(r)
-		if err := w.Result(n, r); err != nil {
-			return fail("writing the report: %v", err)
-		}
-	}
-	if err := w.End(sum); err != nil {
+	if err := writeFuzzResults(w, rep); err != nil {
 		return fail("writing the report: %v", err)
 	}
 	for _, f := range files {
@@ -279,4 +199,102 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// fuzzReports opens the --junit and --json reports.
+func fuzzReports(o specFuzzOptions, stdout io.Writer) ([]report.Writer, []*os.File, error) {
+	var writers []report.Writer
+	var files []*os.File
+	for _, r := range []struct{ flag, path string }{{"--junit", o.junit}, {"--json", o.json}} {
+		if r.path == "" {
+			continue
+		}
+		var out io.Writer = stdout
+		if r.path != "-" || r.flag == "--junit" {
+			f, err := os.Create(r.path)
+			if err != nil {
+				return writers, files, fmt.Errorf("%s: %w", r.flag, err)
+			}
+			files = append(files, f)
+			out = f
+		}
+		if r.flag == "--junit" {
+			writers = append(writers, report.NewJUnit(out, "kbkit spec fuzz"))
+		} else {
+			writers = append(writers, report.NewJSON(out))
+		}
+	}
+	return writers, files, nil
+}
+
+// fuzzSuites are the suites to fuzz: those the adapter lists (and kbkit
+// knows), narrowed to --suite.
+func fuzzSuites(info adapter.Info, want []string, stderr io.Writer) []string {
+	var out []string
+	for _, s := range knownSuites {
+		switch {
+		case !info.Supports(s):
+			if slices.Contains(want, s) {
+				fmt.Fprintf(stderr, "kbkit spec fuzz: the adapter does not list suite %s; not fuzzed\n", s)
+			}
+		case len(want) == 0 || slices.Contains(want, s):
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// writeFuzzResults writes a passing result per suite, then one per
+// difference.
+func writeFuzzResults(w report.Writer, rep *fuzz.Report) error {
+	results := rep.SuiteResults()
+	for _, d := range rep.Differences {
+		results = append(results, d.Result())
+	}
+	var sum report.Summary
+	for i, r := range results {
+		sum.Add(r)
+		if err := w.Result(i+1, r); err != nil {
+			return err
+		}
+	}
+	return w.End(sum)
+}
+
+// checkFuzzFlags validates the flags, fills in the defaults (10 s when no
+// count is given, a random seed) and reads --impl and --expect.
+func checkFuzzFlags(o *specFuzzOptions) ([]string, *report.Expectations, error) {
+	if strings.TrimSpace(o.impl) == "" {
+		return nil, nil, errors.New(`--impl is required: the adapter command line to fuzz (for example --impl "kbkit adapter")`)
+	}
+	argv, err := adapter.SplitCommand(o.impl)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--impl: %w", err)
+	}
+	if len(argv) == 0 {
+		return nil, nil, fmt.Errorf("--impl %q holds no command", o.impl)
+	}
+	for _, s := range o.suites {
+		if !slices.Contains(knownSuites, s) {
+			return nil, nil, fmt.Errorf("unknown suite %q (known: %s)", s, strings.Join(knownSuites, ", "))
+		}
+	}
+	if o.count < 0 || o.seconds < 0 {
+		return nil, nil, errors.New("--count and --seconds must not be negative")
+	}
+	if o.count == 0 && o.seconds == 0 {
+		o.seconds = 10
+	}
+	var expect *report.Expectations
+	if o.expect != "" {
+		if expect, err = report.LoadExpectations(o.expect); err != nil {
+			return nil, nil, err
+		}
+	}
+	if !o.seedSet {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		o.seed = binary.LittleEndian.Uint64(b[:]) >> 1
+	}
+	return argv, expect, nil
 }

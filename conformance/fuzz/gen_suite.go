@@ -52,96 +52,113 @@ func genWindowCase(s *Source) (cases.Case, error) {
 	if err != nil {
 		return cases.Case{}, err
 	}
-	w := kbcore.NewWindow(doc, seq)
-	var steps []any
-	local, foreign, undos := 0, 0, 0
+	g := &windowGen{s: s, w: kbcore.NewWindow(doc, seq), info: info, page: pageMap(doc)}
+	steps := []any{}
 	s.List(85, 10, func(int) {
-		var ev map[string]any
-		pending := w.Pending()
-		switch k := s.Intn(6); {
-		case k == 0 || len(pending) == 0 && k < 3:
-			local++
-			id := fmt.Sprintf("c%d", local)
-			if dup := s.Chance(5); dup && len(pending) > 0 {
-				id = pending[0].ID
-			}
-			cur := nodeInfo(w.Rendered(), info)
-			cmd := cmdGen{types: windowTypes, doc: cur, text: genNodeText}.draw(s, id)
-			c, ok := asCommand(cmd)
-			if !ok {
-				return
-			}
-			w.Local(c)
-			ev = map[string]any{"local": cmd}
-		case k == 1:
-			var c kbcore.Command
-			var cmd map[string]any
-			if other := s.Chance(25); len(pending) > 0 && !other {
-				c = pending[s.Intn(min(2, len(pending)))]
-				cmd = commandMap(c)
-			} else {
-				foreign++
-				cur := nodeInfo(w.Server(), info)
-				cmd = cmdGen{types: windowTypes, doc: cur, text: genNodeText}.draw(s, fmt.Sprintf("x%d", foreign))
-				var ok bool
-				if c, ok = asCommand(cmd); !ok {
-					return
-				}
-			}
-			at := w.Seq() + 1 + int64(Pick(s, []int{0, 0, 1, 2, -1, -2}))
-			at = max(at, 0)
-			w.Echo(at, c)
-			ev = map[string]any{"echo": map[string]any{"seq": float64(at), "cmd": cmd}}
-		case k == 2:
-			id := "zz"
-			if unknown := s.Chance(15); len(pending) > 0 && !unknown {
-				id = pending[s.Intn(len(pending))].ID
-			}
-			code := Pick(s, []string{kbcore.CodeNodeNotFound, kbcore.CodeInvalidPayload, "id-reused"})
-			w.Reject(id, code)
-			ev = map[string]any{"reject": map[string]any{"id": id, "code": code}}
-		case k == 3:
-			snap, at, outcomes := genSnapshot(s, w)
-			ev = map[string]any{"snapshot": map[string]any{"doc": plainDoc(snap, pageMap(doc)), "seq": float64(at), "outcomes": outcomes}}
-			oc := map[string]kbcore.Outcome{}
-			ob, _ := json.Marshal(outcomes)
-			_ = json.Unmarshal(ob, &oc)
-			w.Snapshot(snap, at, oc)
-		default:
-			var ids []any
-			var strs []string
-			n := 1 + Pick(s, []int{0, 0, 1, -1, 2})
-			for range n {
-				undos++
-				id := fmt.Sprintf("u%d", undos)
-				if dup := s.Chance(5); dup && len(pending) > 0 {
-					id = pending[0].ID
-				}
-				ids = append(ids, id)
-				strs = append(strs, id)
-			}
-			if ids == nil {
-				ids = []any{}
-			}
-			name := "undo"
-			if k == 5 {
-				name = "redo"
-				w.Redo(strs)
-			} else {
-				w.Undo(strs)
-			}
-			ev = map[string]any{name: map[string]any{"ids": ids}}
+		if ev := g.step(); ev != nil {
+			steps = append(steps, map[string]any{"event": ev})
 		}
-		steps = append(steps, map[string]any{"event": ev})
 	})
-	if steps == nil {
-		steps = []any{}
-	}
 	given := map[string]any{"doc": givenDoc}
 	if seq != 0 {
 		given["seq"] = float64(seq)
 	}
 	return cases.Case{Given: given, Steps: steps}, nil
+}
+
+// windowGen draws the steps of one window script.
+type windowGen struct {
+	s                     *Source
+	w                     *kbcore.Window
+	info                  docInfo
+	page                  map[string]any
+	local, foreign, undos int // ids minted so far
+}
+
+// step draws one event, delivers it to the window and returns it; nil
+// when the drawn command cannot be read (the step is left out).
+func (g *windowGen) step() map[string]any {
+	s, w := g.s, g.w
+	pending := w.Pending()
+	switch k := s.Intn(6); {
+	case k == 0 || len(pending) == 0 && k < 3:
+		g.local++
+		id := fmt.Sprintf("c%d", g.local)
+		if dup := s.Chance(5); dup && len(pending) > 0 {
+			id = pending[0].ID
+		}
+		cmd := cmdGen{types: windowTypes, doc: nodeInfo(w.Rendered(), g.info), text: genNodeText}.draw(s, id)
+		c, ok := asCommand(cmd)
+		if !ok {
+			return nil
+		}
+		w.Local(c)
+		return map[string]any{"local": cmd}
+	case k == 1:
+		return g.echo(pending)
+	case k == 2:
+		id := "zz"
+		if unknown := s.Chance(15); len(pending) > 0 && !unknown {
+			id = pending[s.Intn(len(pending))].ID
+		}
+		code := Pick(s, []string{kbcore.CodeNodeNotFound, kbcore.CodeInvalidPayload, "id-reused"})
+		w.Reject(id, code)
+		return map[string]any{"reject": map[string]any{"id": id, "code": code}}
+	case k == 3:
+		snap, at, outcomes := genSnapshot(s, w)
+		oc := map[string]kbcore.Outcome{}
+		ob, _ := json.Marshal(outcomes)
+		_ = json.Unmarshal(ob, &oc)
+		w.Snapshot(snap, at, oc)
+		return map[string]any{"snapshot": map[string]any{"doc": plainDoc(snap, g.page), "seq": float64(at), "outcomes": outcomes}}
+	default:
+		return g.undoRedo(k == 5, pending)
+	}
+}
+
+// echo delivers a pending command (or another window's) at the next seq,
+// or a duplicate, or one past a gap.
+func (g *windowGen) echo(pending []kbcore.Command) map[string]any {
+	s, w := g.s, g.w
+	var c kbcore.Command
+	var cmd map[string]any
+	if other := s.Chance(25); len(pending) > 0 && !other {
+		c = pending[s.Intn(min(2, len(pending)))]
+		cmd = commandMap(c)
+	} else {
+		g.foreign++
+		cmd = cmdGen{types: windowTypes, doc: nodeInfo(w.Server(), g.info), text: genNodeText}.draw(s, fmt.Sprintf("x%d", g.foreign))
+		var ok bool
+		if c, ok = asCommand(cmd); !ok {
+			return nil
+		}
+	}
+	at := max(w.Seq()+1+int64(Pick(s, []int{0, 0, 1, 2, -1, -2})), 0)
+	w.Echo(at, c)
+	return map[string]any{"echo": map[string]any{"seq": float64(at), "cmd": cmd}}
+}
+
+// undoRedo asks for an undo (or redo) with usually one fresh id,
+// sometimes none, two or a pending one.
+func (g *windowGen) undoRedo(redo bool, pending []kbcore.Command) map[string]any {
+	s := g.s
+	ids := []any{}
+	var strs []string
+	for range 1 + Pick(s, []int{0, 0, 1, -1, 2}) {
+		g.undos++
+		id := fmt.Sprintf("u%d", g.undos)
+		if dup := s.Chance(5); dup && len(pending) > 0 {
+			id = pending[0].ID
+		}
+		ids = append(ids, id)
+		strs = append(strs, id)
+	}
+	if redo {
+		g.w.Redo(strs)
+		return map[string]any{"redo": map[string]any{"ids": ids}}
+	}
+	g.w.Undo(strs)
+	return map[string]any{"undo": map[string]any{"ids": ids}}
 }
 
 // genSnapshot draws a snapshot for w: the server document, or the rendered
