@@ -34,6 +34,7 @@ func shrink(test trial, start Choices, spans []span, budget time.Duration, maxTe
 		s.zeroChunks()  // simplest choices in a run
 		s.lowerEach()   // each choice as small as it goes
 		s.shrinkSpans() // an element replaced by one of its own sub-elements
+		s.swapSpans()   // simpler elements first
 		if !shortlexLess(s.best, before) {
 			break
 		}
@@ -92,6 +93,31 @@ func (s *shrinker) shrinkSpans() {
 				}
 				c := append(slices.Clone(s.best[:outer.start]), s.best[inner.start:inner.end]...)
 				c = append(c, s.best[outer.end:]...)
+				if s.try(c) {
+					changed = true
+					break
+				}
+			}
+			if changed {
+				break
+			}
+		}
+	}
+}
+
+// swapSpans swaps two disjoint elements of the same length when that
+// makes the sequence smaller (it moves simpler elements forward).
+func (s *shrinker) swapSpans() {
+	for changed := true; changed && s.live(); {
+		changed = false
+		for i, a := range s.spans {
+			for _, b := range s.spans[i+1:] {
+				if a.end-a.start != b.end-b.start || a.end > b.start && b.end > a.start || max(a.end, b.end) > len(s.best) {
+					continue
+				}
+				c := slices.Clone(s.best)
+				copy(c[a.start:a.end], s.best[b.start:b.end])
+				copy(c[b.start:b.end], s.best[a.start:a.end])
 				if s.try(c) {
 					changed = true
 					break
