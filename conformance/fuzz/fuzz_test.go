@@ -2,6 +2,7 @@ package fuzz
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 
@@ -76,5 +77,27 @@ func TestReferenceAgreesWithItself(t *testing.T) {
 	}
 	for s, st := range rep.Suites {
 		t.Logf("%s: %+v", s, *st)
+	}
+}
+
+// TestRunRefusesWhatItCannotRun: no implementation, suite, bound or
+// command type is an error, never an empty green run.
+func TestRunRefusesWhatItCannotRun(t *testing.T) {
+	ctx := context.Background()
+	for name, o := range map[string]Options{
+		"no impl":       {Suites: []string{"tokenizer"}, Count: 1},
+		"no suite":      {Impl: cases.Reference{}, Count: 1},
+		"unknown suite": {Impl: cases.Reference{}, Suites: []string{"nope"}, Count: 1},
+		"no bound":      {Impl: cases.Reference{}, Suites: []string{"tokenizer"}},
+		"no command":    {Impl: cases.Reference{}, Suites: []string{"commands"}, Commands: []string{"frobnicate"}, Count: 1},
+	} {
+		if _, err := Run(ctx, o); !errors.Is(err, ErrCannotRun) {
+			t.Errorf("%s: %v, want ErrCannotRun", name, err)
+		}
+	}
+	// A tokenizer-only implementation that applies no command still runs.
+	rep, err := Run(ctx, Options{Impl: cases.Reference{}, Suites: []string{"tokenizer"}, Commands: []string{}, Count: 10})
+	if err != nil || rep.Inputs != 10 {
+		t.Errorf("tokenizer only: %v, %d inputs", err, rep.Inputs)
 	}
 }
