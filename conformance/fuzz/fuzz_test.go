@@ -8,6 +8,7 @@ import (
 
 	"github.com/subspace/kbkit/conformance/adapter"
 	"github.com/subspace/kbkit/conformance/cases"
+	"github.com/subspace/kbkit/kbcore"
 )
 
 // TestPrintedCasesLoadAndPass holds CaseYAML to the case runner: every
@@ -17,8 +18,7 @@ import (
 // passes and the implementation fails.)
 func TestPrintedCasesLoadAndPass(t *testing.T) {
 	ctx := context.Background()
-	f := &fuzzer{types: nil}
-	f.types = append(f.types, allTypes()...)
+	f := &fuzzer{types: kbcore.Types}
 	n := 300
 	if testing.Short() {
 		n = 60
@@ -57,11 +57,6 @@ func TestPrintedCasesLoadAndPass(t *testing.T) {
 		}
 	}
 	t.Logf("valid inputs of %d per suite: %v", n, valid)
-}
-
-func allTypes() []string {
-	return []string{"create-after", "edit-text", "move-node", "indent", "outdent", "delete", "restore",
-		"set-outputs", "set-cell", "create-page", "set-aliases", "rename-page", "merge-page", "restore-page"}
 }
 
 // TestReferenceAgreesWithItself: the in-process reference, fuzzed, has no
