@@ -27,7 +27,7 @@ func newSpecCmd() *cobra.Command {
 		Use:   "spec",
 		Short: "Run kbkit's language-neutral spec cases, or export them",
 	}
-	cmd.AddCommand(newSpecRunCmd(), newSpecExportCmd(), newSpecShowCmd())
+	cmd.AddCommand(newSpecRunCmd(), newSpecExportCmd(), newSpecShowCmd(), newSpecFuzzCmd())
 	return cmd
 }
 

@@ -27,6 +27,10 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envAdapter) == "planted" {
+		_ = adapter.Serve(context.Background(), os.Stdin, os.Stdout, planted{})
+		os.Exit(0)
+	}
 	if os.Getenv(envAdapter) == "misbehaving" {
 		_ = adapter.Serve(context.Background(), os.Stdin, os.Stdout, misbehaving{})
 		os.Exit(0)

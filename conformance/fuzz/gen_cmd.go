@@ -1,0 +1,230 @@
+package fuzz
+
+import (
+	"slices"
+
+	"github.com/subspace/kbkit/kbcore"
+)
+
+// cmdMode is how far a drawn command strays from a valid one.
+type cmdMode int
+
+const (
+	valid     cmdMode = iota // well-formed, against the document's ids
+	nearValid                // one field off: missing, unknown, empty, an unknown id
+	malformed                // a payload of the wrong shape, an unknown type
+)
+
+// cmdGen draws commands against a document.
+type cmdGen struct {
+	types  []string // the command types to draw
+	doc    docInfo
+	self   string   // the page the command is for (restore-page's page)
+	pages  []string // other page ids (merge-page's into)
+	titles []string // titles for page commands
+	text   func(*Source) string
+}
+
+// draw returns one command {id, type, payload} with id cmdID.
+func (g cmdGen) draw(s *Source, cmdID string) map[string]any {
+	return g.drawType(s, cmdID, Pick(s, g.types))
+}
+
+// drawType is draw for a command of type typ.
+func (g cmdGen) drawType(s *Source, cmdID, typ string) map[string]any {
+	mode := valid
+	switch v := s.Intn(10); {
+	case v >= 9:
+		mode = malformed
+	case v >= 7:
+		mode = nearValid
+	}
+	cmd := map[string]any{"id": cmdID, "type": typ}
+	if mode == malformed {
+		switch s.Intn(6) {
+		case 0:
+			cmd["payload"] = nil
+		case 1:
+			cmd["payload"] = []any{}
+		case 2:
+			cmd["payload"] = "x"
+		case 3:
+			cmd["payload"] = float64(1)
+		case 4:
+			cmd["type"] = Pick(s, []string{"frobnicate", "", "Edit-Text", "edit_text"})
+			cmd["payload"] = g.payload(s, typ)
+		default:
+			delete(cmd, "payload")
+		}
+		return cmd
+	}
+	p := g.payload(s, typ)
+	if mode == nearValid {
+		g.stray(s, p)
+	}
+	cmd["payload"] = p
+	return cmd
+}
+
+// stray changes one field of a payload: drops it, empties it, gives it
+// the wrong JSON type, or adds an unknown field.
+func (g cmdGen) stray(s *Source, p map[string]any) {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if len(keys) == 0 || s.Chance(20) {
+		p[Pick(s, []string{"extra", "Node", "id"})] = "x"
+		return
+	}
+	k := Pick(s, keys)
+	switch s.Intn(6) {
+	case 0:
+		delete(p, k)
+	case 1:
+		p[k] = ""
+	case 2:
+		p[k] = float64(7)
+	case 3:
+		p[k] = nil
+	case 4:
+		p[k] = []any{"a"}
+	default:
+		p[k] = map[string]any{}
+	}
+}
+
+// payload draws a well-formed payload of typ.
+func (g cmdGen) payload(s *Source, typ string) map[string]any {
+	d := g.doc
+	switch typ {
+	case kbcore.TypeCreateAfter:
+		p := map[string]any{"text": g.text(s)}
+		switch s.Intn(4) {
+		case 1:
+			p["after"] = d.pickNode(s)
+		case 2:
+			p["parent"] = d.pickNode(s)
+		case 3:
+			p["after"], p["parent"] = d.pickNode(s), d.pickNode(s)
+		}
+		if s.Chance(50) {
+			p["node"] = d.freshNode(s)
+		}
+		if s.Chance(25) {
+			p["kind"] = Pick(s, []string{"text", "code", "table", "image"})
+		}
+		if s.Chance(20) {
+			p["rank"] = g.rank(s)
+		}
+		return p
+	case kbcore.TypeEditText:
+		return map[string]any{"node": d.pickNode(s), "text": g.text(s)}
+	case kbcore.TypeMoveNode:
+		p := map[string]any{"node": d.pickNode(s), "parent": nil, "after": nil}
+		if s.Chance(40) {
+			p["parent"] = d.pickNode(s)
+		}
+		if s.Chance(50) {
+			p["after"] = d.pickNode(s)
+		}
+		if s.Chance(20) {
+			p["rank"] = g.rank(s)
+		}
+		return p
+	case kbcore.TypeIndent, kbcore.TypeOutdent, kbcore.TypeDelete:
+		return map[string]any{"node": d.pickNode(s)}
+	case kbcore.TypeRestore:
+		return map[string]any{"nodes": g.records(s)}
+	case kbcore.TypeSetOutputs:
+		outs := []any{}
+		s.List(40, 3, func(int) {
+			outs = append(outs, map[string]any{"mime": Pick(s, []string{"text/plain", "text/html"}), "data": genText(s)})
+		})
+		return map[string]any{"node": d.pickKind(s, "code"), "outputs": outs}
+	case kbcore.TypeSetCell:
+		cell := Pick(s, cellNames)
+		if s.Chance(10) {
+			cell = Pick(s, []string{"a1", "A", "1", "A0", "", "AAAA1"})
+		}
+		value := ""
+		if !s.Chance(20) {
+			value = genFormula(s)
+		}
+		return map[string]any{"node": d.pickKind(s, "table"), "cell": cell, "value": value}
+	case kbcore.TypeCreatePage:
+		p := map[string]any{"title": Pick(s, g.titles)}
+		if s.Chance(30) {
+			p["dir"] = Pick(s, pageDirs)
+		}
+		return p
+	case kbcore.TypeSetAliases:
+		return map[string]any{"aliases": g.aliases(s)}
+	case kbcore.TypeRenamePage:
+		p := map[string]any{"title": Pick(s, g.titles)}
+		if s.Chance(30) {
+			p["aliases"] = g.aliases(s)
+		}
+		return p
+	case kbcore.TypeMergePage:
+		return map[string]any{"into": g.other(s)}
+	case kbcore.TypeRestorePage:
+		page := g.self
+		if s.Chance(10) {
+			page = g.other(s)
+		}
+		return map[string]any{"page": page, "nodes": g.records(s)}
+	}
+	return map[string]any{}
+}
+
+// other is a page id other than self, mostly.
+func (g cmdGen) other(s *Source) string {
+	var others []string
+	for _, p := range g.pages {
+		if p != g.self {
+			others = append(others, p)
+		}
+	}
+	if len(others) == 0 || s.Chance(10) {
+		return g.self
+	}
+	return Pick(s, others)
+}
+
+func (g cmdGen) rank(s *Source) string {
+	if s.Chance(20) {
+		return Pick(s, badRanks)
+	}
+	return Pick(s, rankKeys)
+}
+
+func (g cmdGen) aliases(s *Source) []any {
+	out := []any{}
+	s.List(50, 4, func(int) { out = append(out, Pick(s, g.titles)) })
+	return out
+}
+
+// records draws node records for restore and restore-page: fresh ids
+// mostly, parents among themselves or the document.
+func (g cmdGen) records(s *Source) []any {
+	nodes, _ := genNodes(s, 65, 3, g.text)
+	for _, n := range nodes {
+		m := n.(map[string]any)
+		if under := s.Chance(25); under && len(g.doc.ids) > 0 && m["parent"] == nil {
+			m["parent"] = Pick(s, g.doc.ids)
+		}
+		// Records carry every field (spec/README.md "Nested records").
+		if _, ok := m["kind"]; !ok {
+			m["kind"] = "text"
+		}
+		if _, ok := m["text"]; !ok {
+			m["text"] = ""
+		}
+		if _, ok := m["parent"]; !ok {
+			m["parent"] = nil
+		}
+	}
+	return nodes
+}
