@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -709,7 +710,7 @@ func decodeStrict(b []byte, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("trailing data after JSON value")
 	}
-	return nil
+	return exactKeys(b, reflect.TypeOf(v))
 }
 
 // Check verifies a document's invariants: it is a valid tree (as NewDoc

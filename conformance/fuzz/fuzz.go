@@ -58,10 +58,6 @@ type Options struct {
 	// entry with status skip is not sent, one matching status fail may
 	// differ (it is counted, not reported).
 	Expect *report.Expectations
-	// Known, if set, silences the differences it returns true for, like
-	// an expectation with status fail, but by what the case holds rather
-	// than by its id (tests use it for a known difference of one kind).
-	Known func(c cases.Case, o cases.Outcome) bool
 	// ShrinkTime and ShrinkTests bound the shrinking of each difference
 	// (defaults 30s and 5,000 trials).
 	ShrinkTime  time.Duration
@@ -311,7 +307,7 @@ func (f *fuzzer) probe(ctx context.Context, suite string, s *Source) (probed, er
 		p.verdict = same
 	case p.out.Status == cases.Skip:
 		p.verdict = skipped
-	case e != nil, f.o.Known != nil && f.o.Known(full, p.out):
+	case e != nil:
 		p.verdict = silenced
 	default:
 		p.verdict = differ
