@@ -116,3 +116,18 @@ k6-smoke:
 # (scripts/bench-k6.sh; RATE, EDITORS, PHASE=seconds, ROUNDS).
 bench-k6: k6
 	scripts/bench-k6.sh
+
+.PHONY: wasm wasm-pack wasm-bench wasm-compare
+
+# kbcore as WebAssembly for the @kbkit/core npm package (js/kbcore): a
+# WASI reactor (GOOS=wasip1, go:wasmexport), a few seconds on a warm cache.
+WASM ?= js/kbcore/kbcore.wasm
+wasm:
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $(WASM) ./js/kbcore/wasm
+	@echo "built $(WASM): $$(wc -c <$(WASM)) bytes, $$(gzip -9c $(WASM) | wc -c) gzipped"
+
+# The npm tarball of @kbkit/core in OUT (npm pack; the types are copied from
+# spec/types at pack time).
+wasm-pack: wasm
+	@mkdir -p $(OUT)
+	cd js/kbcore && npm pack --pack-destination "$(abspath $(OUT))"
