@@ -123,7 +123,7 @@ bench-k6: k6
 # WASI reactor (GOOS=wasip1, go:wasmexport), a few seconds on a warm cache.
 WASM ?= js/kbcore/kbcore.wasm
 wasm:
-	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $(WASM) ./js/kbcore/wasm
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags='-s -w' -o $(WASM) ./js/kbcore/wasm
 	@echo "built $(WASM): $$(wc -c <$(WASM)) bytes, $$(gzip -9c $(WASM) | wc -c) gzipped"
 
 # The npm tarball of @kbkit/core in OUT (npm pack; the types are copied from
