@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -18,26 +19,30 @@ import (
 )
 
 var (
-	diffN    = flag.Int("diff.n", 250, "TestDifferential: generated inputs per suite (apply, tokenize, window, plan)")
+	diffN    = flag.Int("diff.n", 250, "TestDifferential: generated inputs of each kind (apply, tokenize text, tokenize a formula, window, plan)")
 	diffSeed = flag.Uint64("diff.seed", 1, "TestDifferential: the generator's seed")
+	diffImpl = flag.String("diff.adapter", "../adapter.mjs", "TestDifferential: the package's adapter (an installed node_modules/@kbkit/core/adapter.mjs, say)")
 )
 
 // TestDifferential sends the same generated inputs to the package's
-// adapter (node ../adapter.mjs: @kbkit/core, kbcore.wasm) and to the
-// native reference (cases.Reference, kbcore compiled for this machine)
-// and wants the same answer to every one: documents, inverses, indexes,
-// rejections with their messages, tokens, window states and plans.
-// It needs ../kbcore.wasm (make wasm) and node; without them it skips,
+// adapter (node ../adapter.mjs, or -diff.adapter: @kbkit/core and its
+// kbcore.wasm) and to the native reference (cases.Reference, kbcore
+// compiled for this machine) and wants the same answer to every one:
+// documents, inverses, indexes, rejections with their messages, tokens,
+// window states and plans. -diff.n inputs of each of five kinds (apply,
+// tokenize text, tokenize a formula, a window script, a plan).
+// It needs the adapter's kbcore.wasm (make wasm) and node; without them it skips,
 // unless KBKIT_REQUIRE_WASM=1 (scripts/ci-wasm.sh) makes that a failure.
 func TestDifferential(t *testing.T) {
-	if _, err := os.Stat("../kbcore.wasm"); err != nil {
-		need(t, "../kbcore.wasm is not built (make wasm)")
+	wasmFile := filepath.Join(filepath.Dir(*diffImpl), "kbcore.wasm")
+	if _, err := os.Stat(wasmFile); err != nil {
+		need(t, wasmFile+" is not built (make wasm)")
 	}
 	if _, err := exec.LookPath("node"); err != nil {
 		need(t, "node is not installed")
 	}
 	ctx := context.Background()
-	wasm, err := adapter.Start(ctx, []string{"node", "../adapter.mjs"}, adapter.Options{})
+	wasm, err := adapter.Start(ctx, []string{"node", *diffImpl}, adapter.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
