@@ -131,3 +131,16 @@ wasm:
 wasm-pack: wasm
 	@mkdir -p $(OUT)
 	cd js/kbcore && npm pack --pack-destination "$(abspath $(OUT))"
+
+# Size, cold load in Node and the cost per call of edit-text on a 100- and a
+# 10,000-node page: the package beside native Go (BenchmarkEditText) and
+# the Node example adapter's JavaScript, in one table (scripts/wasm-bench.sh).
+wasm-bench: wasm
+	OUT=$(OUT) scripts/wasm-bench.sh
+
+# GOOS=wasip1 (shipped) against GOOS=js on the same calls: size, start-up,
+# the toll of one call, apply on 100 nodes (js/kbcore/bench/compare.mjs).
+wasm-compare: wasm
+	@mkdir -p $(OUT)
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o $(OUT)/kbcore-js.wasm ./js/kbcore/wasm
+	node js/kbcore/bench/compare.mjs $(OUT)/kbcore-js.wasm "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js"
