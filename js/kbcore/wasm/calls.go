@@ -68,7 +68,7 @@ func (s *session) call(op int, ints [2]int64, args [4][]byte) ([]byte, error) {
 		f := token.TokenizeFormula(string(args[0]))
 		return marshalObject("refs", nonNil(f.Refs), "deps", nonNil(f.Deps))
 	case opIndex:
-		d, err := kbcore.ParseDoc(args[0])
+		d, err := parseDoc(args[0])
 		if err != nil {
 			return nil, err
 		}
@@ -88,13 +88,13 @@ func (s *session) call(op int, ints [2]int64, args [4][]byte) ([]byte, error) {
 		}
 		return json.Marshal(nonNil(rs))
 	case opCanonical:
-		d, err := kbcore.ParseDoc(args[0])
+		d, err := parseDoc(args[0])
 		if err != nil {
 			return nil, err
 		}
 		return d.MarshalJSON()
 	case opWindowOpen:
-		d, err := kbcore.ParseDoc(args[0])
+		d, err := parseDoc(args[0])
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +128,7 @@ func (s *session) call(op int, ints [2]int64, args [4][]byte) ([]byte, error) {
 // apply is Reference.Apply: the new canonical document, the inverses as
 // {type, payload} and the whole page's index, or the rejection.
 func apply(doc, cmd []byte) ([]byte, error) {
-	d, err := kbcore.ParseDoc(doc)
+	d, err := parseDoc(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func plan(req []byte) ([]byte, error) {
 	}
 	docs := make([]kbcore.Doc, 0, len(r.Pages))
 	for i, raw := range r.Pages {
-		d, err := kbcore.ParseDoc(raw)
+		d, err := parseDoc(raw)
 		if err != nil {
 			return nil, fmt.Errorf("pages[%d]: %w", i, err)
 		}
@@ -259,7 +259,7 @@ func windowEvent(w *kbcore.Window, op int, seq int64, args [4][]byte) ([]kbcore.
 		}
 		return w.Reject(string(args[0]), string(args[1])), nil
 	case opWindowSnapshot:
-		d, err := kbcore.ParseDoc(args[0])
+		d, err := parseDoc(args[0])
 		if err != nil {
 			return nil, fmt.Errorf("snapshot.doc: %w", err)
 		}
