@@ -32,15 +32,20 @@ function page(n) {
 }
 
 // perCall runs fn until about ms milliseconds have passed (after a
-// warm-up) and returns the microseconds per call.
+// warm-up) and returns the microseconds of this process's CPU time per
+// call (all threads: V8's collector too; on a shared machine the wall
+// time counts the waits for a core) and of wall time.
 function perCall(fn, ms = 1500) {
   for (let i = 0; i < 3; i++) fn(i);
   let n = 0;
-  const t0 = performance.now();
+  const c0 = process.cpuUsage(), t0 = performance.now();
   let t = t0;
   while (t - t0 < ms) { fn(n++); t = performance.now(); }
-  return ((t - t0) * 1000) / n;
+  const c = process.cpuUsage(c0);
+  return { cpu: (c.user + c.system) / n, wall: ((t - t0) * 1000) / n };
 }
+
+const half = ({ cpu, wall }) => ({ cpu: cpu / 2, wall: wall / 2 });
 
 // coldLoad: a fresh node process imports the package; the time from
 // before the import to the first apply answered, median of runs.
@@ -60,8 +65,8 @@ k.tokenize("x"); console.log(JSON.stringify({ importMs: t1 - t0, firstCallMs: pe
 
 function goFigures(text) {
   const out = {};
-  for (const m of text.matchAll(/^BenchmarkEditText\/([^/\s]+)\/n=(\d+)(?:-\d+)?\s+\d+\s+([\d.]+) ns\/op/gm)) {
-    out[`${m[1]}/${m[2]}`] = Number(m[3]) / 1000;
+  for (const m of text.matchAll(/^BenchmarkEditText\/([^/\s]+)\/n=(\d+)(?:-\d+)?\s+\d+\s+([\d.]+) ns\/op\s+([\d.]+) cpu-ns\/op/gm)) {
+    out[`${m[1]}/${m[2]}`] = { wall: Number(m[3]) / 1000, cpu: Number(m[4]) / 1000 };
   }
   return out;
 }
@@ -84,7 +89,7 @@ for (const n of [100, 10_000]) {
     docBytes: enc.encode(docText).length,
     goApply: go[`kbcore.Apply/${n}`],
     goApplyJSON: go[`apply-json/${n}`],
-    wasmWindow: perCall((i) => { const c = cmd(i); w.local(c); w.echo(i + 2, c); }) / 2,
+    wasmWindow: half(perCall((i) => { const c = cmd(i); w.local(c); w.echo(i + 2, c); })),
     wasmApplyText: perCall((i) => kb.applyText(docText, cmd(i))),
     wasmApply: perCall((i) => kb.apply(doc, cmd(i))),
     jsAdapter: perCall((i) => jsApply(doc, cmd(i))),
@@ -100,12 +105,14 @@ const cold = coldLoad();
 const gz = gzipSync(wasmBytes, { level: 9 }).length;
 
 const f = (us) => (us == null ? "n/a" : us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(1)} µs`);
+const load = (await import("node:os")).loadavg()[0], cores = (await import("node:os")).availableParallelism();
 console.log(`@kbkit/core: kbcore.wasm ${statSync(wasmPath).size} bytes, ${gz} gzipped (target 1,572,864)`);
 console.log(`cold load in Node ${process.versions.node}: import ${cold.importMs.toFixed(1)} ms (read, compile, instantiate, Go runtime start), first call ${cold.firstCallMs.toFixed(2)} ms (median of 5 fresh processes)`);
 console.log("");
-console.log("edit-text, per call                                   |   100 nodes |  10,000 nodes");
+console.log(`CPU time per call (this process, all threads); load average ${load.toFixed(1)} on ${cores} cores; wall times in --json`);
+console.log("edit-text                                             |   100 nodes |  10,000 nodes");
 console.log("------------------------------------------------------|-------------|--------------");
-const line = (label, key) => console.log(`${label.padEnd(54)}| ${f(rows[0][key]).padStart(11)} | ${f(rows[1][key]).padStart(12)}`);
+const line = (label, key) => console.log(`${label.padEnd(54)}| ${f(rows[0][key]?.cpu).padStart(11)} | ${f(rows[1][key]?.cpu).padStart(12)}`);
 line("native Go kbcore.Apply (parsed document)", "goApply");
 line("native Go apply: JSON doc in, doc+inverse+index out", "goApplyJSON");
 line("wasm Window.local + echo, per apply (doc stays inside)", "wasmWindow");
@@ -116,10 +123,10 @@ console.log(`document JSON: ${rows[0].docBytes} and ${rows[1].docBytes} bytes`);
 console.log("");
 console.log("where the time of wasm apply(doc, cmd) goes:");
 for (const r of rows) {
-  const goJSON = r.wasmApplyText - r.copyIn - r.copyOut;
-  console.log(`  ${String(r.n).padStart(6)} nodes: JS JSON.stringify+parse ${f(r.jsJSON)}, copies across the boundary (UTF-16 <-> UTF-8) ${f(r.copyIn + r.copyOut)}, ` +
-    `Go inside wasm ${f(goJSON)} (of which the reducer ${f(r.wasmWindow)}; the rest parses and writes the document's and the index's JSON), ` +
-    `wasm/native for the same Go work ${(goJSON / r.goApplyJSON).toFixed(2)}x`);
+  const copies = r.copyIn.cpu + r.copyOut.cpu, inside = r.wasmApplyText.cpu - copies;
+  console.log(`  ${String(r.n).padStart(6)} nodes: JS JSON.stringify + JSON.parse ${f(r.jsJSON.cpu)}, copies across the boundary (UTF-16 <-> UTF-8) ${f(copies)}, ` +
+    `Go inside wasm ${f(inside)}: the reducer ${f(r.wasmWindow.cpu)}, the rest reads the document's JSON and writes the new one's and the index's; ` +
+    `the same Go work natively ${f(r.goApplyJSON?.cpu)} (wasm ${(inside / r.goApplyJSON?.cpu).toFixed(1)}x)`);
 }
 const jsonOut = arg("--json");
-if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ wasm_bytes: statSync(wasmPath).size, wasm_gzip: gz, cold, rows }, null, 1));
+if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ wasm_bytes: statSync(wasmPath).size, wasm_gzip: gz, load, cores, cold, rows }, null, 1));
