@@ -6,7 +6,8 @@
 #  2. npm pack js/kbcore; npm install of the tarball into a scratch
 #     project (offline: the package has no dependencies)
 #  3. the scratch project imports "@kbkit/core" by name and applies a
-#     command
+#     command; the README's example (js/kbcore/example/example.mjs, which
+#     the README must show as it is) runs and prints what it says
 #  4. kbkit spec run --impl "node node_modules/@kbkit/core/adapter.mjs":
 #     every case of every suite passes, none skipped
 #  5. TestDifferential (js/kbcore/wasm) against the installed adapter:
@@ -80,6 +81,15 @@ if (!(rankBetween("a0", "a1") > "a0")) throw new Error("rankBetween");
 console.log("ok");
 JS
 (cd "$P" && node smoke.mjs) | grep -qx ok || die "importing @kbkit/core by name in the scratch project"
+# The README's ten-line example, as committed, and that the README shows it.
+cp js/kbcore/example/example.mjs "$P/example.mjs"
+(cd "$P" && node example.mjs) >"$WORK/example.txt" 2>&1 || { cat "$WORK/example.txt" >&2; die "js/kbcore/example/example.mjs failed"; }
+for want in '"number":610000' 'link:Q1 plan tag:todo' "[ 'send:c2' ] cash: \$5"; do
+	grep -qF -- "$want" "$WORK/example.txt" || { cat "$WORK/example.txt" >&2; die "the example's output lacks $want"; }
+done
+node -e 'const fs = require("fs"); const ex = fs.readFileSync(process.argv[1], "utf8"), md = fs.readFileSync(process.argv[2], "utf8");
+if (!md.includes(ex.trimEnd())) { console.error("js/kbcore/README.md does not show example/example.mjs as it is"); process.exit(1); }' \
+	js/kbcore/example/example.mjs js/kbcore/README.md || die "the README's example"
 
 # --- 4. every case through the installed package's adapter ---
 t0=$(date +%s)
