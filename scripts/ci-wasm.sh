@@ -7,7 +7,8 @@
 #     project (offline: the package has no dependencies)
 #  3. the scratch project imports "@kbkit/core" by name and applies a
 #     command; the README's example (js/kbcore/example/example.mjs, which
-#     the README must show as it is) runs and prints what it says
+#     the README must show as it is) runs and prints what it says;
+#     example/typecheck.ts type-checks (tsc --strict, typescript from npm)
 #  4. kbkit spec run --impl "node node_modules/@kbkit/core/adapter.mjs":
 #     every case of every suite passes, none skipped
 #  5. TestDifferential (js/kbcore/wasm) against the installed adapter:
@@ -91,6 +92,18 @@ done
 node -e 'const fs = require("fs"); const ex = fs.readFileSync(process.argv[1], "utf8"), md = fs.readFileSync(process.argv[2], "utf8");
 if (!md.includes(ex.trimEnd())) { console.error("js/kbcore/README.md does not show example/example.mjs as it is"); process.exit(1); }' \
 	js/kbcore/example/example.mjs js/kbcore/README.md || die "the README's example"
+
+# The types: a strict TypeScript consumer (typescript pinned as in
+# conformance/adapters/typescript, from the npm registry).
+t0=$(date +%s)
+TS=$(node -p 'require("./conformance/adapters/typescript/package.json").devDependencies.typescript')
+cp js/kbcore/example/typecheck.ts "$P/typecheck.ts"
+cat >"$P/tsconfig.json" <<'JSON'
+{"compilerOptions": {"strict": true, "noEmit": true, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022"}, "files": ["typecheck.ts"]}
+JSON
+(cd "$P" && npm install --no-audit --no-fund --silent "typescript@$TS" >"$WORK/ts.log" 2>&1 && npx tsc -p . >>"$WORK/ts.log" 2>&1) ||
+	{ cat "$WORK/ts.log" >&2; die "type-checking example/typecheck.ts against the installed package (typescript $TS)"; }
+say "example/typecheck.ts type-checks against the installed package with typescript $TS ($(( $(date +%s) - t0 ))s)"
 
 # --- 4. every case through the installed package's adapter ---
 t0=$(date +%s)
