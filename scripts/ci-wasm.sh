@@ -6,7 +6,7 @@
 #  2. npm pack js/kbcore; npm install of the tarball into a scratch
 #     project (offline: the package has no dependencies)
 #  3. the scratch project imports "@kbkit/core" by name and applies a
-#     command; the README's example (js/kbcore/example/example.mjs, which
+#     command; js/kbcore/test passes (node --test); the README's example (js/kbcore/example/example.mjs, which
 #     the README must show as it is) runs and prints what it says;
 #     example/typecheck.ts type-checks (tsc --strict, typescript from npm)
 #  4. kbkit spec run --impl "node node_modules/@kbkit/core/adapter.mjs":
@@ -83,6 +83,10 @@ if (!(rankBetween("a0", "a1") > "a0")) throw new Error("rankBetween");
 console.log("ok");
 JS
 (cd "$P" && node smoke.mjs) | grep -qx ok || die "importing @kbkit/core by name in the scratch project"
+# The module's own tests (errors, the Window's lifecycle, text forms).
+cp -r js/kbcore/test "$P/test"
+(cd "$P" && node --test test/) >"$WORK/node-test.txt" 2>&1 || { cat "$WORK/node-test.txt" >&2; die "node --test js/kbcore/test against the installed package"; }
+say "node --test: $(grep -E '^# (pass|fail) ' "$WORK/node-test.txt" | tr '\n' ' ')"
 # The README's ten-line example, as committed, and that the README shows it.
 cp js/kbcore/example/example.mjs "$P/example.mjs"
 (cd "$P" && node example.mjs) >"$WORK/example.txt" 2>&1 || { cat "$WORK/example.txt" >&2; die "js/kbcore/example/example.mjs failed"; }

@@ -13,10 +13,10 @@ import (
 // more than the reducer (make wasm-bench). The fast path reads exactly
 // the shapes whose meaning is obvious (objects of distinct known keys
 // spelt as the canonical form spells them, strings that are valid
-// Unicode, null where the canonical form allows it) into the same page record and
-// nodes and hands them to kbcore.NewDoc, as ParseDoc does; anything else
-// goes to kbcore.ParseDoc itself: same documents, same errors.
-// TestParseDocFast and FuzzParseDoc hold the two to each other.
+// Unicode, null where the canonical form allows it) into the same page
+// record and nodes and hands them to kbcore.NewDoc, as ParseDoc does;
+// anything else goes to kbcore.ParseDoc itself: same documents, same
+// errors. TestParseDocFast and FuzzParseDoc hold the two to each other.
 func parseDoc(b []byte) (kbcore.Doc, error) {
 	s := scanner{b: b}
 	p, nodes, ok := s.doc()
