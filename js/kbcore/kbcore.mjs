@@ -101,6 +101,7 @@ const dec = new TextDecoder();
 // put writes s (a string, or a value written as JSON) as argument i.
 function put(i, s) {
   if (typeof s !== "string") s = JSON.stringify(s);
+  if (s === undefined) throw new TypeError(`@kbkit/core: argument ${i + 1} is missing (or not JSON)`);
   const cap = s.length * 3;
   const ptr = ex.kb_arg(i, cap);
   const { written } = enc.encodeInto(s, new Uint8Array(ex.memory.buffer, ptr, cap));

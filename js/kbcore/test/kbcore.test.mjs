@@ -15,6 +15,7 @@ test("a document that is not one throws, naming why; a bad command is a rejectio
   assert.deepEqual(kb.apply(doc, { id: "c", type: "nope", payload: {} }).rejected.code, "unknown-type");
   assert.deepEqual(kb.apply(doc, { id: "c", type: "edit-text", payload: 7 }).rejected.code, "invalid-payload");
   assert.throws(() => kb.rankBetween("a1", "a0"));
+  assert.throws(() => kb.apply(doc), /argument 2 is missing/);
   assert.throws(() => kb.plan({ workspace: "w", pages: [], page: "p1" }), /cmd is missing/);
 });
 
