@@ -65,8 +65,10 @@ go build -o "$WORK/browsercheck" ./scripts/browsercheck || die "go build ./scrip
 (cd js/kbcore && npm pack --silent --pack-destination "$WORK" >"$WORK/pack.txt" 2>"$WORK/pack.log") || { cat "$WORK/pack.log" >&2; die "npm pack failed"; }
 TGZ=$WORK/$(tail -n 1 "$WORK/pack.txt")
 [ -s "$TGZ" ] || die "npm pack wrote no tarball"
-tar -tzf "$TGZ" | grep -qx 'package/kbcore.wasm' || die "the tarball has no kbcore.wasm"
-tar -tzf "$TGZ" | grep -qx 'package/types/kbkit.d.ts' || die "the tarball has no types/kbkit.d.ts"
+tar -tzf "$TGZ" >"$WORK/tgz.txt" || die "the tarball does not read"
+for f in kbcore.mjs kbcore.d.ts kbcore.wasm adapter.mjs types/kbkit.d.ts README.md; do
+	grep -qx "package/$f" "$WORK/tgz.txt" || die "the tarball has no $f"
+done
 P=$WORK/project
 mkdir -p "$P"
 (cd "$P" && npm init -y >/dev/null && npm install --offline --no-audit --no-fund --silent "$TGZ" >"$WORK/install.log" 2>&1) ||
@@ -82,7 +84,8 @@ if (r.rejected || r.doc.nodes[0].text !== "cash: $5" || r.index.n1.label.number 
 if (!(rankBetween("a0", "a1") > "a0")) throw new Error("rankBetween");
 console.log("ok");
 JS
-(cd "$P" && node smoke.mjs) | grep -qx ok || die "importing @kbkit/core by name in the scratch project"
+(cd "$P" && node smoke.mjs) >"$WORK/smoke.txt" 2>&1 && grep -qx ok "$WORK/smoke.txt" ||
+	{ cat "$WORK/smoke.txt" >&2; die "importing @kbkit/core by name in the scratch project"; }
 # The module's own tests (errors, the Window's lifecycle, text forms).
 cp -r js/kbcore/test "$P/test"
 (cd "$P" && node --test test/) >"$WORK/node-test.txt" 2>&1 || { cat "$WORK/node-test.txt" >&2; die "node --test js/kbcore/test against the installed package"; }
