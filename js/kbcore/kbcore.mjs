@@ -37,7 +37,7 @@ class Exit extends Error {
   constructor(code) { super(`@kbkit/core: the module exited with status ${code}`); this.code = code; }
 }
 
-function wasi(getMemory) {
+function wasi(getMemory, crypto) {
   const view = () => new DataView(getMemory().buffer);
   const bytes = () => new Uint8Array(getMemory().buffer);
   const lines = { 1: "", 2: "" };
@@ -81,8 +81,10 @@ function wasi(getMemory) {
 
 async function load() {
   const module = await WebAssembly.compile(await wasmBytes());
+  // Node.js before 19 has Web Crypto only as node:crypto's webcrypto.
+  const webcrypto = globalThis.crypto ?? (await import("node:crypto")).webcrypto;
   let memory;
-  const impl = wasi(() => memory);
+  const impl = wasi(() => memory, webcrypto);
   const imports = {};
   for (const imp of WebAssembly.Module.imports(module)) {
     const ns = (imports[imp.module] ??= {});
