@@ -68,16 +68,27 @@ func domWhen(chrome, profile, url, ready string, timeout time.Duration) (string,
 	if err := c.call(s, "Page.navigate", map[string]any{"url": url}, nil); err != nil {
 		return "", err
 	}
+	// Until the page's document exists, ready may throw (a null element):
+	// that is not ready yet, and the last such error is reported if the
+	// page never gets there.
+	var last error
 	for {
 		var ok bool
-		if err := c.eval(s, "Boolean("+ready+")", &ok); err != nil {
+		err := c.eval(s, "Boolean("+ready+")", &ok)
+		var exc *evalException
+		switch {
+		case errors.As(err, &exc):
+			last = err
+		case err != nil:
 			return "", err
+		case ok:
+			last = nil
 		}
-		if ok {
+		if ok && err == nil {
 			break
 		}
 		if time.Now().After(c.deadline) {
-			return "", fmt.Errorf("%s: %q not true after %s", url, ready, timeout)
+			return "", fmt.Errorf("%s: %q not true after %s (last: %v)", url, ready, timeout, last)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -88,6 +99,11 @@ func domWhen(chrome, profile, url, ready string, timeout time.Duration) (string,
 	_ = c.call("", "Browser.close", nil, nil)
 	return dom, nil
 }
+
+// evalException is an exception the page's JavaScript threw.
+type evalException struct{ expr, text string }
+
+func (e *evalException) Error() string { return fmt.Sprintf("evaluating %q: %s", e.expr, e.text) }
 
 // cdp is one DevTools connection over a pipe: messages are JSON objects
 // each ended by a NUL byte.
@@ -111,7 +127,7 @@ func (c *cdp) eval(session, expr string, out any) error {
 		return err
 	}
 	if r.Exception != nil {
-		return fmt.Errorf("evaluating %q: %s", expr, r.Exception.Text)
+		return &evalException{expr: expr, text: r.Exception.Text}
 	}
 	return json.Unmarshal(r.Result.Value, out)
 }
