@@ -116,3 +116,31 @@ k6-smoke:
 # (scripts/bench-k6.sh; RATE, EDITORS, PHASE=seconds, ROUNDS).
 bench-k6: k6
 	scripts/bench-k6.sh
+
+.PHONY: wasm wasm-pack wasm-bench wasm-compare
+
+# kbcore as WebAssembly for the @kbkit/core npm package (js/kbcore): a
+# WASI reactor (GOOS=wasip1, go:wasmexport), a few seconds on a warm cache.
+WASM ?= js/kbcore/kbcore.wasm
+wasm:
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags='-s -w' -o $(WASM) ./js/kbcore/wasm
+	@echo "built $(WASM): $$(wc -c <$(WASM)) bytes, $$(gzip -9c $(WASM) | wc -c) gzipped"
+
+# The npm tarball of @kbkit/core in OUT (npm pack; the types are copied from
+# spec/types at pack time).
+wasm-pack: wasm
+	@mkdir -p $(OUT)
+	cd js/kbcore && npm pack --pack-destination "$(abspath $(OUT))"
+
+# Size, cold load in Node and the cost per call of edit-text on a 100- and a
+# 10,000-node page: the package beside native Go (BenchmarkEditText) and
+# the Node example adapter's JavaScript, in one table (scripts/wasm-bench.sh).
+wasm-bench: wasm
+	OUT=$(OUT) scripts/wasm-bench.sh
+
+# GOOS=wasip1 (shipped) against GOOS=js on the same calls: size, start-up,
+# the toll of one call, apply on 100 nodes (js/kbcore/bench/compare.mjs).
+wasm-compare: wasm
+	@mkdir -p $(OUT)
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o $(OUT)/kbcore-js.wasm ./js/kbcore/wasm
+	node js/kbcore/bench/compare.mjs $(OUT)/kbcore-js.wasm "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js"

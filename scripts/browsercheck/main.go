@@ -7,6 +7,8 @@
 //	browsercheck report DOM.html             # a loadgen report's charts and tables
 //	browsercheck compare DOM.html            # a loadgen comparison's table and charts
 //	browsercheck png FILE.png                # the screenshot is not blank
+//	browsercheck dom-when CHROME URL READY OUT.html  # the DOM once the JavaScript READY is true (DevTools over a pipe)
+//	browsercheck wasm DOM.html               # the @kbkit/core example page (js/kbcore/example)
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -26,6 +29,24 @@ func main() {
 		os.Exit(2)
 	}
 	verb, file := os.Args[1], os.Args[2]
+	if verb == "dom-when" {
+		if len(os.Args) != 6 {
+			fail(errors.New("usage: browsercheck dom-when CHROME URL READY OUT.html"))
+		}
+		profile, err := os.MkdirTemp("", "browsercheck-profile.")
+		if err != nil {
+			fail(err)
+		}
+		dom, err := domWhen(file, profile, os.Args[3], os.Args[4], 60*time.Second)
+		os.RemoveAll(profile)
+		if err != nil {
+			fail(err)
+		}
+		if err := os.WriteFile(os.Args[5], []byte(dom), 0o644); err != nil {
+			fail(err)
+		}
+		return
+	}
 	arg := ""
 	if len(os.Args) > 3 {
 		arg = os.Args[3]
@@ -62,6 +83,8 @@ func main() {
 		msg, err = checkReport(dom)
 	case "compare":
 		msg, err = checkCompare(dom)
+	case "wasm":
+		msg, err = checkWasmPage(dom)
 	default:
 		err = fmt.Errorf("unknown check %q", verb)
 	}

@@ -1,0 +1,93 @@
+//go:build unix
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"syscall"
+	"testing"
+
+	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/kbcore/rank"
+)
+
+// benchPage is the page of make wasm-bench (js/kbcore/bench/bench.mjs
+// builds the same one): groups of 100 nodes, a top-level node with 99
+// children each, text with a link and a tag.
+func benchPage(b *testing.B, n int) kbcore.Doc {
+	b.Helper()
+	groups := (n + 99) / 100
+	top, err := rank.NBetween("", "", groups)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kids, err := rank.NBetween("", "", 99)
+	if err != nil {
+		b.Fatal(err)
+	}
+	nodes := make([]kbcore.Node, 0, n)
+	for g := 0; g < groups && len(nodes) < n; g++ {
+		root := fmt.Sprintf("g%d", g)
+		nodes = append(nodes, kbcore.Node{ID: root, Rank: top[g], Text: "heading " + root})
+		for k := 0; k < 99 && len(nodes) < n; k++ {
+			nodes = append(nodes, kbcore.Node{ID: fmt.Sprintf("g%dk%d", g, k), Parent: root, Rank: kids[k],
+				Text: "some text with a [[Link]] and #tag"})
+		}
+	}
+	d, err := kbcore.NewDoc(kbcore.Page{ID: "p", Title: "Bench"}, nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// BenchmarkEditText is the native side of make wasm-bench: edit-text of
+// one node on a 100- and a 10,000-node page, as kbcore.Apply on a parsed
+// document (the reducer alone) and as apply, the very function the
+// module's apply call runs (parse the document's JSON, Apply, write the
+// new document, the inverse and the whole index as JSON), compiled for
+// this machine instead of WebAssembly.
+func BenchmarkEditText(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		d := benchPage(b, n)
+		cmd := kbcore.Command{ID: "c1", Type: "edit-text",
+			Payload: json.RawMessage(fmt.Sprintf(`{"node":"g%dk50","text":"edited [[Other]] text"}`, (n/100)/2))}
+		if r := kbcore.Apply(d, cmd); r.Rejected != nil {
+			b.Fatal(r.Rejected.Message)
+		}
+		docJSON, _ := d.MarshalJSON()
+		cmdJSON, _ := json.Marshal(cmd)
+		b.Run(fmt.Sprintf("kbcore.Apply/n=%d", n), func(b *testing.B) {
+			cpuLoop(b, func() { kbcore.Apply(d, cmd) })
+		})
+		b.Run(fmt.Sprintf("apply-json/n=%d", n), func(b *testing.B) {
+			cpuLoop(b, func() {
+				if _, err := apply(docJSON, cmdJSON); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// cpuLoop runs fn b.N times and reports, beside ns/op (wall time), the
+// process's CPU time per call (cpu-ns/op, all threads: the collector's
+// too): on a machine shared with other work the wall time counts the
+// waits for a core, the CPU time does not.
+func cpuLoop(b *testing.B, fn func()) {
+	b.ReportAllocs()
+	c0 := cpuNow()
+	for b.Loop() {
+		fn()
+	}
+	b.ReportMetric(float64(cpuNow()-c0)/float64(b.N), "cpu-ns/op")
+}
+
+func cpuNow() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
