@@ -37,7 +37,7 @@ func commandCases(t testing.TB) []specCase {
 		if err != nil {
 			t.Fatalf("%s: %v", c.ID, err)
 		}
-		cmd, idErr, err := cases.DecodeCommand(cmdJSON)
+		cmd, idErr, err := kbcore.ReadCommand(cmdJSON)
 		if err != nil {
 			t.Fatalf("%s: %v", c.ID, err)
 		}

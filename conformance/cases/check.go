@@ -104,15 +104,12 @@ func (Reference) Apply(_ context.Context, doc, cmd json.RawMessage) (ApplyReply,
 	if err != nil {
 		return ApplyReply{}, err
 	}
-	c, idErr, err := DecodeCommand(cmd)
+	c, unshaped, err := kbcore.ReadCommand(cmd)
 	if err != nil {
 		return ApplyReply{}, fmt.Errorf("cmd: %w", err)
 	}
-	if idErr != "" {
-		rej := kbcore.Precheck(d, c.Type)
-		if rej == nil {
-			rej = &kbcore.Rejection{Code: kbcore.CodeInvalidPayload, Message: idErr}
-		}
+	if unshaped != "" {
+		rej := kbcore.RejectUnshaped(d, c.Type, unshaped)
 		return ApplyReply{Rejected: &Rejected{Code: rej.Code, Message: rej.Message}}, nil
 	}
 	res := kbcore.Apply(d, c)
@@ -127,35 +124,6 @@ func (Reference) Apply(_ context.Context, doc, cmd json.RawMessage) (ApplyReply,
 	}
 	out.Index, _ = json.Marshal(res.Doc.Index())
 	return out, nil
-}
-
-// DecodeCommand reads an apply request's cmd as spec/ADAPTER.md section 3
-// says: a `type` that is not a string is kept as its JSON text (so it is
-// no command type: unknown-type), and an `id` that is not a string (nor
-// null) gives idErr, which is answered invalid-payload after the common
-// checks that read only the type and the page (kbcore.Precheck). err is
-// set only when cmd is not a JSON object.
-func DecodeCommand(cmd json.RawMessage) (c kbcore.Command, idErr string, err error) {
-	var raw struct {
-		ID      json.RawMessage `json:"id"`
-		Type    json.RawMessage `json:"type"`
-		Payload json.RawMessage `json:"payload"`
-	}
-	if err := json.Unmarshal(cmd, &raw); err != nil {
-		var typ *json.UnmarshalTypeError
-		if errors.As(err, &typ) { // name the command, not this decoder's struct
-			return c, "", &json.UnmarshalTypeError{Value: typ.Value, Type: reflect.TypeOf(c), Offset: typ.Offset}
-		}
-		return c, "", err
-	}
-	if raw.Type != nil && json.Unmarshal(raw.Type, &c.Type) != nil {
-		c.Type = string(raw.Type)
-	}
-	if raw.ID != nil && json.Unmarshal(raw.ID, &c.ID) != nil {
-		idErr = "the command's id is not a string: " + string(raw.ID)
-	}
-	c.Payload = raw.Payload
-	return c, idErr, nil
 }
 
 // Tokenize runs the kbcore tokenizer.

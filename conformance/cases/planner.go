@@ -55,14 +55,13 @@ func (Reference) Plan(_ context.Context, req PlanRequest) (PlanReply, error) {
 		}
 		docs = append(docs, d)
 	}
-	c, idErr, err := DecodeCommand(req.Cmd)
+	c, unshaped, err := kbcore.ReadCommand(req.Cmd)
 	if err != nil {
 		return PlanReply{}, fmt.Errorf("cmd: %w", err)
 	}
-	if idErr != "" {
-		// A command without its shape skips the planner's checks
-		// (spec/planner.md 1); the page's and the reducer's come first.
-		return PlanReply{Rejected: planIDRejection(docs, req.Page, c.Type, idErr)}, nil
+	if unshaped != "" {
+		rej := kbcore.PlanUnshaped(docs, req.Page, c.Type, unshaped)
+		return PlanReply{Rejected: &Rejected{Code: rej.Code, Message: rej.Message}}, nil
 	}
 	plan := kbcore.PlanCommand(kbcore.NewMemKB(docs...), req.Workspace, kbcore.Envelope{
 		ID: c.ID, PageID: req.Page, Type: c.Type, Payload: c.Payload})
@@ -96,28 +95,6 @@ func gotPlanParts(reply PlanReply) []part {
 		pages[id] = rawPart("", raw).value
 	}
 	return []part{{"effects", effects}, {"pages", pages}}
-}
-
-// planIDRejection is the rejection of a plan whose command id is not a
-// string: the envelope page's page-not-found, then the reducer's common
-// checks, then invalid-payload.
-func planIDRejection(docs []kbcore.Doc, page, typ, idErr string) *Rejected {
-	d, found := kbcore.Doc{}, false
-	for _, doc := range docs {
-		if doc.Page().ID == page {
-			d, found = doc, true
-		}
-	}
-	if !found {
-		if typ != kbcore.TypeCreatePage {
-			return &Rejected{Code: kbcore.CodePageNotFound, Message: fmt.Sprintf("page %q does not exist", page)}
-		}
-		d, _ = kbcore.NewDoc(kbcore.Page{ID: page}, nil)
-	}
-	if rej := kbcore.Precheck(d, typ); rej != nil {
-		return &Rejected{Code: rej.Code, Message: rej.Message}
-	}
-	return &Rejected{Code: kbcore.CodeInvalidPayload, Message: idErr}
 }
 
 // planRequest builds the plan request of a planner case and returns, with

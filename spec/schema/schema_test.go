@@ -270,7 +270,7 @@ func TestCaseDocumentsAreCanonicalDocuments(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.ID, err)
 		}
-		cmd, idErr, err := cases.DecodeCommand(cmdJSON)
+		cmd, idErr, err := kbcore.ReadCommand(cmdJSON)
 		if err != nil {
 			t.Errorf("%s: cmd: %v", c.ID, err)
 			continue

@@ -132,9 +132,12 @@ func apply(doc, cmd []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := parseCommand(cmd)
+	c, unshaped, err := kbcore.ReadCommand(cmd)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cmd: %w", err)
+	}
+	if unshaped != "" {
+		return marshalObject("rejected", kbcore.RejectUnshaped(d, c.Type, unshaped))
 	}
 	res := kbcore.Apply(d, c)
 	if res.Rejected != nil {
@@ -212,9 +215,12 @@ func plan(req []byte) ([]byte, error) {
 		}
 		docs = append(docs, d)
 	}
-	c, err := parseCommand(r.Cmd)
+	c, unshaped, err := kbcore.ReadCommand(r.Cmd)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cmd: %w", err)
+	}
+	if unshaped != "" {
+		return marshalObject("rejected", kbcore.PlanUnshaped(docs, r.Page, c.Type, unshaped))
 	}
 	p := kbcore.PlanCommand(kbcore.NewMemKB(docs...), r.Workspace, kbcore.Envelope{
 		ID: c.ID, PageID: r.Page, Type: c.Type, Payload: c.Payload})
