@@ -57,4 +57,3 @@ func TestVerdictMismatchShowsBothResults(t *testing.T) {
 		}
 	}
 }
-
