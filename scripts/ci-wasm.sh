@@ -14,7 +14,8 @@
 #  5. TestDifferential (js/kbcore/wasm) against the installed adapter:
 #     DIFF_N generated inputs of each kind (default 1000), 0 differences
 #     from native kbcore; every reply of the adapter to every spec case
-#     validates against spec/schema/adapter
+#     validates against spec/schema/adapter; kbkit spec fuzz through it
+#     (FUZZ_N inputs, default 4000): 0 differences from the reference
 #  6. headless Chromium opens js/kbcore/example/index.html served from the
 #     scratch project on loopback; browsercheck checks the rendered DOM
 #
@@ -131,6 +132,10 @@ KBKIT_REQUIRE_WASM=1 go test ./js/kbcore/wasm -count=1 -run '^TestDifferential$'
 	{ tail -n 40 "$WORK/diff.txt" >&2; die "the differential test"; }
 grep -E 'generated inputs|applied' "$WORK/diff.txt" | sed 's/^ *diff_test.go:[0-9]*: //' >&2
 say "differential test ($(( $(date +%s) - t0 ))s)"
+t0=$(date +%s)
+(cd "$P" && "$WORK/kbkit" spec fuzz --impl "node node_modules/@kbkit/core/adapter.mjs" --seed 1 --count "${FUZZ_N:-4000}" >"$WORK/fuzz.txt" 2>&1) ||
+	{ tail -n 60 "$WORK/fuzz.txt" >&2; die "kbkit spec fuzz found a difference (or could not run)"; }
+say "kbkit spec fuzz: $(grep -E '^[0-9]+ inputs' "$WORK/fuzz.txt") ($(( $(date +%s) - t0 ))s)"
 KBKIT_REQUIRE_WASM=1 go test ./conformance/adapter -count=1 -run '^TestWasmAdapterRepliesMatchSchemas$' >"$WORK/schema.txt" 2>&1 ||
 	{ tail -n 30 "$WORK/schema.txt" >&2; die "the adapter's replies against spec/schema/adapter"; }
 say "every reply of the adapter validates against spec/schema/adapter"
