@@ -86,6 +86,9 @@ func (r remote) preflight(ctx context.Context) error {
 	if len(r.tokens) == 0 {
 		return fmt.Errorf("%w: no device token given (--token)", ErrCannotRun)
 	}
+	if err := client.CheckServerURL(r.url); err != nil {
+		return fmt.Errorf("%w: %v", ErrCannotRun, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
 	workspace := ""
@@ -93,6 +96,8 @@ func (r remote) preflight(ctx context.Context) error {
 		me, err := client.New(r.url, tok).Whoami(ctx)
 		var ce *client.Error
 		switch {
+		case errors.As(err, &ce) && ce.Code == client.CodeInvalidResponse:
+			return fmt.Errorf("%w: the server at %s is not a kbkit server (%s)", ErrCannotRun, r.url, notTRPC(ce))
 		case errors.As(err, &ce):
 			return fmt.Errorf("%w: the server at %s refuses token %d of %d: %v", ErrCannotRun, r.url, i+1, len(r.tokens), err)
 		case err != nil:
@@ -103,6 +108,14 @@ func (r remote) preflight(ctx context.Context) error {
 		workspace = me.WorkspaceID
 	}
 	return nil
+}
+
+// notTRPC words an answer that is not kbkit's: its status, not its page.
+func notTRPC(e *client.Error) string {
+	if e.HTTPStatus != 0 {
+		return fmt.Sprintf("kb.whoami answered HTTP %d, not a tRPC answer", e.HTTPStatus)
+	}
+	return "kb.whoami answered no {workspace_id, device_id}"
 }
 
 // Preflight checks up front that a run against target can start: for a

@@ -72,9 +72,21 @@ func checkNameFlags(c *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if f := c.Flags().Lookup("server"); f != nil && !f.Changed {
-		if v, set := os.LookupEnv(client.EnvURL); set && strings.TrimSpace(v) == "" {
+	f := c.Flags().Lookup("server")
+	if f == nil {
+		return nil
+	}
+	server, from := f.Value.String(), "--server"
+	if !f.Changed {
+		v, set := os.LookupEnv(client.EnvURL)
+		if set && strings.TrimSpace(v) == "" {
 			return fmt.Errorf("$%s is set but empty: it names the server under test (unset it for the default)", client.EnvURL)
+		}
+		server, from = strings.TrimSpace(v), "$"+client.EnvURL
+	}
+	if server != "" {
+		if err := client.CheckServerURL(server); err != nil {
+			return fmt.Errorf("%s: %v", from, err)
 		}
 	}
 	return nil

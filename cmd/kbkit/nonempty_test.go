@@ -1,6 +1,9 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -58,6 +61,31 @@ func TestEmptyServerEnvRefused(t *testing.T) {
 		code, _, errOut := kbkit(t, "", args...)
 		if code != exitErrored || !strings.Contains(errOut, "$KBKIT_URL is set but empty") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
+
+// A server URL without a scheme is one clear line, not net/url's "first
+// path segment in URL cannot contain colon"; a URL that reaches some other
+// HTTP server is "not a kbkit server", without its page.
+func TestServerURLErrors(t *testing.T) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, "<!DOCTYPE HTML>\n<html><head><title>Error response</title></head><body>nope</body></html>\n")
+	}))
+	defer other.Close()
+	hostPort := strings.TrimPrefix(other.URL, "http://")
+	for _, cmd := range [][]string{{"conformance", "run", "--seeds", "1"}, {"conformance", "protocol"}, {"loadgen", "run", "--duration", "1s"}} {
+		for _, tc := range []struct{ server, want string }{
+			{hostPort, `--server: server URL "` + hostPort + `" has no scheme: did you mean http://` + hostPort + "?\n"},
+			{"ftp://" + hostPort, `scheme "ftp", want http or https`},
+			{other.URL, "the server at " + other.URL + " is not a kbkit server (kb.whoami answered HTTP 404, not a tRPC answer)\n"},
+		} {
+			code, _, errOut := kbkit(t, "", append(cmd, "--server", tc.server, "--token", "kbk_x")...)
+			if code != exitErrored || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "DOCTYPE") || strings.Count(errOut, "\n") != 1 {
+				t.Errorf("%v --server %s: exit %d, stderr %q; want exit 2 and one line with %q", cmd, tc.server, code, errOut, tc.want)
+			}
 		}
 	}
 }
