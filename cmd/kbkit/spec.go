@@ -245,7 +245,12 @@ func runSpec(ctx context.Context, o specRunOptions, paths []string, stdout, rawS
 	closers = nil
 
 	for _, e := range expect.Unused() {
-		fmt.Fprintf(stderr, "kbkit spec run: %s: expectation %q (%s) matched no case that ran\n", o.expect, e.ID, e.Status)
+		if by := expect.ShadowedBy(e); by != nil {
+			fmt.Fprintf(stderr, "kbkit spec run: %s:%d: expectation %q (%s) is never reached: the earlier %q (%s) on line %d matches it first (move the exact id above the glob, or drop it)\n",
+				o.expect, e.Line, e.ID, e.Status, by.ID, by.Status, by.Line)
+			continue
+		}
+		fmt.Fprintf(stderr, "kbkit spec run: %s:%d: expectation %q (%s) matched no case that ran\n", o.expect, e.Line, e.ID, e.Status)
 	}
 	if client != nil && client.Restarts() > 0 {
 		fmt.Fprintf(stderr, "kbkit spec run: the adapter was restarted %d times\n", client.Restarts())

@@ -443,3 +443,32 @@ func TestAdapterCommand(t *testing.T) {
 		t.Errorf("replies:\n%s", out)
 	}
 }
+
+// TestSpecRunExpectationsMessages: an exact entry that an earlier glob
+// covers is named with the glob that shadows it; an entry matching no case
+// that ran says so, at its line; a bad file is refused at its line.
+func TestSpecRunExpectationsMessages(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "e.yaml")
+	os.WriteFile(good, []byte(`spec_version: 1
+expectations:
+  - {id: "tokenizer/label-*", status: skip, reason: later}
+  - {id: tokenizer/label-simple, status: fail, reason: shadowed}
+  - {id: tokenizer/no-such-case, status: fail, reason: stale}
+`), 0o644)
+	code, _, errOut := kbkit(t, "", "spec", "run", "--suite", "tokenizer", "--expect", good)
+	for _, want := range []string{
+		good + `:4: expectation "tokenizer/label-simple" (fail) is never reached: the earlier "tokenizer/label-*" (skip) on line 3 matches it first`,
+		good + `:5: expectation "tokenizer/no-such-case" (fail) matched no case that ran`,
+	} {
+		if code != exitOK || !strings.Contains(errOut, want) {
+			t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, errOut)
+		}
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("spec_version: 1\nexpectations:\n  - id: a\n    status: fail\n   reason: x\n"), 0o644)
+	code, out, errOut := kbkit(t, "", "spec", "run", "--expect", bad)
+	if code != exitErrored || out != "" || !strings.Contains(errOut, bad+":5: did not find expected '-' indicator") {
+		t.Errorf("bad file: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
