@@ -103,7 +103,7 @@ func (r remote) preflight(ctx context.Context) error {
 		case err != nil:
 			return fmt.Errorf("%w: the server at %s is unreachable: %v", ErrCannotRun, r.url, err)
 		case workspace != "" && me.WorkspaceID != workspace:
-			return fmt.Errorf("%w: token %d is a device of workspace %s, token 1 of %s; all tokens must be of one workspace", ErrCannotRun, i+1, me.WorkspaceID, workspace)
+			return fmt.Errorf("%w: token %d is a device of workspace %s, token 1 of workspace %s; all tokens must be of one workspace (kbkit serve's JSON line and kbkit device pair name the workspace of each token; kbkit serve pairs its device in workspace \"dev\")", ErrCannotRun, i+1, me.WorkspaceID, workspace)
 		}
 		workspace = me.WorkspaceID
 	}
