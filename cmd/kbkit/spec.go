@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -267,7 +269,10 @@ func newSpecExportCmd() *cobra.Command {
 		Short: "Write the embedded spec (prose, case files, schemas, ADAPTER.md) to a directory",
 		Long: `Writes every file of the spec embedded in this binary (the prose, the YAML
 case files, the JSON Schemas, ADAPTER.md and EXPECTATIONS.md, the
-TypeScript types in types/) and the schema of expectations files (schema/expectations.schema.json) into DIR,
+TypeScript types in types/), the schema of expectations files
+(schema/expectations.schema.json) and the adapters the prose links to
+(adapters/node, adapters/typescript) into DIR, with the prose's links
+pointing at those copies,
 creating directories and overwriting files, so that implementations in
 other languages can vendor the exact spec they are checked against.`,
 		Args: cobra.ExactArgs(1),
@@ -304,6 +309,9 @@ func exportSpec(dir string) (int, error) {
 		if err != nil {
 			return err
 		}
+		if path.Ext(p) == ".md" {
+			data = []byte(exportLinks.Replace(string(data)))
+		}
 		return write(p, data)
 	})
 	if err != nil {
@@ -314,8 +322,32 @@ func exportSpec(dir string) (int, error) {
 			return n, err
 		}
 	}
-	return n, nil
+	// The adapters the prose links to, under adapters/.
+	err = fs.WalkDir(adapters.Examples, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(adapters.Examples, p)
+		if err != nil {
+			return err
+		}
+		if p == "typescript/src/adapter.ts" { // the types sit at the export's root
+			data = bytes.ReplaceAll(data, []byte(`"../../../../spec/types/`), []byte(`"../../../types/`))
+		}
+		return write(exportedAdapters+p, data)
+	})
+	return n, err
 }
+
+// exportedAdapters is where export writes the adapters the prose links to.
+const exportedAdapters = "adapters/"
+
+// exportLinks points the prose's links out of spec/ at the copies in the
+// export: the expectations schema and the adapters.
+var exportLinks = strings.NewReplacer(
+	"](../conformance/adapters/expectations.schema.json)", "]("+expectationsSchemaPath+")",
+	"](../conformance/adapters/", "]("+exportedAdapters,
+)
 
 // syncWriter serialises writes.
 type syncWriter struct {

@@ -429,6 +429,38 @@ func TestSpecExport(t *testing.T) {
 	if code != exitOK || len(tapResults(t, out)) < 100 {
 		t.Errorf("spec run on the export: exit %d\n%s", code, notOK(out))
 	}
+	// Every relative link of the exported prose finds its file in the
+	// export (ADAPTER.md's adapters, EXPECTATIONS.md's schema).
+	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
+	links := 0
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(p) != ".md" {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			if strings.Contains(m[1], "://") || strings.HasPrefix(m[1], "mailto:") {
+				continue
+			}
+			links++
+			if _, err := os.Stat(filepath.Join(filepath.Dir(p), filepath.FromSlash(m[1]))); err != nil {
+				rel, _ := filepath.Rel(dir, p)
+				t.Errorf("%s links to %s, absent from the export", rel, m[1])
+			}
+		}
+		return nil
+	})
+	if links < 5 {
+		t.Errorf("only %d relative links checked", links)
+	}
+	// The exported JavaScript adapter runs with its expectations file.
+	if _, err := exec.LookPath("node"); err == nil {
+		code, out, errOut := kbkit(t, "", "spec", "run", "--impl", "node "+filepath.Join(dir, "adapters/node/adapter.mjs"),
+			"--expect", filepath.Join(dir, "adapters/node/expectations.yaml"), dir)
+		if code != exitOK {
+			t.Errorf("the exported node adapter: exit %d\n%s\n%s", code, notOK(out), errOut)
+		}
+	}
 }
 
 func TestAdapterCommand(t *testing.T) {
