@@ -64,16 +64,16 @@ type page struct {
 	Rejections  string
 	// RejectionNote explains rejections a shared page makes by design.
 	RejectionNote string
-	Charts      []template.HTML
-	Distribute  template.HTML
-	Throughput  template.HTML
-	Troubles    template.HTML
-	InFlight    template.HTML
-	Peak        string
-	Types       []TypeRow
-	Generated   string
-	CSS         template.CSS
-	Script      template.JS
+	Charts        []template.HTML
+	Distribute    template.HTML
+	Throughput    template.HTML
+	Troubles      template.HTML
+	InFlight      template.HTML
+	Peak          string
+	Types         []TypeRow
+	Generated     string
+	CSS           template.CSS
+	Script        template.JS
 }
 
 // HTML writes the self-contained report page.
