@@ -29,7 +29,7 @@ func newSpecCmd() *cobra.Command {
 		Use:   "spec",
 		Short: "Run kbkit's language-neutral spec cases, or export them",
 	}
-	cmd.AddCommand(newSpecRunCmd(), newSpecExportCmd())
+	cmd.AddCommand(newSpecRunCmd(), newSpecExportCmd(), newSpecMatrixCmd())
 	return cmd
 }
 
