@@ -6,6 +6,7 @@
 //	browsercheck timeline DOM.html ID        # lanes, events, finding ID lit in the rendered DOM
 //	browsercheck report DOM.html             # a loadgen report's charts and tables
 //	browsercheck compare DOM.html            # a loadgen comparison's table and charts
+//	browsercheck matrix DOM.html OPEN NAME=TIER...  # a spec results matrix opened at #OPEN
 //	browsercheck png FILE.png                # the screenshot is not blank
 package main
 
@@ -62,6 +63,8 @@ func main() {
 		msg, err = checkReport(dom)
 	case "compare":
 		msg, err = checkCompare(dom)
+	case "matrix":
+		msg, err = checkMatrix(dom, arg, os.Args[4:])
 	default:
 		err = fmt.Errorf("unknown check %q", verb)
 	}
