@@ -7,6 +7,7 @@
 //	browsercheck report DOM.html             # a loadgen report's charts and tables
 //	browsercheck compare DOM.html            # a loadgen comparison's table and charts
 //	browsercheck matrix DOM.html OPEN NAME=TIER...  # a spec results matrix opened at #OPEN
+//	browsercheck k6report REPORT.html METRIC...     # a k6 web dashboard export holds these metrics
 //	browsercheck png FILE.png                # the screenshot is not blank
 package main
 
@@ -65,6 +66,8 @@ func main() {
 		msg, err = checkCompare(dom)
 	case "matrix":
 		msg, err = checkMatrix(dom, arg, os.Args[4:])
+	case "k6report":
+		msg, err = checkK6Report(dom, os.Args[3:])
 	default:
 		err = fmt.Errorf("unknown check %q", verb)
 	}
