@@ -31,21 +31,7 @@ trap 'rm -rf "$WORK"' EXIT
 for t in go node npm; do
 	command -v "$t" >/dev/null 2>&1 || die "$t is required"
 done
-CHROME=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$CHROME" ]; then
-	say "installing chromium"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq chromium >/dev/null
-	CHROME=$(command -v chromium) || die "chromium did not install"
-fi
-chrome() {
-	local profile
-	profile=$(mktemp -d "$WORK/profile.XXXXXX")
-	timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --disable-background-networking \
-		--disable-component-update --disable-sync --no-first-run --user-data-dir="$profile" \
-		--hide-scrollbars "$@" 2>>"$WORK/chrome.log"
-}
+. scripts/lib/chrome.sh
 
 go build -o "$WORK/kbkit" ./cmd/kbkit || die "go build ./cmd/kbkit failed"
 go build -o "$WORK/browsercheck" ./scripts/browsercheck || die "go build ./scripts/browsercheck failed"
