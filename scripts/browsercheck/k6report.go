@@ -34,29 +34,45 @@ func checkK6Report(page string, metrics []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var data struct {
-		Metrics    map[string]json.RawMessage `json:"metrics"`
-		Snapshot   []json.RawMessage          `json:"snapshot"`
-		Cumulative map[string]json.RawMessage `json:"cumulative"`
-	}
-	if err := json.Unmarshal(plain, &data); err != nil {
-		return "", fmt.Errorf("the embedded data is not the dashboard's JSON: %v", err)
+	// The data is JSON lines of the dashboard's events: "metric" declares
+	// metrics, each "snapshot" and "cumulative" carries values of all.
+	known := map[string]bool{}
+	events := map[string]int{}
+	for i, line := range strings.Split(strings.TrimSpace(string(plain)), "\n") {
+		var ev struct {
+			Event string          `json:"event"`
+			Data  json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.Event == "" {
+			return "", fmt.Errorf("line %d of the embedded data is not a dashboard event", i+1)
+		}
+		events[ev.Event]++
+		if ev.Event == "metric" {
+			var decl map[string]json.RawMessage
+			if err := json.Unmarshal(ev.Data, &decl); err != nil {
+				return "", fmt.Errorf("line %d: a metric event without metrics", i+1)
+			}
+			for name := range decl {
+				known[name] = true
+			}
+		}
 	}
 	var missing []string
 	for _, name := range metrics {
-		_, known := data.Metrics[name]
-		_, summed := data.Cumulative[name]
-		if !known || !summed {
+		if !known[name] {
 			missing = append(missing, name)
 		}
 	}
 	if len(missing) > 0 {
 		var have []string
-		for k := range data.Metrics {
+		for k := range known {
 			have = append(have, k)
 		}
 		sort.Strings(have)
-		return "", fmt.Errorf("metrics %v missing (or without values); the report has %v", missing, have)
+		return "", fmt.Errorf("metrics %v missing; the report has %v", missing, have)
 	}
-	return fmt.Sprintf("k6 report: %d metrics, %d snapshots; %s present with values", len(data.Metrics), len(data.Snapshot), strings.Join(metrics, ", ")), nil
+	if events["snapshot"] == 0 || events["cumulative"] == 0 {
+		return "", fmt.Errorf("no values: %d snapshots, %d cumulative events (a run shorter than K6_WEB_DASHBOARD_PERIOD has none)", events["snapshot"], events["cumulative"])
+	}
+	return fmt.Sprintf("k6 report: %d metrics, %d snapshots; %s declared, with values", len(known), events["snapshot"], strings.Join(metrics, ", ")), nil
 }

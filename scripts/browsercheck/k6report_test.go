@@ -18,7 +18,11 @@ func k6Page(t *testing.T, data string) string {
 }
 
 func TestCheckK6Report(t *testing.T) {
-	page := k6Page(t, `{"metrics":{"kbkit_commit":{"type":"trend"},"kbkit_echo":{"type":"trend"}},"snapshot":[[1]],"cumulative":{"kbkit_commit":{"avg":3},"kbkit_echo":{"avg":4}}}`)
+	page := k6Page(t, `{"event":"config","data":{"title":"k6 dashboard"}}
+{"event":"metric","data":{"kbkit_commit":{"type":"trend"}}}
+{"event":"metric","data":{"kbkit_echo":{"type":"trend"}}}
+{"event":"snapshot","data":[[1],[2]]}
+{"event":"cumulative","data":[[1],[2]]}`)
 	if msg, err := checkK6Report(page, []string{"kbkit_commit", "kbkit_echo"}); err != nil {
 		t.Error(err)
 	} else {
@@ -27,7 +31,7 @@ func TestCheckK6Report(t *testing.T) {
 	if _, err := checkK6Report(page, []string{"kbkit_fanout"}); err == nil || !strings.Contains(err.Error(), "kbkit_fanout") {
 		t.Errorf("a missing metric passed: %v", err)
 	}
-	noValues := k6Page(t, `{"metrics":{"kbkit_commit":{}},"cumulative":{}}`)
+	noValues := k6Page(t, `{"event":"metric","data":{"kbkit_commit":{"type":"trend"}}}`)
 	if _, err := checkK6Report(noValues, []string{"kbkit_commit"}); err == nil {
 		t.Error("a metric without values passed")
 	}
