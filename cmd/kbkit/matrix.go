@@ -197,7 +197,7 @@ func runMatrix(ctx context.Context, o matrixOptions, paths []string, stdout, std
 			}
 			file = filepath.Join(tmp, fmt.Sprintf("%d.json", i))
 			var why bytes.Buffer
-			fmt.Fprintf(stderr, "kbkit spec matrix: %s: kbkit spec run %s\n", r.name, describeRun(r))
+			fmt.Fprintf(stderr, "kbkit spec matrix: %s: %s\n", r.name, describeRun(r))
 			code := runSpec(ctx, specRunOptions{impl: r.impl, expect: r.expect, json: file, timeout: o.timeout},
 				paths, io.Discard, io.MultiWriter(stderr, &why))
 			if code == exitErrored {
@@ -250,14 +250,17 @@ func runMatrix(ctx context.Context, o matrixOptions, paths []string, stdout, std
 }
 
 func describeRun(r matrixRun) string {
-	s := ""
+	s := "kbkit spec run"
 	if r.impl != "" {
-		s = fmt.Sprintf("--impl %q", r.impl)
+		s += fmt.Sprintf(" --impl %q", r.impl)
 	}
 	if r.expect != "" {
 		s += fmt.Sprintf(" --expect %s", r.expect)
 	}
-	return strings.TrimSpace(s)
+	if r.reference {
+		s += " (the built-in reference)"
+	}
+	return s
 }
 
 func lastLine(s string) string {
