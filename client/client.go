@@ -454,6 +454,8 @@ func (s *Subscription) Close() {
 type Device struct {
 	WorkspaceID string `json:"workspace_id"`
 	DeviceID    string `json:"device_id"`
+	// Workspace is the workspace's name, when the server says it.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // Whoami asks which device the token belongs to (kb.whoami).

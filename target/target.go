@@ -91,7 +91,7 @@ func (r remote) preflight(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
-	workspace := ""
+	var first client.Device
 	for i, tok := range r.tokens {
 		me, err := client.New(r.url, tok).Whoami(ctx)
 		var ce *client.Error
@@ -102,12 +102,22 @@ func (r remote) preflight(ctx context.Context) error {
 			return fmt.Errorf("%w: the server at %s refuses token %d of %d: %v", ErrCannotRun, r.url, i+1, len(r.tokens), err)
 		case err != nil:
 			return fmt.Errorf("%w: the server at %s is unreachable: %v", ErrCannotRun, r.url, err)
-		case workspace != "" && me.WorkspaceID != workspace:
-			return fmt.Errorf("%w: token %d is a device of workspace %s, token 1 of workspace %s; all tokens must be of one workspace (kbkit serve's JSON line and kbkit device pair name the workspace of each token; kbkit serve pairs its device in workspace \"dev\")", ErrCannotRun, i+1, me.WorkspaceID, workspace)
+		case i > 0 && me.WorkspaceID != first.WorkspaceID:
+			return fmt.Errorf("%w: token %d is a device of workspace %s, token 1 of workspace %s; all tokens must be of one workspace (kbkit serve pairs its device in workspace \"dev\")", ErrCannotRun, i+1, workspaceName(me), workspaceName(first))
+		case i == 0:
+			first = me
 		}
-		workspace = me.WorkspaceID
 	}
 	return nil
+}
+
+// workspaceName names a device's workspace: "NAME" (UUID) when the server
+// says the name, else the UUID.
+func workspaceName(d client.Device) string {
+	if d.Workspace != "" {
+		return fmt.Sprintf("%q (%s)", d.Workspace, d.WorkspaceID)
+	}
+	return d.WorkspaceID
 }
 
 // notTRPC words an answer that is not kbkit's: its status, not its page.
