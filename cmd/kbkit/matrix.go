@@ -59,7 +59,8 @@ every case.`,
       --impl "node=node conformance/adapters/node/adapter.mjs" \
       --expect node=conformance/adapters/node/expectations.yaml \
       --html matrix.html --json matrix.json --badges badges/
-  kbkit spec run --impl "./my-adapter" --json mine.json; kbkit spec matrix --results mine=mine.json --compare last-week.json`,
+  kbkit spec run --impl "node conformance/adapters/broken/adapter.mjs" --json broken.json
+  kbkit spec matrix --reference --results broken=broken.json --compare matrix.json`,
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
 			if ctx == nil {
