@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -331,9 +330,9 @@ func exportSpec(dir string) (int, error) {
 		if err != nil {
 			return err
 		}
-		if p == "typescript/src/adapter.ts" { // the types sit at the export's root
-			data = bytes.ReplaceAll(data, []byte(`"../../../../spec/types/`), []byte(`"../../../types/`))
-		}
+		// In the export the types sit at DIR/types, one level nearer than
+		// spec/types is to conformance/adapters.
+		data = []byte(exportTypeImports.Replace(string(data)))
 		return write(exportedAdapters+p, data)
 	})
 	return n, err
@@ -341,6 +340,13 @@ func exportSpec(dir string) (int, error) {
 
 // exportedAdapters is where export writes the adapters the prose links to.
 const exportedAdapters = "adapters/"
+
+// exportTypeImports points the adapters' imports of spec/types at the
+// export's types/.
+var exportTypeImports = strings.NewReplacer(
+	`"../../../../spec/types/`, `"../../../types/`,
+	`"../../../spec/types/`, `"../../types/`,
+)
 
 // exportLinks points the prose's links out of spec/ at the copies in the
 // export: the expectations schema and the adapters.

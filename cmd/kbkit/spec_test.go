@@ -453,6 +453,24 @@ func TestSpecExport(t *testing.T) {
 	if links < 5 {
 		t.Errorf("only %d relative links checked", links)
 	}
+	// The adapters' imports of the types resolve inside the export.
+	imp := regexp.MustCompile(`from "(\.\./[^"]+)"`)
+	for _, f := range []string{"adapters/node/adapter.d.mts", "adapters/typescript/src/adapter.ts"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range imp.FindAllStringSubmatch(string(b), -1) {
+			target := filepath.Join(dir, filepath.Dir(f), m[1])
+			_, err := os.Stat(target)
+			if err != nil && strings.HasSuffix(target, ".js") { // TypeScript: kbkit.js is typed by kbkit.d.ts
+				_, err = os.Stat(strings.TrimSuffix(target, ".js") + ".d.ts")
+			}
+			if err != nil {
+				t.Errorf("%s imports %s, absent from the export", f, m[1])
+			}
+		}
+	}
 	// The exported JavaScript adapter runs with its expectations file.
 	if _, err := exec.LookPath("node"); err == nil {
 		code, out, errOut := kbkit(t, "", "spec", "run", "--impl", "node "+filepath.Join(dir, "adapters/node/adapter.mjs"),
