@@ -23,6 +23,12 @@ build:
 	$(GO) build $(BUILDFLAGS) -o bin/kbkit ./cmd/kbkit
 	@echo "built bin/kbkit"
 
+# kbkit for linux, darwin and windows on amd64 and arm64 (CGO_ENABLED=0,
+# static) with SHA256SUMS, in $(OUT)/dist (scripts/dist.sh; TARGETS=...).
+.PHONY: dist
+dist:
+	OUT=$(OUT) COMMIT=$(COMMIT) scripts/dist.sh
+
 # Installs kbkit into $(go env GOBIN), else $(go env GOPATH)/bin.
 install:
 	$(GO) install $(BUILDFLAGS) ./cmd/kbkit

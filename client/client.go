@@ -39,6 +39,10 @@ type Error struct {
 	Retryable  bool
 }
 
+// CodeInvalidResponse is the Code of an answer that is not tRPC JSON (an
+// HTML error page, a proxy's text): the client's own, no server sends it.
+const CodeInvalidResponse = "INVALID_RESPONSE"
+
 // Error reads "CODE (status): message": the server's answer, which callers
 // wrap with what they were doing ("kb.whoami: UNAUTHORIZED (401): ...").
 func (e *Error) Error() string {
@@ -107,7 +111,7 @@ func (c *Client) do(req *http.Request) (json.RawMessage, *trpcError, error) {
 func answer(status int, body []byte) (json.RawMessage, *trpcError, error) {
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
-		return nil, nil, &Error{HTTPStatus: status, Code: "INVALID_RESPONSE",
+		return nil, nil, &Error{HTTPStatus: status, Code: CodeInvalidResponse,
 			Message: fmt.Sprintf("undecodable response: %.200s", body), Retryable: status >= 500}
 	}
 	if env.Error != nil {
@@ -117,7 +121,7 @@ func answer(status int, body []byte) (json.RawMessage, *trpcError, error) {
 		return nil, env.Error, nil
 	}
 	if env.Result == nil {
-		return nil, nil, &Error{HTTPStatus: status, Code: "INVALID_RESPONSE", Message: "neither result nor error"}
+		return nil, nil, &Error{HTTPStatus: status, Code: CodeInvalidResponse, Message: "neither result nor error"}
 	}
 	return env.Result.Data, nil, nil
 }
@@ -179,7 +183,7 @@ func (c *Client) Submit(ctx context.Context, env kbcore.Envelope) (ack Ack, rej 
 	}
 	var out Ack
 	if err := json.Unmarshal(data, &out); err != nil || out.Seq <= 0 {
-		return Ack{}, nil, &Error{Code: "INVALID_RESPONSE", Message: fmt.Sprintf("kb.command data %.200s", data)}
+		return Ack{}, nil, &Error{Code: CodeInvalidResponse, Message: fmt.Sprintf("kb.command data %.200s", data)}
 	}
 	return out, nil, nil
 }
@@ -216,11 +220,11 @@ func (c *Client) Page(ctx context.Context, pageID string, pending []string) (Sna
 		Outcomes map[string]kbcore.Outcome `json:"outcomes"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return Snapshot{}, &Error{Code: "INVALID_RESPONSE", Message: err.Error()}
+		return Snapshot{}, &Error{Code: CodeInvalidResponse, Message: err.Error()}
 	}
 	d, err := kbcore.ParseDoc(raw.Doc)
 	if err != nil {
-		return Snapshot{}, &Error{Code: "INVALID_RESPONSE", Message: err.Error()}
+		return Snapshot{}, &Error{Code: CodeInvalidResponse, Message: err.Error()}
 	}
 	return Snapshot{Doc: d, Seq: raw.Seq, Outcomes: raw.Outcomes, RawDoc: raw.Doc}, nil
 }
@@ -450,6 +454,8 @@ func (s *Subscription) Close() {
 type Device struct {
 	WorkspaceID string `json:"workspace_id"`
 	DeviceID    string `json:"device_id"`
+	// Workspace is the workspace's name, when the server says it.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // Whoami asks which device the token belongs to (kb.whoami).
@@ -467,7 +473,7 @@ func (c *Client) Whoami(ctx context.Context) (Device, error) {
 	}
 	var d Device
 	if err := json.Unmarshal(data, &d); err != nil || d.DeviceID == "" {
-		return Device{}, &Error{Code: "INVALID_RESPONSE", Message: fmt.Sprintf("kb.whoami data %.200s", data)}
+		return Device{}, &Error{Code: CodeInvalidResponse, Message: fmt.Sprintf("kb.whoami data %.200s", data)}
 	}
 	return d, nil
 }

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"fmt"
+	"net/url"
 	"os"
 	"strings"
 )
@@ -25,4 +27,25 @@ func ServerFromEnv(server string, tokens []string) (string, []string) {
 		}
 	}
 	return server, tokens
+}
+
+// CheckServerURL says what is wrong with a server URL before anything is
+// sent: it must be absolute, http or https, with a host. "127.0.0.1:8080"
+// would otherwise fail deep in net/url ("first path segment in URL cannot
+// contain colon") or, as "localhost:8080", parse with scheme "localhost".
+func CheckServerURL(s string) error {
+	if !strings.Contains(s, "://") {
+		return fmt.Errorf("server URL %q has no scheme: did you mean http://%s?", s, s)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("server URL %q: %v", s, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("server URL %q: scheme %q, want http or https", s, u.Scheme)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("server URL %q has no host", s)
+	}
+	return nil
 }

@@ -18,7 +18,10 @@
 #     bounds of 1 s: two k6 processes share the cores), and
 #     `kbkit loadgen report` merges their kbkit JSON (it refuses an editor
 #     run twice) into a result where each of the 16 editors ran once
-#  6. stop the server with SIGTERM (it must exit cleanly)
+#  6. a 3-second run with k6's web dashboard exporting its HTML report
+#     (K6_WEB_DASHBOARD=true, K6_WEB_DASHBOARD_EXPORT, port -1): the
+#     report exists and its embedded data holds the kbkit metrics
+#  7. stop the server with SIGTERM (it must exit cleanly)
 # Any failure exits non-zero. Needs Go and PostgreSQL server binaries (or
 # a DSN); the Go module proxy for k6's modules on the first build.
 set -euo pipefail
@@ -116,6 +119,21 @@ cat "$WORK/merged.txt" >&2
 grep -q '^editors      16 of 16 ran$' "$WORK/merged.txt" || die "the two segments did not run each of the 16 editors once"
 grep -q '(shards 0:1/2 1/2:1)' "$WORK/merged.txt" || die "the merged result lacks a segment"
 say "two segments covered 16 editors once in $(( $(date +%s) - t0 ))s"
+
+# 6. k6's web dashboard and its HTML export (K6_WEB_DASHBOARD_PORT=-1:
+# no dashboard server, which would wait for a browser and take a port
+# of this shared machine; a period of 1 s: a run shorter than the period,
+# 10 s by default, exports nothing): the report exists and its embedded
+# data declares the kbkit metrics and carries values.
+t0=$(date +%s)
+go build -o "$WORK/browsercheck" ./scripts/browsercheck || die "go build ./scripts/browsercheck failed"
+KBKIT_DURATION=3s KBKIT_P99=1000 K6_WEB_DASHBOARD=true K6_WEB_DASHBOARD_PORT=-1 K6_WEB_DASHBOARD_PERIOD=1s \
+	K6_WEB_DASHBOARD_EXPORT=$WORK/dashboard.html run_k6 examples/k6/hot-page.js >"$WORK/dash.out" 2>&1 ||
+	{ cat "$WORK/dash.out" >&2; die "hot-page.js with the web dashboard failed"; }
+[ -s "$WORK/dashboard.html" ] || die "K6_WEB_DASHBOARD_EXPORT wrote no report"
+"$WORK/browsercheck" k6report "$WORK/dashboard.html" kbkit_commit kbkit_echo kbkit_fanout kbkit_convergence >&2 ||
+	die "the web dashboard's report lacks the kbkit metrics"
+say "web dashboard report: $(wc -c <"$WORK/dashboard.html") bytes ($(( $(date +%s) - t0 ))s)"
 
 say "stopping kbkit serve"
 serve_stop

@@ -6,7 +6,8 @@
 #     (strict; its types come from spec/types/kbkit.d.ts);
 #  2. kbkit spec run --impl "node .../build/adapter.js" with its
 #     expectations file: exit 0, no failure, and its commands' cases passed;
-#  3. go test: its replies validate against spec/schema/adapter.
+#  3. the copy kbkit spec export writes compiles and runs the same way;
+#  4. go test: its replies validate against spec/schema/adapter.
 #
 # Needs Go, Node.js 18+ and npm (the npm registry). About 20 s warm.
 set -euo pipefail
@@ -42,6 +43,16 @@ for suite in edit-text set-outputs tokenizer; do
 	[ "$n" -gt 0 ] || die "no $suite case passed"
 	say "$suite: $n cases passed"
 done
+
+# The copy kbkit spec export writes (DIR/adapters/typescript, its types
+# from DIR/types) compiles and runs against the exported spec.
+"$WORK/kbkit" spec export "$WORK/export" 2>/dev/null || die "kbkit spec export failed"
+(cd "$WORK/export/adapters/typescript" && npm ci --no-audit --no-fund --loglevel=error && npx --no-install tsc -p .) ||
+	die "the exported TypeScript skeleton does not compile"
+"$WORK/kbkit" spec run --impl "node $WORK/export/adapters/typescript/build/adapter.js" \
+	--expect "$WORK/export/adapters/typescript/expectations.yaml" "$WORK/export" >/dev/null ||
+	die "the exported TypeScript skeleton fails the exported spec"
+say "the exported copy compiles and passes"
 
 KBKIT_REQUIRE_TS_ADAPTER=1 go test -count=1 -run 'TestTypeScriptAdapterRepliesMatchSchemas' ./conformance/adapter ||
 	die "the TypeScript adapter's replies do not match spec/schema/adapter"

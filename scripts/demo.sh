@@ -7,7 +7,8 @@
 #     structure edits racing, rejections, undo), then every checker runs:
 #     convergence (every window renders the fold of the server's log),
 #     projection, gapless seqs, exactly-once, rollback, linearizability;
-#  3. kbkit loadgen: 4 editors typing on one page for 5 s, with the
+#  3. kbkit loadgen, workload hot-page: 4 editors on one page for 5 s
+#     (edits, creates, moves and deletes racing), with the
 #     commit, echo and fan-out latencies and the convergence at the end;
 #  4. the server's counters (GET /metrics).
 #
@@ -40,11 +41,11 @@ DSN=$(serve_field dsn)
 TOKEN2=$(field token "$OUT/device2.json")
 echo "second device: $(field device_id "$OUT/device2.json")"
 
-step "4 windows on 2 devices edit 3 pages at once, with faults; then the checkers"
+step "kbkit conformance run --seeds 3 --windows 4 --pages 3 --steps 60 --faults: 4 windows on 2 devices edit 3 pages at once, with faults; then the checkers"
 "$KBKIT" conformance run --server "$URL" --token "$TOKEN" --token "$TOKEN2" \
 	--seeds 3 --windows 4 --pages 3 --steps 60 --faults
 
-step "kbkit loadgen: 4 editors typing on one page for 5 s"
+step "kbkit loadgen run --workload hot-page --editors 4 --duration 5s: 4 editors on one page (edits, creates, moves and deletes racing; node-not-found rejections are those races decided)"
 "$KBKIT" loadgen run --server "$URL" --token "$TOKEN" --token "$TOKEN2" \
 	--workload hot-page --editors 4 --duration 5s --quiet --json "$OUT/loadgen.json"
 

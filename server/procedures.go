@@ -150,7 +150,16 @@ func (s *Server) call(ctx context.Context, dev store.Device, path string, input 
 		if cerr := decodeStrict(input, &in); cerr != nil {
 			return nil, cerr
 		}
-		return dev, nil
+		// The name, so that tools can name workspaces in their messages
+		// (spec/PROTOCOL.md 4.3); looked up here, off the auth path.
+		name, err := s.st.WorkspaceName(ctx, dev.WorkspaceID)
+		if err != nil {
+			return nil, storeError(err)
+		}
+		return struct {
+			store.Device
+			Workspace string `json:"workspace,omitempty"`
+		}{dev, name}, nil
 	}
 	return nil, errorf(CodeNotFound, "No procedure found on path %q", path)
 }

@@ -457,7 +457,9 @@ func TestHealthAndMetrics(t *testing.T) {
 		t.Fatalf("healthz: %d %s", status, b)
 	}
 	status, b := c.do("GET", "/trpc/kb.whoami", nil, c.dev.Token)
-	if want := mustJSON(map[string]any{"result": map[string]any{"data": c.dev.Device}}); status != 200 || strings.TrimSpace(string(b)) != want {
+	// The device, and the workspace's name (PROTOCOL.md 4.3).
+	want := `{"result":{"data":{"workspace_id":"` + c.dev.WorkspaceID + `","device_id":"` + c.dev.DeviceID + `","workspace":"acme"}}}`
+	if status != 200 || strings.TrimSpace(string(b)) != want {
 		t.Fatalf("kb.whoami: %d %s, want %s", status, b, want)
 	}
 	status, b = c.do("GET", "/metrics", nil, "")

@@ -86,23 +86,46 @@ func (r remote) preflight(ctx context.Context) error {
 	if len(r.tokens) == 0 {
 		return fmt.Errorf("%w: no device token given (--token)", ErrCannotRun)
 	}
+	if err := client.CheckServerURL(r.url); err != nil {
+		return fmt.Errorf("%w: %v", ErrCannotRun, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
-	workspace := ""
+	var first client.Device
 	for i, tok := range r.tokens {
 		me, err := client.New(r.url, tok).Whoami(ctx)
 		var ce *client.Error
 		switch {
+		case errors.As(err, &ce) && ce.Code == client.CodeInvalidResponse:
+			return fmt.Errorf("%w: the server at %s is not a kbkit server (%s)", ErrCannotRun, r.url, notTRPC(ce))
 		case errors.As(err, &ce):
 			return fmt.Errorf("%w: the server at %s refuses token %d of %d: %v", ErrCannotRun, r.url, i+1, len(r.tokens), err)
 		case err != nil:
 			return fmt.Errorf("%w: the server at %s is unreachable: %v", ErrCannotRun, r.url, err)
-		case workspace != "" && me.WorkspaceID != workspace:
-			return fmt.Errorf("%w: token %d is a device of workspace %s, token 1 of %s; all tokens must be of one workspace", ErrCannotRun, i+1, me.WorkspaceID, workspace)
+		case i > 0 && me.WorkspaceID != first.WorkspaceID:
+			return fmt.Errorf("%w: token %d is a device of workspace %s, token 1 of workspace %s; all tokens must be of one workspace (kbkit serve pairs its device in workspace \"dev\")", ErrCannotRun, i+1, workspaceName(me), workspaceName(first))
+		case i == 0:
+			first = me
 		}
-		workspace = me.WorkspaceID
 	}
 	return nil
+}
+
+// workspaceName names a device's workspace: "NAME" (UUID) when the server
+// says the name, else the UUID.
+func workspaceName(d client.Device) string {
+	if d.Workspace != "" {
+		return fmt.Sprintf("%q (%s)", d.Workspace, d.WorkspaceID)
+	}
+	return d.WorkspaceID
+}
+
+// notTRPC words an answer that is not kbkit's: its status, not its page.
+func notTRPC(e *client.Error) string {
+	if e.HTTPStatus != 0 {
+		return fmt.Sprintf("kb.whoami answered HTTP %d, not a tRPC answer", e.HTTPStatus)
+	}
+	return "kb.whoami answered no {workspace_id, device_id}"
 }
 
 // Preflight checks up front that a run against target can start: for a

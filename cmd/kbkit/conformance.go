@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -105,7 +106,7 @@ Exit status: 0 every checker passed, 1 a checker failed (or, with
 	fl.StringArrayVar(&f.tokens, "token", nil, "device token for --server (repeat: one device per token; default $KBKIT_TOKEN)")
 	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to this file")
 	fl.StringVar(&f.jsonOut, "json", "", "write one JSON line per seed to this file (- = stdout; the table then goes to stderr)")
-	fl.StringVar(&f.outDir, "out", ".", "directory for Porcupine visualisations of failures")
+	fl.StringVar(&f.outDir, "out", "", "directory for Porcupine visualisations of failures (default: the --html directory, else that of --junit or --json, else the current one)")
 	fl.DurationVar(&f.echoTimeout, "echo-timeout", 10*time.Second, "how long to wait for an echo the server owes")
 	fl.DurationVar(&f.seedTimeout, "seed-timeout", conformance.DefaultSeedTimeout, "deadline of one seed, checks included")
 	fl.BoolVar(&f.strict, "strict", false, "a checker skipped by every seed fails the run (exit 1)")
@@ -134,6 +135,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 			return exitError{exitErrored}
 		}
 	}
+	f.outDir = porcupineDir(f)
 	var target conformance.Target
 	if f.server != "" {
 		target = conformance.Remote(f.server, f.tokens)
@@ -198,6 +200,9 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		table = stderr
 	}
 	summarize(table, reports, time.Since(start))
+	if note := htmlNote(f, reports); note != "" {
+		fmt.Fprintln(stderr, "kbkit conformance run:", note)
+	}
 	for _, r := range reports {
 		if r.Err != "" {
 			fmt.Fprintf(stderr, "kbkit conformance run: seed %d could not run: %s\n", r.Seed, cannotRun(errors.New(r.Err)))
@@ -246,16 +251,52 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	return nil
 }
 
+// porcupineDir is where Porcupine's pages go: --out, else beside the
+// run's other outputs.
+func porcupineDir(f conformanceFlags) string {
+	switch {
+	case f.outDir != "":
+		return f.outDir
+	case f.htmlDir != "":
+		return f.htmlDir
+	case f.junit != "":
+		return filepath.Dir(f.junit)
+	case f.jsonOut != "" && f.jsonOut != "-":
+		return filepath.Dir(f.jsonOut)
+	}
+	return "."
+}
+
+// htmlNote says what --html wrote when it wrote nothing: an empty
+// directory without a word looks like a broken flag.
+func htmlNote(f conformanceFlags, reports []conformance.SeedReport) string {
+	if f.htmlDir == "" {
+		return ""
+	}
+	if f.htmlAll || len(reports) == 0 {
+		return ""
+	}
+	for _, r := range reports {
+		if r.Timeline != "" || r.Failed() || r.Err != "" {
+			return ""
+		}
+	}
+	return fmt.Sprintf("--html %s: every seed passed, so no timeline was written (--html-all writes one of every seed)", f.htmlDir)
+}
+
 // summarize prints a table per checker, then every failure with its seed.
 func summarize(w io.Writer, reports []conformance.SeedReport, took time.Duration) {
-	passed := map[string]int{}
+	passed, skipped := map[string]int{}, map[string]int{}
 	failed := map[string][]int64{}
 	var commands, committed, rejected, refetches, gaps int
 	for _, r := range reports {
 		for _, c := range r.Checks {
-			if c.Passed {
+			switch {
+			case c.Passed && c.Skipped: // vacuous: nothing to check is not a pass
+				skipped[c.Name]++
+			case c.Passed:
 				passed[c.Name]++
-			} else {
+			default:
 				failed[c.Name] = append(failed[c.Name], r.Seed)
 			}
 		}
@@ -265,13 +306,13 @@ func summarize(w io.Writer, reports []conformance.SeedReport, took time.Duration
 		refetches += r.Stats.Refetches
 		gaps += r.Stats.Gaps
 	}
-	fmt.Fprintf(w, "%-16s %6s %6s  %s\n", "checker", "passed", "failed", "failing seeds")
+	fmt.Fprintf(w, "%-16s %6s %7s %6s  %s\n", "checker", "passed", "skipped", "failed", "failing seeds")
 	for _, name := range conformance.Checkers {
 		seeds := make([]string, 0, len(failed[name]))
 		for _, s := range failed[name] {
 			seeds = append(seeds, fmt.Sprint(s))
 		}
-		fmt.Fprintf(w, "%-16s %6d %6d  %s\n", name, passed[name], len(failed[name]), strings.Join(seeds, " "))
+		fmt.Fprintf(w, "%-16s %6d %7d %6d  %s\n", name, passed[name], skipped[name], len(failed[name]), strings.Join(seeds, " "))
 	}
 	fmt.Fprintf(w, "%d seeds in %s: %d commands (%d committed, %d rejected), %d gaps, %d refetches\n",
 		len(reports), took.Round(time.Millisecond), commands, committed, rejected, gaps, refetches)

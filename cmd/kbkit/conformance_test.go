@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/subspace/kbkit/conformance"
 )
 
 // TestConformanceRunHTMLFlags: bad --html, --html-all and --broken-server
@@ -99,8 +101,60 @@ func TestConformanceRunStrict(t *testing.T) {
 	if code != exitOK || !strings.Contains(errs, skipped) || !strings.Contains(errs, "refetch") || !strings.Contains(errs, "dedup") {
 		t.Fatalf("without --strict: exit %d, want %d with refetch and dedup named as skipped\nstdout:\n%s\nstderr:\n%s", code, exitOK, out, errs)
 	}
+	// The table agrees with stderr: a skipped checker is counted as
+	// skipped, not as passed.
+	for _, name := range []string{"refetch", "dedup"} {
+		if !regexp.MustCompile(`(?m)^` + name + `\s+0\s+1\s+0\s*$`).MatchString(out) {
+			t.Errorf("the table does not count %s as skipped (passed 0, skipped 1, failed 0):\n%s", name, out)
+		}
+	}
+	// --html when every seed passed says so, pointing at --html-all.
+	html := filepath.Join(t.TempDir(), "tl")
+	code, _, errs = kbkit(t, "", append(args, "--html", html)...)
+	if code != exitOK || !strings.Contains(errs, "--html "+html+": every seed passed, so no timeline was written (--html-all writes one of every seed)") {
+		t.Errorf("--html with every seed passing: exit %d, stderr lacks the note:\n%s", code, errs)
+	}
 	code, out, errs = kbkit(t, "", append(args, "--strict")...)
 	if code != exitFailed || !strings.Contains(errs, skipped) {
 		t.Errorf("--strict: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFailed, out, errs)
+	}
+}
+
+// TestSummarizeCountsSkipped: the table's columns are passed, skipped and
+// failed, and a vacuous pass is in the middle one.
+func TestSummarizeCountsSkipped(t *testing.T) {
+	reports := []conformance.SeedReport{
+		{Seed: 1, Checks: []conformance.CheckResult{{Name: "refetch", Passed: true, Skipped: true}, {Name: "gapless", Passed: true}}},
+		{Seed: 2, Checks: []conformance.CheckResult{{Name: "refetch", Passed: true}, {Name: "gapless", Passed: false, Detail: "hole"}}},
+	}
+	var b strings.Builder
+	summarize(&b, reports, time.Second)
+	for _, want := range []string{
+		"checker          passed skipped failed  failing seeds\n",
+		"refetch               1       1      0  \n",
+		"gapless               1       0      1  2\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestPorcupineDir: Porcupine's pages go with the run's other outputs.
+func TestPorcupineDir(t *testing.T) {
+	for _, tc := range []struct {
+		f    conformanceFlags
+		want string
+	}{
+		{conformanceFlags{}, "."},
+		{conformanceFlags{outDir: "p", htmlDir: "h"}, "p"},
+		{conformanceFlags{htmlDir: "h", junit: "j/x.xml"}, "h"},
+		{conformanceFlags{junit: "j/x.xml", jsonOut: "k/y.json"}, "j"},
+		{conformanceFlags{jsonOut: "k/y.json"}, "k"},
+		{conformanceFlags{jsonOut: "-"}, "."},
+	} {
+		if got := porcupineDir(tc.f); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.f, got, tc.want)
+		}
 	}
 }

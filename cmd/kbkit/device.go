@@ -108,7 +108,7 @@ func newDevicePairCmd() *cobra.Command {
 		Long: `Creates a device of workspace --workspace (and the workspace, if new) in
 the database and prints one JSON line on stdout:
 
-  {"workspace_id":"...","device_id":"...","token":"kbk_..."}
+  {"workspace":"acme","workspace_id":"...","device_id":"...","token":"kbk_..."}
 
 The token is shown only this once (the database keeps its hash). Requests
 carry it as "Authorization: Bearer TOKEN" (WebSocket: connectionParams
@@ -118,7 +118,7 @@ The database is --dsn, else KBKIT_PG_DSN; it is migrated if needed. For a
 server started by "kbkit serve", use the "dsn" of its JSON line.`,
 		Example: `  kbkit serve > server.json & srv=$!
   until [ -s server.json ]; do sleep 1; done
-  kbkit device pair --workspace acme --dsn "$(jq -r .dsn server.json)"
+  kbkit device pair --workspace dev --dsn "$(jq -r .dsn server.json)"   # a second device of serve's workspace
   kill $srv`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -146,7 +146,10 @@ server started by "kbkit serve", use the "dsn" of its JSON line.`,
 			if err != nil {
 				return fmt.Errorf("device pair: %w", err)
 			}
-			line, _ := json.Marshal(dev)
+			line, _ := json.Marshal(struct {
+				Workspace string `json:"workspace"`
+				store.PairedDevice
+			}{workspace, dev})
 			_, err = fmt.Fprintln(c.OutOrStdout(), string(line))
 			return err
 		},

@@ -18,5 +18,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newLoadgenCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newVersionCmd())
+	refuseEmptyNames(root)
 	return root
 }

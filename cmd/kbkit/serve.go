@@ -45,6 +45,7 @@ type serveOptions struct {
 // serveInfo is the one JSON line `kbkit serve` prints on stdout.
 type serveInfo struct {
 	URL         string `json:"url"`
+	Workspace   string `json:"workspace"` // the name; pair more devices of it with kbkit device pair --workspace
 	WorkspaceID string `json:"workspace_id"`
 	DeviceID    string `json:"device_id"`
 	Token       string `json:"token"`
@@ -66,7 +67,7 @@ and creates a fresh database in it; everything is deleted on exit. With
 It then pairs a device of workspace --workspace and prints one JSON line on
 stdout, so scripts can read it:
 
-  {"url":"http://127.0.0.1:8080","workspace_id":"...","device_id":"...","token":"kbk_...","dsn":"postgres://..."}
+  {"url":"http://127.0.0.1:8080","workspace":"dev","workspace_id":"...","device_id":"...","token":"kbk_...","dsn":"postgres://..."}
 
 Logs are JSON lines on stderr. SIGINT or SIGTERM shuts down gracefully:
 WebSocket clients are told to reconnect, requests in flight finish.
@@ -214,7 +215,7 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) (er
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(srv.Listener(ln)) }()
 
-	info := serveInfo{URL: "http://" + urlHost(ln.Addr()), WorkspaceID: dev.WorkspaceID,
+	info := serveInfo{URL: "http://" + urlHost(ln.Addr()), Workspace: o.workspace, WorkspaceID: dev.WorkspaceID,
 		DeviceID: dev.DeviceID, Token: dev.Token, DSN: dsn}
 	if prof != nil {
 		if err := pprof.StartCPUProfile(prof); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -27,7 +28,7 @@ func newSpecCmd() *cobra.Command {
 		Use:   "spec",
 		Short: "Run kbkit's language-neutral spec cases, or export them",
 	}
-	cmd.AddCommand(newSpecRunCmd(), newSpecExportCmd(), newSpecShowCmd(), newSpecFuzzCmd())
+	cmd.AddCommand(newSpecRunCmd(), newSpecExportCmd(), newSpecShowCmd(), newSpecFuzzCmd(), newSpecMatrixCmd())
 	return cmd
 }
 
@@ -246,7 +247,12 @@ func runSpec(ctx context.Context, o specRunOptions, paths []string, stdout, rawS
 	closers = nil
 
 	for _, e := range expect.Unused() {
-		fmt.Fprintf(stderr, "kbkit spec run: %s: expectation %q (%s) matched no case that ran\n", o.expect, e.ID, e.Status)
+		if by := expect.ShadowedBy(e); by != nil {
+			fmt.Fprintf(stderr, "kbkit spec run: %s:%d: expectation %q (%s) is never reached: the earlier %q (%s) on line %d matches it first (move the exact id above the glob, or drop it)\n",
+				o.expect, e.Line, e.ID, e.Status, by.ID, by.Status, by.Line)
+			continue
+		}
+		fmt.Fprintf(stderr, "kbkit spec run: %s:%d: expectation %q (%s) matched no case that ran\n", o.expect, e.Line, e.ID, e.Status)
 	}
 	if client != nil && client.Restarts() > 0 {
 		fmt.Fprintf(stderr, "kbkit spec run: the adapter was restarted %d times\n", client.Restarts())
@@ -263,7 +269,10 @@ func newSpecExportCmd() *cobra.Command {
 		Short: "Write the embedded spec (prose, case files, schemas, ADAPTER.md) to a directory",
 		Long: `Writes every file of the spec embedded in this binary (the prose, the YAML
 case files, the JSON Schemas, ADAPTER.md and EXPECTATIONS.md, the
-TypeScript types in types/) and the schema of expectations files (schema/expectations.schema.json) into DIR,
+TypeScript types in types/), the schema of expectations files
+(schema/expectations.schema.json) and the adapters the prose links to
+(adapters/node, adapters/typescript) into DIR, with the prose's links
+pointing at those copies,
 creating directories and overwriting files, so that implementations in
 other languages can vendor the exact spec they are checked against.`,
 		Args: cobra.ExactArgs(1),
@@ -300,6 +309,9 @@ func exportSpec(dir string) (int, error) {
 		if err != nil {
 			return err
 		}
+		if path.Ext(p) == ".md" {
+			data = []byte(exportLinks.Replace(string(data)))
+		}
 		return write(p, data)
 	})
 	if err != nil {
@@ -310,8 +322,39 @@ func exportSpec(dir string) (int, error) {
 			return n, err
 		}
 	}
-	return n, nil
+	// The adapters the prose links to, under adapters/.
+	err = fs.WalkDir(adapters.Examples, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(adapters.Examples, p)
+		if err != nil {
+			return err
+		}
+		// In the export the types sit at DIR/types, one level nearer than
+		// spec/types is to conformance/adapters.
+		data = []byte(exportTypeImports.Replace(string(data)))
+		return write(exportedAdapters+p, data)
+	})
+	return n, err
 }
+
+// exportedAdapters is where export writes the adapters the prose links to.
+const exportedAdapters = "adapters/"
+
+// exportTypeImports points the adapters' imports of spec/types at the
+// export's types/.
+var exportTypeImports = strings.NewReplacer(
+	`"../../../../spec/types/`, `"../../../types/`,
+	`"../../../spec/types/`, `"../../types/`,
+)
+
+// exportLinks points the prose's links out of spec/ at the copies in the
+// export: the expectations schema and the adapters.
+var exportLinks = strings.NewReplacer(
+	"](../conformance/adapters/expectations.schema.json)", "]("+expectationsSchemaPath+")",
+	"](../conformance/adapters/", "]("+exportedAdapters,
+)
 
 // syncWriter serialises writes.
 type syncWriter struct {

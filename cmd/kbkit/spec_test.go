@@ -433,6 +433,56 @@ func TestSpecExport(t *testing.T) {
 	if code != exitOK || len(tapResults(t, out)) < 100 {
 		t.Errorf("spec run on the export: exit %d\n%s", code, notOK(out))
 	}
+	// Every relative link of the exported prose finds its file in the
+	// export (ADAPTER.md's adapters, EXPECTATIONS.md's schema).
+	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
+	links := 0
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(p) != ".md" {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			if strings.Contains(m[1], "://") || strings.HasPrefix(m[1], "mailto:") {
+				continue
+			}
+			links++
+			if _, err := os.Stat(filepath.Join(filepath.Dir(p), filepath.FromSlash(m[1]))); err != nil {
+				rel, _ := filepath.Rel(dir, p)
+				t.Errorf("%s links to %s, absent from the export", rel, m[1])
+			}
+		}
+		return nil
+	})
+	if links < 5 {
+		t.Errorf("only %d relative links checked", links)
+	}
+	// The adapters' imports of the types resolve inside the export.
+	imp := regexp.MustCompile(`from "(\.\./[^"]+)"`)
+	for _, f := range []string{"adapters/node/adapter.d.mts", "adapters/typescript/src/adapter.ts"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range imp.FindAllStringSubmatch(string(b), -1) {
+			target := filepath.Join(dir, filepath.Dir(f), m[1])
+			_, err := os.Stat(target)
+			if err != nil && strings.HasSuffix(target, ".js") { // TypeScript: kbkit.js is typed by kbkit.d.ts
+				_, err = os.Stat(strings.TrimSuffix(target, ".js") + ".d.ts")
+			}
+			if err != nil {
+				t.Errorf("%s imports %s, absent from the export", f, m[1])
+			}
+		}
+	}
+	// The exported JavaScript adapter runs with its expectations file.
+	if _, err := exec.LookPath("node"); err == nil {
+		code, out, errOut := kbkit(t, "", "spec", "run", "--impl", "node "+filepath.Join(dir, "adapters/node/adapter.mjs"),
+			"--expect", filepath.Join(dir, "adapters/node/expectations.yaml"), dir)
+		if code != exitOK {
+			t.Errorf("the exported node adapter: exit %d\n%s\n%s", code, notOK(out), errOut)
+		}
+	}
 }
 
 func TestAdapterCommand(t *testing.T) {
@@ -445,5 +495,34 @@ func TestAdapterCommand(t *testing.T) {
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], `{"type":"init_ok","in_reply_to":1,`) ||
 		lines[1] != `{"type":"tokenize_ok","in_reply_to":2,"refs":[{"kind":"link","title":"x"}],"label":null,"deps":[]}` {
 		t.Errorf("replies:\n%s", out)
+	}
+}
+
+// TestSpecRunExpectationsMessages: an exact entry that an earlier glob
+// covers is named with the glob that shadows it; an entry matching no case
+// that ran says so, at its line; a bad file is refused at its line.
+func TestSpecRunExpectationsMessages(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "e.yaml")
+	os.WriteFile(good, []byte(`spec_version: 1
+expectations:
+  - {id: "tokenizer/label-*", status: skip, reason: later}
+  - {id: tokenizer/label-simple, status: fail, reason: shadowed}
+  - {id: tokenizer/no-such-case, status: fail, reason: stale}
+`), 0o644)
+	code, _, errOut := kbkit(t, "", "spec", "run", "--suite", "tokenizer", "--expect", good)
+	for _, want := range []string{
+		good + `:4: expectation "tokenizer/label-simple" (fail) is never reached: the earlier "tokenizer/label-*" (skip) on line 3 matches it first`,
+		good + `:5: expectation "tokenizer/no-such-case" (fail) matched no case that ran`,
+	} {
+		if code != exitOK || !strings.Contains(errOut, want) {
+			t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, errOut)
+		}
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("spec_version: 1\nexpectations:\n  - id: a\n    status: fail\n   reason: x\n"), 0o644)
+	code, out, errOut := kbkit(t, "", "spec", "run", "--expect", bad)
+	if code != exitErrored || out != "" || !strings.Contains(errOut, bad+":5: did not find expected '-' indicator") {
+		t.Errorf("bad file: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 
@@ -31,10 +32,22 @@ var commit string
 // buildVersion reads the module version and the VCS stamp that the Go
 // toolchain writes into every binary built from a checkout.
 func buildVersion() versionInfo {
+	bi, _ := debug.ReadBuildInfo()
+	return versionOf(bi)
+}
+
+// pseudoVersion matches the versions the toolchain derives from a commit
+// (v0.0.0-20261202035418-7a81c93dd3a8, v1.2.4-0.2026...-..., +dirty).
+var pseudoVersion = regexp.MustCompile(`-(?:[0-9A-Za-z-]+\.)*(?:0\.)?\d{14}-[0-9a-f]{12}(?:\+dirty)?$|\+dirty$`)
+
+// versionOf reads a binary's build information. A build in a checkout
+// (it has a vcs.revision) that is not exactly a release tag is "(devel)":
+// the toolchain would print a pseudo-version derived from the commit,
+// which looks like a release of the module and is not one.
+func versionOf(bi *debug.BuildInfo) versionInfo {
 	v := versionInfo{Module: "github.com/subspace/kbkit", Version: "(devel)", SpecVersion: cases.SpecVersion, Go: runtime.Version()}
 	v.Commit = commit
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+	if bi == nil {
 		return v
 	}
 	if bi.Main.Path != "" {
@@ -52,6 +65,9 @@ func buildVersion() versionInfo {
 		case "vcs.modified":
 			v.Modified = s.Value == "true"
 		}
+	}
+	if v.CommitTime != "" && pseudoVersion.MatchString(v.Version) {
+		v.Version = "(devel)"
 	}
 	return v
 }

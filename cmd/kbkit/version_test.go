@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -25,5 +26,34 @@ func TestVersion(t *testing.T) {
 	defer func() { commit = "" }()
 	if v := buildVersion(); v.Commit == "" {
 		t.Errorf("no commit with main.commit set: %+v", v)
+	}
+}
+
+// A build from a checkout prints (devel), as the README shows, not the
+// pseudo-version the toolchain derives from the commit; a release tag and
+// `go install module@version` (no VCS stamp) keep their version.
+func TestVersionOfCheckout(t *testing.T) {
+	vcs := []debug.BuildSetting{{Key: "vcs.revision", Value: "7a81c93dd3a8a8e131e9bf9144ff692d680f28e0"}, {Key: "vcs.time", Value: "2026-12-02T03:54:18Z"}}
+	for _, tc := range []struct {
+		version string
+		stamped bool
+		want    string
+	}{
+		{"v0.0.0-20261202035418-7a81c93dd3a8", true, "(devel)"},
+		{"v0.0.0-20261202035418-7a81c93dd3a8+dirty", true, "(devel)"},
+		{"v1.2.4-0.20261202035418-7a81c93dd3a8", true, "(devel)"},
+		{"v1.3.0-rc.1.0.20261202035418-7a81c93dd3a8", true, "(devel)"},
+		{"v1.2.3+dirty", true, "(devel)"},
+		{"v1.2.3", true, "v1.2.3"},
+		{"(devel)", false, "(devel)"},
+		{"v0.0.0-20261202035418-7a81c93dd3a8", false, "v0.0.0-20261202035418-7a81c93dd3a8"},
+	} {
+		bi := &debug.BuildInfo{Main: debug.Module{Path: "github.com/subspace/kbkit", Version: tc.version}}
+		if tc.stamped {
+			bi.Settings = vcs
+		}
+		if got := versionOf(bi).Version; got != tc.want {
+			t.Errorf("%s (stamped %v): %s, want %s", tc.version, tc.stamped, got, tc.want)
+		}
 	}
 }

@@ -17,6 +17,7 @@ package protocol
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -93,6 +94,9 @@ func (e *Env) Preflight(ctx context.Context) error {
 		r, err := e.send(ctx, request{method: http.MethodGet, path: "/trpc/kb.whoami", token: token})
 		if err != nil {
 			return "", "", fmt.Errorf("%w: the server at %s is unreachable: %v", ErrCannotRun, e.BaseURL, err)
+		}
+		if !json.Valid(r.Body) {
+			return "", "", fmt.Errorf("%w: the server at %s is not a kbkit server (kb.whoami answered HTTP %d, not a tRPC answer)", ErrCannotRun, e.BaseURL, r.Status)
 		}
 		if r.Status == http.StatusUnauthorized {
 			return "", "", fmt.Errorf("%w: the server refuses %s (HTTP 401): %s", ErrCannotRun, what, excerpt(r.Body, 300))

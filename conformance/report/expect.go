@@ -28,6 +28,9 @@ type Expectation struct {
 	Status string `json:"status" yaml:"status"` // "fail" or "skip"
 	Reason string `json:"reason" yaml:"reason"`
 	Issue  string `json:"issue,omitempty" yaml:"issue,omitempty"`
+	// Line is the entry's line in the file (0 if unknown).
+	Line  int `json:"-" yaml:"-"`
+	index int
 }
 
 // Expectations is a parsed expectations file (spec/EXPECTATIONS.md).
@@ -76,8 +79,12 @@ func expectationsSchema() (*jsonschema.Schema, error) {
 // ParseExpectations parses an expectations file (YAML or JSON) and
 // validates it against expectations.schema.json; globs must be valid.
 func ParseExpectations(name string, data []byte) (*Expectations, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, yamlError(name, data, err)
+	}
 	var v any
-	if err := yaml.Unmarshal(data, &v); err != nil {
+	if err := root.Decode(&v); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrExpectations, name, err)
 	}
 	// Through JSON, so the validator sees JSON values only.
@@ -94,7 +101,7 @@ func ParseExpectations(name string, data []byte) (*Expectations, error) {
 		return nil, fmt.Errorf("report: expectations schema: %v", err)
 	}
 	if err := sch.Validate(inst); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrExpectations, name, err)
+		return nil, schemaError(name, &root, err)
 	}
 	var file struct {
 		Expectations []Expectation `json:"expectations"`
@@ -103,9 +110,11 @@ func ParseExpectations(name string, data []byte) (*Expectations, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrExpectations, name, err)
 	}
 	for i, e := range file.Expectations {
+		line := nodeLine(&root, []string{"expectations", fmt.Sprint(i)})
 		if _, err := path.Match(e.ID, ""); err != nil {
-			return nil, fmt.Errorf("%w: %s: expectations[%d]: bad glob %q: %v", ErrExpectations, name, i, e.ID, err)
+			return nil, fmt.Errorf("%w: %s:%d: expectations[%d]: bad glob %q: %v", ErrExpectations, name, line, i, e.ID, err)
 		}
+		file.Expectations[i].Line, file.Expectations[i].index = line, i
 	}
 	return &Expectations{Path: name, Entries: file.Expectations, used: make([]bool, len(file.Expectations))}, nil
 }

@@ -385,11 +385,13 @@ func finish(stdout, stderr io.Writer, res *metrics.Result, err error, ths []thre
 		if err := res.WriteFile(jsonOut); err != nil {
 			return errored(stderr, err)
 		}
+		fmt.Fprintf(stderr, "kbkit loadgen: wrote %s\n", jsonOut)
 	}
 	if htmlOut != "" {
 		if err := writeHTML(htmlOut, res); err != nil {
 			return errored(stderr, err)
 		}
+		fmt.Fprintf(stderr, "kbkit loadgen: wrote %s\n", htmlOut)
 	}
 	if !ok {
 		fmt.Fprintln(stderr, "kbkit loadgen: thresholds broken")
@@ -486,6 +488,12 @@ percentile spectra of both runs overlaid and their time series side by side.`,
 			}
 			if err := lgreport.CompareText(c.OutOrStdout(), args[0], a, args[1], b); err != nil {
 				return errored(stderr, err)
+			}
+			if d := lgreport.ShapeDiff(a, b); len(d) > 0 {
+				fmt.Fprintf(stderr, "kbkit loadgen compare: warning: the runs differ in shape: %s\n", strings.Join(d, ", "))
+			}
+			if htmlOut != "" {
+				fmt.Fprintf(stderr, "kbkit loadgen compare: wrote %s\n", htmlOut)
 			}
 			return nil
 		},

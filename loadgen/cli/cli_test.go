@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/subspace/kbkit/client"
+	"github.com/subspace/kbkit/loadgen"
 	"github.com/subspace/kbkit/loadgen/metrics"
 	"github.com/subspace/kbkit/server/pgprovider"
 )
@@ -46,6 +47,9 @@ func TestThresholdsSetTheExitCode(t *testing.T) {
 	}
 	if len(res.Checks) != 2 || !res.Checks[0].Pass || res.Checks[1].Pass {
 		t.Errorf("checks %+v", res.Checks)
+	}
+	if !strings.Contains(stderr, "kbkit loadgen: wrote "+html+"\n") || !strings.Contains(stderr, "kbkit loadgen: wrote "+out+"\n") {
+		t.Errorf("stderr does not say where the reports went:\n%s", stderr)
 	}
 	if fi, err := os.Stat(html); err != nil || fi.Size() < 1000 {
 		t.Errorf("html report: %v", err)
@@ -120,6 +124,9 @@ func TestCompare(t *testing.T) {
 	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), `<tr data-better="A"><td>commit p99</td>`) {
 		t.Errorf("page: %v", err)
 	}
+	if stderr != "kbkit loadgen compare: wrote "+page+"\n" {
+		t.Errorf("stderr %q, want only where the page went", stderr)
+	}
 	bad := filepath.Join(dir, "bad.json")
 	if err := os.WriteFile(bad, []byte(`{"version":1,"nope":1}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -132,5 +139,16 @@ func TestCompare(t *testing.T) {
 	}
 	if _, err := os.Stat(other); err == nil {
 		t.Error("a failed compare wrote its page")
+	}
+}
+
+// The live console's first frame, before any window is open, says that
+// it is setting up rather than "0 windows on 0 pages".
+func TestConsoleFirstFrame(t *testing.T) {
+	if got := rateLine(loadgen.Status{}); strings.Contains(got, "0 windows") || !strings.Contains(got, "setting up") {
+		t.Errorf("first frame: %q", got)
+	}
+	if got := rateLine(loadgen.Status{Phase: "load", Windows: 4, Pages: 1}); !strings.Contains(got, "4 windows on 1 page") {
+		t.Errorf("load frame: %q", got)
 	}
 }

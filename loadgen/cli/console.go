@@ -95,6 +95,9 @@ func newConsole(w io.Writer, mode int, title string, d time.Duration) *console {
 }
 
 func rateLine(s loadgen.Status) string {
+	if s.Phase == "" || s.Phase == "setup" { // no window is open yet: not "0 windows on 0 pages"
+		return "  setting up: creating the pages, opening and subscribing the windows"
+	}
 	target := "closed model"
 	if s.Model == loadgen.Open {
 		target = fmt.Sprintf("target %7.1f/s", s.Target)

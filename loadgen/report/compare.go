@@ -164,6 +164,9 @@ func Compare(a, b *metrics.Result) []CompareRow {
 func CompareText(w io.Writer, nameA string, a *metrics.Result, nameB string, b *metrics.Result) error {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "kbkit loadgen compare\n  A: %s: %s\n  B: %s: %s\n\n", nameA, Describe(a), nameB, Describe(b))
+	if d := ShapeDiff(a, b); len(d) > 0 {
+		fmt.Fprintf(&sb, "warning: the runs differ in shape (%s): their figures are not a before and after\n\n", strings.Join(d, ", "))
+	}
 	fmt.Fprintf(&sb, "%-28s %12s %12s  %-22s %s\n", "", "A", "B", "B − A", "better")
 	wins := map[string]int{}
 	for _, r := range Compare(a, b) {
@@ -185,6 +188,7 @@ type comparePage struct {
 	Script               template.JS
 	Generated            string
 	WinsA, WinsB, WinsEq int
+	Shape                []string // how the runs differ in shape (ShapeDiff)
 }
 
 // CompareHTML writes the comparison as a self-contained page: the table,
@@ -192,7 +196,7 @@ type comparePage struct {
 // their time series side by side on seconds since each run's start.
 func CompareHTML(w io.Writer, nameA string, a *metrics.Result, nameB string, b *metrics.Result) error {
 	p := comparePage{Title: "kbkit loadgen compare", NameA: nameA, NameB: nameB, DescA: Describe(a), DescB: Describe(b),
-		Rows: Compare(a, b), CSS: pageCSS, Script: tipScript, Generated: time.Now().UTC().Format(time.RFC3339)}
+		Rows: Compare(a, b), CSS: pageCSS, Script: tipScript, Generated: time.Now().UTC().Format(time.RFC3339), Shape: ShapeDiff(a, b)}
 	for _, r := range p.Rows {
 		switch r.Better {
 		case "A":
@@ -279,7 +283,8 @@ var compareTmpl = template.Must(template.New("compare").Parse(`<!doctype html>
 <style>{{.CSS}}</style></head><body>
 <h1>{{.Title}}</h1>
 <p class="sub"><b>A</b> {{.NameA}}: {{.DescA}}<br><b>B</b> {{.NameB}}: {{.DescB}}</p>
-<p>B is better on <b>{{.WinsB}}</b> figures, A on <b>{{.WinsA}}</b>, the two the same (equal or within 1%) on {{.WinsEq}}.</p>
+{{if .Shape}}<p class="fail" id="shape">The runs differ in shape ({{range $i, $d := .Shape}}{{if $i}}, {{end}}{{$d}}{{end}}): their figures are not a before and after.</p>
+{{end}}<p>B is better on <b>{{.WinsB}}</b> figures, A on <b>{{.WinsA}}</b>, the two the same (equal or within 1%) on {{.WinsEq}}.</p>
 <h2>Summary</h2>
 <table id="compare">
 <tr><th>figure</th><th>A</th><th>B</th><th>B − A</th><th>better</th></tr>

@@ -62,22 +62,24 @@ type page struct {
 	Percentiles []string
 	Errors      string
 	Rejections  string
-	Charts      []template.HTML
-	Distribute  template.HTML
-	Throughput  template.HTML
-	Troubles    template.HTML
-	InFlight    template.HTML
-	Peak        string
-	Types       []TypeRow
-	Generated   string
-	CSS         template.CSS
-	Script      template.JS
+	// RejectionNote explains rejections a shared page makes by design.
+	RejectionNote string
+	Charts        []template.HTML
+	Distribute    template.HTML
+	Throughput    template.HTML
+	Troubles      template.HTML
+	InFlight      template.HTML
+	Peak          string
+	Types         []TypeRow
+	Generated     string
+	CSS           template.CSS
+	Script        template.JS
 }
 
 // HTML writes the self-contained report page.
 func HTML(w io.Writer, r *metrics.Result) error {
 	p := page{Title: "kbkit loadgen: " + r.Run.Workload, Describe: Describe(r), Result: r, Rows: Rows(r),
-		Errors: metrics.Kinds(r.Errors), Rejections: metrics.Kinds(r.Rejections),
+		Errors: metrics.Kinds(r.Errors), Rejections: metrics.Kinds(r.Rejections), RejectionNote: RejectionNote(r),
 		Throughput: throughput(r), Distribute: distribution(r), Generated: time.Now().UTC().Format(time.RFC3339),
 		Troubles: troubles(r), InFlight: inFlight(r), Peak: peakInFlight(r), Types: TypeRows(r), CSS: pageCSS, Script: tipScript}
 	for _, pc := range Percentiles {
@@ -117,7 +119,8 @@ svg .band.partial{fill:#000;fill-opacity:.05} svg .band.drain{fill:#000;fill-opa
 svg .hov{fill:#000;fill-opacity:0} svg .hov:hover{fill-opacity:.06}
 #tip{position:fixed;display:none;z-index:9;background:#fff;border:1px solid #999;box-shadow:0 2px 6px rgba(0,0,0,.2);
  padding:4px 8px;font:12px/1.35 ui-monospace,monospace;white-space:pre;pointer-events:none}
-.kv td{text-align:left} footer{color:#888;font-size:12px;margin-top:28px}`
+.kv td{text-align:left} .wide{overflow-x:auto;max-width:100%} .types td,.types th{padding:3px 5px}
+footer{color:#888;font-size:12px;margin-top:28px}`
 
 // tipScript shows a chart's hover values at once (the SVG <title> is
 // the fallback without script).
@@ -157,13 +160,14 @@ var tmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 <tr><td>errors by kind</td><td>{{if .Errors}}{{.Errors}}{{else}}none{{end}}</td></tr>
 <tr><td>rejections by code</td><td>{{if .Rejections}}{{.Rejections}}{{else}}none{{end}}</td></tr>
 </table>
+{{with .RejectionNote}}<p class="sub" id="rejection-note">Rejections: {{.}}.</p>{{end}}
 <h2>By operation type</h2>
-{{if .Types}}<table>
+{{if .Types}}<div class="wide"><table class="types">
 <tr><th>type</th><th>operations</th><th>committed</th><th>rejected</th><th>refused</th><th>errors</th><th>commit p50</th><th>p90</th><th>p99</th><th>max</th><th>echo p50</th><th>p99</th></tr>
 {{range .Types}}<tr><td>{{.Type}}</td><td>{{.Commands}}</td><td>{{.Committed}}</td><td>{{.Rejections}}</td><td>{{.Refused}}</td><td>{{.Errors}}</td>
 {{if .HasCommit}}<td>{{dur .CommitP50}}</td><td>{{dur .CommitP90}}</td><td>{{dur .CommitP99}}</td><td>{{dur .CommitMax}}</td>{{else}}<td class="na">n/a</td><td class="na">n/a</td><td class="na">n/a</td><td class="na">n/a</td>{{end}}
 {{if .HasEcho}}<td>{{dur .EchoP50}}</td><td>{{dur .EchoP99}}</td>{{else}}<td class="na">n/a</td><td class="na">n/a</td>{{end}}</tr>
-{{end}}</table>
+{{end}}</table></div>
 <p class="sub">Latencies per type to 2 significant digits; refused: edits the window refused before sending.</p>
 {{else}}<p class="sub na">n/a: this result (or a shard merged into it) has no per-type breakdown.</p>{{end}}
 {{if .Result.Checks}}<h2>Thresholds</h2>

@@ -133,10 +133,14 @@ func Text(w io.Writer, r *metrics.Result) error {
 	}
 	fmt.Fprintf(&b, "errors       %s\n", kinds(r.Errors))
 	fmt.Fprintf(&b, "rejections   %s\n", kinds(r.Rejections))
+	if note := RejectionNote(r); note != "" {
+		fmt.Fprintf(&b, "             (%s)\n", note)
+	}
 	fmt.Fprintf(&b, "retries %d, refetches %d, connects %d, reconnects %d, events applied %d (every window's, echoes and fan-out, of measured commands), peak in flight %s\n",
 		c.Retries, c.Refetches, c.Connects, c.Reconnects, c.Echoes, peakInFlight(r))
 	if rows := TypeRows(r); len(rows) > 0 {
-		fmt.Fprintf(&b, "\n%-14s %8s %9s %8s %8s %6s %10s %9s %9s\n", "by type", "ops", "committed", "rejected", "refused", "errors", "commit p50", "p99", "echo p99")
+		// 80 columns at most: p50 and p99 are of the commit latency.
+		fmt.Fprintf(&b, "\n%-12s %6s %9s %8s %7s %6s %8s %8s %8s\n", "by type", "ops", "committed", "rejected", "refused", "errors", "p50", "p99", "echo p99")
 		na := func(ok bool, d time.Duration) string {
 			if !ok {
 				return "n/a"
@@ -144,9 +148,10 @@ func Text(w io.Writer, r *metrics.Result) error {
 			return Dur(d)
 		}
 		for _, t := range rows {
-			fmt.Fprintf(&b, "%-14s %8d %9d %8d %8d %6d %10s %9s %9s\n", t.Type, t.Commands, t.Committed, t.Rejections, t.Refused, t.Errors,
+			fmt.Fprintf(&b, "%-12s %6d %9d %8d %7d %6d %8s %8s %8s\n", t.Type, t.Commands, t.Committed, t.Rejections, t.Refused, t.Errors,
 				na(t.HasCommit, t.CommitP50), na(t.HasCommit, t.CommitP99), na(t.HasEcho, t.EchoP99))
 		}
+		b.WriteString("(p50, p99: commit latency)\n")
 	}
 	if r.CPUSeconds > 0 && r.Seconds() > 0 {
 		fmt.Fprintf(&b, "cpu          %.1fs over %.1fs of load in the generator's process (%s)",

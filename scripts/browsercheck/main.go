@@ -6,6 +6,8 @@
 //	browsercheck timeline DOM.html ID        # lanes, events, finding ID lit in the rendered DOM
 //	browsercheck report DOM.html             # a loadgen report's charts and tables
 //	browsercheck compare DOM.html            # a loadgen comparison's table and charts
+//	browsercheck matrix DOM.html OPEN NAME=TIER...  # a spec results matrix opened at #OPEN
+//	browsercheck k6report REPORT.html METRIC...     # a k6 web dashboard export holds these metrics
 //	browsercheck png FILE.png                # the screenshot is not blank
 //	browsercheck dom-when CHROME URL READY OUT.html  # the DOM once the JavaScript READY is true (DevTools over a pipe)
 //	browsercheck wasm DOM.html               # the @kbkit/core example page (js/kbcore/example)
@@ -85,6 +87,10 @@ func main() {
 		msg, err = checkCompare(dom)
 	case "wasm":
 		msg, err = checkWasmPage(dom)
+	case "matrix":
+		msg, err = checkMatrix(dom, arg, os.Args[4:])
+	case "k6report":
+		msg, err = checkK6Report(dom, os.Args[3:])
 	default:
 		err = fmt.Errorf("unknown check %q", verb)
 	}

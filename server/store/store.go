@@ -574,6 +574,20 @@ func (s *Store) RevokeDevice(ctx context.Context, deviceID string) (Device, erro
 	return devs[0], nil
 }
 
+// WorkspaceName returns the name a workspace was created with ("" if it
+// has none any more).
+func (s *Store) WorkspaceName(ctx context.Context, id string) (string, error) {
+	var name string
+	err := s.pool.QueryRow(ctx, `SELECT name FROM workspaces WHERE id = $1`, id).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", classify(err)
+	}
+	return name, nil
+}
+
 // RevokeWorkspace revokes every device of the workspace named name.
 func (s *Store) RevokeWorkspace(ctx context.Context, name string) ([]Device, error) {
 	return s.revoke(ctx, `DELETE FROM devices WHERE workspace_id = (SELECT id FROM workspaces WHERE name = $1)

@@ -164,6 +164,8 @@ export interface PageResult {
 export interface Whoami {
   workspace_id: UUID;
   device_id: UUID;
+  /** kb.whoami: the workspace's name, if the server says it (PROTOCOL.md 4.3). */
+  workspace?: string;
 }
 
 /** kb.onPage's input; lastEventId is the decimal seq of the last event the client has. */
