@@ -28,10 +28,13 @@ func (p planted) Tokenize(ctx context.Context, req cases.TokenizeRequest) (cases
 }
 
 func TestSpecFuzzNeedsImpl(t *testing.T) {
-	for _, impl := range [][]string{{}, {"--impl", ""}, {"--impl", "   "}} {
-		code, _, errOut := kbkit(t, "", append([]string{"spec", "fuzz", "--count", "10"}, impl...)...)
-		if code != exitErrored || !strings.Contains(errOut, "--impl is required") {
-			t.Errorf("%q: exit %d, stderr %q; want 2 and --impl is required", impl, code, errOut)
+	for _, tc := range []struct {
+		impl []string
+		want string
+	}{{nil, "--impl is required"}, {[]string{"--impl", ""}, "--impl is empty"}, {[]string{"--impl", "   "}, "--impl is empty"}} {
+		code, _, errOut := kbkit(t, "", append([]string{"spec", "fuzz", "--count", "10"}, tc.impl...)...)
+		if code != exitErrored || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %s", tc.impl, code, errOut, tc.want)
 		}
 	}
 	code, _, errOut := kbkit(t, "", "spec", "fuzz", "--impl", "kbkit-no-such-adapter", "--count", "10")

@@ -64,7 +64,7 @@ func checkNameFlags(c *cobra.Command) error {
 		}
 		for _, v := range values {
 			if strings.TrimSpace(v) == "" {
-				err = fmt.Errorf("--%s is empty: it names %s (leave the flag out for its default)", f.Name, what)
+				err = fmt.Errorf("--%s is empty: it names %s (a flag with a default takes it when left out)", f.Name, what)
 				return
 			}
 		}
