@@ -58,6 +58,7 @@ type limits struct {
 	MaxAliases                int     `json:"max_aliases"`
 	MaxPending                int     `json:"max_pending"`
 	RateLimitPerSecond        float64 `json:"rate_limit_per_second"`
+	RateBurst                 int     `json:"rate_burst"`
 }
 
 // limitFields are the fields kb.limits must have: limits' JSON names.
