@@ -2,8 +2,17 @@ package protocol
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+
+	"github.com/coder/websocket"
 
 	"github.com/subspace/kbkit/conformance"
 	"github.com/subspace/kbkit/server"
@@ -59,4 +68,124 @@ func TestAllowedConnectionClose(t *testing.T) {
 	})
 	results := runHostile(t, env, "hostile-connection-cap", "whoami")
 	expectFailures(t, results, nil, []string{"protocol/hostile-connection-cap", "protocol/whoami"})
+}
+
+// wsFront serves env's server through a WebSocket front whose messages to
+// the client pass through toClient (which sends them, held or changed, with
+// send) and to the server through toServer (nil: as they are); HTTP
+// passes through. It returns the front's base URL.
+func wsFront(t *testing.T, env *Env, toClient func(send func([]byte), b []byte), toServer func([]byte) []byte) string {
+	t.Helper()
+	up, _ := url.Parse(env.BaseURL)
+	rp := httputil.NewSingleHostReverseProxy(up)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") == "" {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		client, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer client.CloseNow()
+		h := http.Header{}
+		if a := r.Header.Get("Authorization"); a != "" {
+			h.Set("Authorization", a)
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		srv, _, err := websocket.Dial(ctx, "ws://"+up.Host+r.URL.RequestURI(), &websocket.DialOptions{HTTPHeader: h})
+		if err != nil {
+			_ = client.Close(websocket.StatusInternalError, "upstream")
+			return
+		}
+		defer srv.CloseNow()
+		client.SetReadLimit(64 << 20)
+		srv.SetReadLimit(64 << 20)
+		go func() {
+			defer cancel()
+			send := func(b []byte) { _ = client.Write(ctx, websocket.MessageText, b) }
+			for {
+				_, b, err := srv.Read(ctx)
+				if err != nil {
+					_ = client.Close(websocket.CloseStatus(err), "")
+					return
+				}
+				toClient(send, b)
+			}
+		}()
+		for {
+			typ, b, err := client.Read(ctx)
+			if err != nil {
+				return
+			}
+			if toServer != nil && typ == websocket.MessageText {
+				b = toServer(b)
+			}
+			if srv.Write(ctx, typ, b) != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(front.Close)
+	return front.URL
+}
+
+// Replies to a message array in reverse order (PROTOCOL.md 5.1 lets a
+// server answer in any order): protocol/ws-message-batch passes; and a
+// server that also handles the array's commands in reverse fails it.
+func TestAllowedRepliesInAnyOrder(t *testing.T) {
+	reverse := func(send func([]byte), held *[][]byte, b []byte) {
+		switch id := string(idOf(b)); id {
+		case "1", "2":
+			*held = append(*held, b)
+		case "3":
+			send(b)
+			for i := len(*held) - 1; i >= 0; i-- {
+				send((*held)[i])
+			}
+			*held = nil
+		default:
+			send(b)
+		}
+	}
+	env := start(t, nil)
+	var mu sync.Mutex
+	var held [][]byte
+	env.BaseURL = wsFront(t, env, func(send func([]byte), b []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		reverse(send, &held, b)
+	}, nil)
+	results := runHostile(t, env, "ws-message-batch", "ws-ping")
+	expectFailures(t, results, nil, []string{"protocol/ws-message-batch", "protocol/ws-ping"})
+
+	// Broken: the array's messages handled last to first.
+	broken := start(t, nil)
+	broken.BaseURL = wsFront(t, broken, func(send func([]byte), b []byte) { send(b) }, reverseArrays)
+	results = runHostile(t, broken, "ws-message-batch", "ws-ping")
+	expectFailures(t, results, []string{"protocol/ws-message-batch"}, []string{"protocol/ws-ping"})
+	if r := results["protocol/ws-message-batch"]; !strings.Contains(r.Message, "array order") {
+		t.Errorf("the failure does not say what was checked: %s", describe(r))
+	}
+}
+
+// idOf is a server message's id, as raw JSON.
+func idOf(b []byte) json.RawMessage {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.Unmarshal(b, &m)
+	return m.ID
+}
+
+// reverseArrays reverses every message array the client sends, so the
+// server handles its messages last to first.
+func reverseArrays(b []byte) []byte {
+	var arr []json.RawMessage
+	if json.Unmarshal(b, &arr) == nil && len(arr) > 1 {
+		slices.Reverse(arr)
+		b, _ = json.Marshal(arr)
+	}
+	return b
 }
