@@ -76,6 +76,12 @@ func TestAllowedConnectionClose(t *testing.T) {
 // passes through. It returns the front's base URL.
 func wsFront(t *testing.T, env *Env, toClient func(send func([]byte), b []byte), toServer func([]byte) []byte) string {
 	t.Helper()
+	return wsFrontPerConn(t, env, func() (func(func([]byte), []byte), func([]byte) []byte) { return toClient, toServer })
+}
+
+// wsFrontPerConn is wsFront with a pair of filters per connection.
+func wsFrontPerConn(t *testing.T, env *Env, perConn func() (toClient func(send func([]byte), b []byte), toServer func([]byte) []byte)) string {
+	t.Helper()
 	up, _ := url.Parse(env.BaseURL)
 	rp := httputil.NewSingleHostReverseProxy(up)
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -88,6 +94,7 @@ func wsFront(t *testing.T, env *Env, toClient func(send func([]byte), b []byte),
 			return
 		}
 		defer client.CloseNow()
+		toClient, toServer := perConn()
 		h := http.Header{}
 		if a := r.Header.Get("Authorization"); a != "" {
 			h.Set("Authorization", a)

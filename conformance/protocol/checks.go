@@ -2,7 +2,7 @@ package protocol
 
 // Checks returns the suite, in the order it runs. Ids are stable.
 func Checks() []Check {
-	return append(append(checks(), commandChecks()...), hostileChecks()...)
+	return append(append(append(checks(), commandChecks()...), hostileChecks()...), certifyChecks()...)
 }
 
 func checks() []Check {
