@@ -3,6 +3,8 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -197,4 +199,78 @@ func TestBrokenMaxPending(t *testing.T) {
 	})
 	results := runHostile(t, env, "hostile-max-pending", "page-outcomes")
 	expectFailures(t, results, []string{"protocol/hostile-max-pending"}, []string{"protocol/page-outcomes"})
+}
+
+// tcpFront relays env's server through a TCP proxy that passes what the
+// server sends through edit (per chunk read); it returns the front's base
+// URL. Every connection it accepted is closed with the test.
+func tcpFront(t *testing.T, env *Env, edit func([]byte) []byte) string {
+	t.Helper()
+	up, _ := url.Parse(env.BaseURL)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", up.Host)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			open = append(open, c, s)
+			mu.Unlock()
+			wg.Add(2)
+			go func() { defer wg.Done(); _, _ = io.Copy(s, c); s.Close() }()
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := s.Read(buf)
+					if n > 0 {
+						if _, werr := c.Write(edit(buf[:n])); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// The connection cap's 503 without Retry-After.
+func TestBrokenConnectionCapNoRetryAfter(t *testing.T) {
+	env := start(t, nil)
+	env.BaseURL = tcpFront(t, env, func(b []byte) []byte {
+		return bytes.ReplaceAll(b, []byte("Retry-After: 1\r\n"), nil)
+	})
+	results := runHostile(t, env, "hostile-connection-cap", "whoami")
+	expectFailures(t, results, []string{"protocol/hostile-connection-cap"}, []string{"protocol/whoami"})
+	if r := results["protocol/hostile-connection-cap"]; !strings.Contains(r.Message, "Retry-After") {
+		t.Errorf("the failure does not say what was checked: %s", describe(r))
+	}
 }

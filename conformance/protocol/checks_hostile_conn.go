@@ -45,15 +45,16 @@ func (e *Env) dialRaw(ctx context.Context) (net.Conn, string, error) {
 
 // readAnswer reads one HTTP answer's status line and headers from c,
 // within d: keep is false when the server said Connection: close; open is
-// true when nothing came (the connection hangs).
-func readAnswer(c net.Conn, d time.Duration) (status string, keep, open bool) {
+// true when nothing came (the connection hangs); retryAfter says whether
+// it had a Retry-After header.
+func readAnswer(c net.Conn, d time.Duration) (status string, keep, open, retryAfter bool) {
 	_ = c.SetReadDeadline(time.Now().Add(d))
 	defer func() { _ = c.SetReadDeadline(time.Time{}) }()
 	br := bufio.NewReader(c)
 	line, err := br.ReadString('\n')
 	var ne net.Error
 	if err != nil && errors.As(err, &ne) && ne.Timeout() {
-		return "", false, true
+		return "", false, true, false
 	}
 	status, keep = strings.TrimSpace(line), err == nil
 	length := 0
@@ -69,12 +70,14 @@ func readAnswer(c net.Conn, d time.Duration) (status string, keep, open bool) {
 			keep = false
 		case strings.EqualFold(k, "content-length"):
 			length, _ = strconv.Atoi(v)
+		case strings.EqualFold(k, "retry-after") && v != "":
+			retryAfter = true
 		}
 	}
 	if err == nil && length > 0 {
 		_, err = io.ReadFull(br, make([]byte, length)) // the body, so that the connection holds nothing unread
 	}
-	return status, keep && err == nil, false
+	return status, keep && err == nil, false, retryAfter
 }
 
 // stillOpen closes and drops the connections the server has closed (a
@@ -471,7 +474,7 @@ func checkConnectionCap(ctx context.Context, e *Env) error {
 			refused, status = i, "closed"
 			break
 		}
-		st, keep, open := readAnswer(c, e.EventTimeout)
+		st, keep, open, retryAfter := readAnswer(c, e.EventTimeout)
 		switch {
 		case open:
 			return &Failure{Message: fmt.Sprintf("connection %d of max_connections %d hangs without an answer (PROTOCOL.md 8: answered 503 or closed at once)", i+1, n),
@@ -482,6 +485,9 @@ func checkConnectionCap(ctx context.Context, e *Env) error {
 			c.Close() // served with Connection: close: not held open
 			conns = conns[:len(conns)-1]
 			hold = true
+		case strings.Contains(st, " 503") && !retryAfter:
+			return &Failure{Message: fmt.Sprintf("connection %d, past max_connections %d, is answered 503 without Retry-After (PROTOCOL.md 3.2, 8: SERVICE_UNAVAILABLE carries Retry-After)", i+1, n),
+				Expected: "HTTP 503 with Retry-After", Got: st + " without Retry-After"}
 		case st == "" || strings.Contains(st, " 503"):
 			refused, status = i, st
 		default:
