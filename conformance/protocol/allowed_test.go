@@ -56,7 +56,8 @@ func TestAllowedRateLimit(t *testing.T) {
 
 // HTTP keep-alive off (every answer says Connection: close, HTTP/1.1
 // allows it): the connection cap check counts only the connections that
-// are really open, and still finds the cap.
+// are really open, and still finds the cap; the idle check has no idle
+// connection to wait on.
 func TestAllowedConnectionClose(t *testing.T) {
 	env := start(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,13 +67,14 @@ func TestAllowedConnectionClose(t *testing.T) {
 			h.ServeHTTP(w, r)
 		})
 	})
-	results := runHostile(t, env, "hostile-connection-cap", "whoami")
-	expectFailures(t, results, nil, []string{"protocol/hostile-connection-cap", "protocol/whoami"})
+	results := runHostile(t, env, "hostile-connection-cap", "hostile-idle-keepalive", "whoami")
+	expectFailures(t, results, nil, []string{"protocol/hostile-connection-cap", "protocol/hostile-idle-keepalive", "protocol/whoami"})
 }
 
 // wsFront serves env's server through a WebSocket front whose messages to
 // the client pass through toClient (which sends them, held or changed, with
-// send) and to the server through toServer (nil: as they are); HTTP
+// send) and to the server through toServer (nil: as they are; toServer
+// returning nil holds the message back); HTTP
 // passes through. It returns the front's base URL.
 func wsFront(t *testing.T, env *Env, toClient func(send func([]byte), b []byte), toServer func([]byte) []byte) string {
 	t.Helper()
@@ -127,7 +129,9 @@ func wsFrontPerConn(t *testing.T, env *Env, perConn func() (toClient func(send f
 				return
 			}
 			if toServer != nil && typ == websocket.MessageText {
-				b = toServer(b)
+				if b = toServer(b); b == nil {
+					continue // held or answered by the front
+				}
 			}
 			if srv.Write(ctx, typ, b) != nil {
 				return

@@ -274,3 +274,57 @@ func TestBrokenConnectionCapNoRetryAfter(t *testing.T) {
 		t.Errorf("the failure does not say what was checked: %s", describe(r))
 	}
 }
+
+// PING answered only once every call before it is answered (a front that
+// holds it back), and a server that advertises an idle timeout it does not
+// enforce.
+func TestBrokenPingAndIdle(t *testing.T) {
+	t.Run("ping queued", func(t *testing.T) {
+		env := start(t, nil)
+		env.BaseURL = wsFrontPerConn(t, env, func() (func(func([]byte), []byte), func([]byte) []byte) {
+			var mu sync.Mutex
+			outstanding, held := 0, false
+			toServer := func(b []byte) []byte {
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case string(b) == "PING" && outstanding > 0:
+					held = true
+					return nil
+				case bytes.Contains(b, []byte(`"method":"query"`)) || bytes.Contains(b, []byte(`"method":"mutation"`)):
+					outstanding++
+				}
+				return b
+			}
+			toClient := func(send func([]byte), b []byte) {
+				send(b)
+				mu.Lock()
+				defer mu.Unlock()
+				if bytes.Contains(b, []byte(`"result":{"type":"data","data"`)) || bytes.Contains(b, []byte(`"error"`)) {
+					outstanding--
+				}
+				if held && outstanding <= 0 {
+					held = false
+					send([]byte("PONG"))
+				}
+			}
+			return toClient, toServer
+		})
+		results := runHostile(t, env, "ws-ping-jumps-queue", "ws-ping")
+		expectFailures(t, results, []string{"protocol/ws-ping-jumps-queue"}, []string{"protocol/ws-ping"})
+	})
+	t.Run("idle never closed", func(t *testing.T) {
+		limits := testLimits
+		limits.IdleTimeout = -1
+		env := startWith(t, func(h http.Handler) http.Handler {
+			return rewrite(h, func(r *http.Request, status int, body []byte) (int, []byte) {
+				if r.URL.Path == "/trpc/kb.limits" {
+					return status, bytes.Replace(body, []byte(`"idle_timeout_ms":0`), []byte(`"idle_timeout_ms":2000`), 1)
+				}
+				return status, body
+			})
+		}, limits)
+		results := runHostile(t, env, "hostile-idle-keepalive", "whoami")
+		expectFailures(t, results, []string{"protocol/hostile-idle-keepalive"}, []string{"protocol/whoami"})
+	})
+}

@@ -18,7 +18,7 @@ import (
 // check here fails against a broken variant of the reference server
 // (certify_test.go).
 
-func certifyChecks() []Check {
+func certifyCallChecks() []Check {
 	return []Check{
 		{"protocol/hostile-id-other-device", "an id decided by another device of the workspace, on the same page, is rejected id-reused (409) and writes nothing; the first device's retry keeps its outcome (4.1; needs --token2)", checkIDOtherDevice},
 		{"protocol/ws-event-bytes", "an event's data {cmd, seq} is canonical JSON (RFC 8785), whatever white space, key order and escapes the payload was sent with, and the same bytes live and replayed (4.4)", checkEventBytes},
@@ -27,6 +27,8 @@ func certifyChecks() []Check {
 		{"protocol/hostile-max-pending", "kb.page with max_pending pending ids is served; one more is 400 BAD_REQUEST (4.2, 8)", checkMaxPending},
 	}
 }
+
+func certifyChecks() []Check { return append(certifyCallChecks(), certifyConnChecks()...) }
 
 // ---- command ids across devices ----
 

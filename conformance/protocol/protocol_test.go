@@ -27,6 +27,7 @@ func TestMain(m *testing.M) { os.Exit(pgprovider.RunTests(m)) }
 // timeouts and caps of the hostile checks small enough to reach quickly.
 var testLimits = server.Limits{
 	BodyTimeout:               2 * time.Second,
+	IdleTimeout:               3 * time.Second,
 	ParamsTimeout:             2 * time.Second,
 	MaxConnections:            64,
 	MaxSubscriptionsPerSocket: 100, // past max_socket_queue: the suite must pace its subscriptions

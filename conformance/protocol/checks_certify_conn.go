@@ -1,0 +1,113 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+)
+
+// The connection side of checks_certify.go: PING ahead of queued calls,
+// idle keep-alive connections.
+
+func certifyConnChecks() []Check {
+	return []Check{
+		{"protocol/ws-ping-jumps-queue", "a PING sent behind queued calls is answered PONG before those calls' replies (5.1: PING jumps the queue)", checkPingJumpsQueue},
+		{"protocol/hostile-idle-keepalive", "a keep-alive HTTP connection without a request is closed within idle_timeout_ms (8; nothing to check when it is 0)", checkIdleKeepAlive},
+	}
+}
+
+func checkPingJumpsQueue(ctx context.Context, e *Env) error {
+	l, err := e.needLimits(ctx)
+	if err != nil {
+		return err
+	}
+	p, err := e.newPage(ctx)
+	if err != nil {
+		return step("setup", err)
+	}
+	w, err := e.ws(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	// Slow calls: kb.page with max_pending pending ids each, within the
+	// socket's queue so that none is refused.
+	pending := make([]string, max(1, min(l.MaxPending, 1000)))
+	for i := range pending {
+		pending[i] = newID()
+	}
+	k := max(2, min(l.MaxSocketQueue/2, 30))
+	start := time.Now()
+	for i := 0; i < k; i++ {
+		if err := w.sendJSON(ctx, map[string]any{"id": i, "method": "query",
+			"params": map[string]any{"path": "kb.page", "input": map[string]any{"page_id": p.id, "pending": pending}}}); err != nil {
+			return err
+		}
+	}
+	if err := w.sendRaw(ctx, []byte("PING")); err != nil {
+		return err
+	}
+	replies, pong := 0, false
+	var last time.Time
+	for replies < k || !pong {
+		b, err := w.next(ctx)
+		if err != nil {
+			return w.fail(fmt.Sprintf("PONG and %d replies", k), fmt.Sprintf("%d replies, PONG %v: %v", replies, pong, err), "the server did not answer")
+		}
+		if string(b) == "PONG" {
+			if replies == k && last.Sub(start) >= 20*time.Millisecond {
+				return w.fail("PONG before the last of the queued calls' replies", fmt.Sprintf("PONG after all %d replies (the last %s after the first call)", k, last.Sub(start).Round(time.Millisecond)),
+					"PING is answered at once, not behind the calls queued before it (PROTOCOL.md 5.1: PING jumps the queue)")
+			}
+			pong = true
+			continue
+		}
+		replies++
+		last = time.Now()
+	}
+	return nil
+}
+
+func checkIdleKeepAlive(ctx context.Context, e *Env) error {
+	l, err := e.needLimits(ctx)
+	if err != nil {
+		return err
+	}
+	idle := time.Duration(l.IdleTimeoutMS) * time.Millisecond
+	switch {
+	case idle == 0:
+		return nil // no idle limit: allowed (PROTOCOL.md 4.6), nothing to check
+	case idle > 40*time.Second:
+		return Skipf("idle_timeout_ms %d: longer than this check waits (40 s); run the server with a shorter idle timeout to check it", l.IdleTimeoutMS)
+	}
+	c, host, err := e.dialRaw(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: "+host+"\r\n\r\n"); err != nil {
+		return err
+	}
+	st, keep, open, _ := readAnswer(c, e.EventTimeout)
+	switch {
+	case open:
+		return failf("GET /healthz was not answered within %s", e.EventTimeout)
+	case !keep:
+		return nil // Connection: close: the server holds no idle connection
+	case st == "":
+		return failf("GET /healthz: the connection closed without an answer")
+	}
+	start := time.Now()
+	_ = c.SetReadDeadline(start.Add(grace(l.IdleTimeoutMS)))
+	_, err = c.Read(make([]byte, 1))
+	var ne net.Error
+	if err != nil && errors.As(err, &ne) && ne.Timeout() {
+		return &Failure{Message: fmt.Sprintf("an idle keep-alive connection is still open %s after its last answer (idle_timeout_ms %d): idle connections are never closed (PROTOCOL.md 8)",
+			time.Since(start).Round(100*time.Millisecond), l.IdleTimeoutMS),
+			Expected: fmt.Sprintf("closed within %d ms", l.IdleTimeoutMS), Got: "still open"}
+	}
+	return nil
+}
