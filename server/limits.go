@@ -55,7 +55,7 @@ type Limits struct {
 // DefaultLimits are the reference server's defaults.
 var DefaultLimits = Limits{
 	BodyTimeout:               30 * time.Second,
-	IdleTimeout:               120 * time.Second,
+	IdleTimeout:               30 * time.Second, // PROTOCOL.md 8: every timeout at most 30 s
 	ParamsTimeout:             30 * time.Second,
 	MaxConnections:            10000,
 	MaxSubscriptionsPerSocket: 1000,
