@@ -328,3 +328,19 @@ func TestBrokenPingAndIdle(t *testing.T) {
 		expectFailures(t, results, []string{"protocol/hostile-idle-keepalive"}, []string{"protocol/whoami"})
 	})
 }
+
+// A socket queue advertised smaller than the one enforced (from outside,
+// a queue that is not bounded at the advertised size): four times it
+// pipelined are all served.
+func TestBrokenSocketQueue(t *testing.T) {
+	env := start(t, func(h http.Handler) http.Handler {
+		return rewrite(h, func(r *http.Request, status int, body []byte) (int, []byte) {
+			if r.URL.Path == "/trpc/kb.limits" {
+				return status, bytes.Replace(body, []byte(`"max_socket_queue":64`), []byte(`"max_socket_queue":8`), 1)
+			}
+			return status, body
+		})
+	})
+	results := runHostile(t, env, "hostile-socket-queue", "ws-ping")
+	expectFailures(t, results, []string{"protocol/hostile-socket-queue"}, []string{"protocol/ws-ping"})
+}

@@ -15,6 +15,7 @@ import (
 func certifyConnChecks() []Check {
 	return []Check{
 		{"protocol/ws-ping-jumps-queue", "a PING sent behind queued calls is answered PONG before those calls' replies (5.1: PING jumps the queue)", checkPingJumpsQueue},
+		{"protocol/hostile-socket-queue", "four times max_socket_queue calls pipelined on one socket are each answered once; past the queue some are refused TOO_MANY_REQUESTS, retryable (8)", checkSocketQueue},
 		{"protocol/hostile-idle-keepalive", "a keep-alive HTTP connection without a request is closed within idle_timeout_ms (8; nothing to check when it is 0)", checkIdleKeepAlive},
 	}
 }
@@ -108,6 +109,79 @@ func checkIdleKeepAlive(ctx context.Context, e *Env) error {
 		return &Failure{Message: fmt.Sprintf("an idle keep-alive connection is still open %s after its last answer (idle_timeout_ms %d): idle connections are never closed (PROTOCOL.md 8)",
 			time.Since(start).Round(100*time.Millisecond), l.IdleTimeoutMS),
 			Expected: fmt.Sprintf("closed within %d ms", l.IdleTimeoutMS), Got: "still open"}
+	}
+	return nil
+}
+
+// checkSocketQueue pipelines four times max_socket_queue slow calls on one
+// socket without waiting: each is answered once, and past the queue some
+// are refused TOO_MANY_REQUESTS, retryable. A server that answered them
+// all within 10 ms had no queue to bound: nothing to check then.
+func checkSocketQueue(ctx context.Context, e *Env) error {
+	l, err := e.needLimits(ctx)
+	if err != nil {
+		return err
+	}
+	q := l.MaxSocketQueue
+	if q <= 0 {
+		return failf("kb.limits advertises no max_socket_queue (PROTOCOL.md 8)")
+	}
+	if q > 2500 {
+		return Skipf("max_socket_queue %d: more calls than this suite pipelines (10000)", q)
+	}
+	p, err := e.newPage(ctx)
+	if err != nil {
+		return step("setup", err)
+	}
+	w, err := e.ws(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	pending := make([]string, max(1, min(l.MaxPending, 100)))
+	for i := range pending {
+		pending[i] = newID()
+	}
+	pc := newPacer(l)
+	n := 4 * q
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if err := pc.wait(ctx); err != nil {
+			return err
+		}
+		if err := w.sendJSON(ctx, map[string]any{"id": i, "method": "query",
+			"params": map[string]any{"path": "kb.page", "input": map[string]any{"page_id": p.id, "pending": pending}}}); err != nil {
+			return err
+		}
+	}
+	seen := map[string]bool{}
+	refused := 0
+	for len(seen) < n {
+		m, err := w.recv(ctx, fmt.Sprintf("the answers to %d pipelined calls (%d so far)", n, len(seen)))
+		if err != nil {
+			return err
+		}
+		id := string(m.ID)
+		if seen[id] {
+			return w.fail("one answer per call", excerpt(m.raw, 300), "call %s was answered twice", id)
+		}
+		seen[id] = true
+		if m.Error == nil {
+			continue
+		}
+		es, err := w.wsError(m, "TOO_MANY_REQUESTS", "kb.page", "a pipelined call past max_socket_queue")
+		if err != nil {
+			return err
+		}
+		if !es.Data.Retryable {
+			return w.fail(`"retryable": true`, excerpt(m.raw, 300), "a call refused past max_socket_queue is retryable (PROTOCOL.md 8)")
+		}
+		refused++
+	}
+	if took := time.Since(start); refused == 0 && took >= 10*time.Millisecond && pc.rate == 0 {
+		return w.fail(fmt.Sprintf("some of %d pipelined calls refused TOO_MANY_REQUESTS", n),
+			fmt.Sprintf("all %d served, in %s", n, took.Round(time.Millisecond)),
+			"%d calls pipelined on one socket with max_socket_queue %d were all served: the queue is not bounded (PROTOCOL.md 8)", n, q)
 	}
 	return nil
 }
