@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -11,6 +12,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/subspace/kbkit/conformance"
+	"github.com/subspace/kbkit/server/pgprovider"
 )
 
 // Each check of checks_certify.go fails against a server broken the way
@@ -343,4 +348,34 @@ func TestBrokenSocketQueue(t *testing.T) {
 	})
 	results := runHostile(t, env, "hostile-socket-queue", "ws-ping")
 	expectFailures(t, results, []string{"protocol/hostile-socket-queue"}, []string{"protocol/ws-ping"})
+}
+
+// A write timeout advertised shorter than the one enforced (from outside,
+// a client that does not read is held longer than kb.limits says): the
+// server holds it 60 s, kb.limits says 1 s.
+func TestBrokenWriteTimeout(t *testing.T) {
+	ctx := context.Background()
+	e, err := conformance.NewEmbedded(ctx, pgprovider.ForTest(t), conformance.EmbeddedOptions{Instances: 1, Limits: testLimits, WriteTimeout: time.Minute,
+		Wrap: func(h http.Handler) http.Handler {
+			return rewrite(h, func(r *http.Request, status int, body []byte) (int, []byte) {
+				if r.URL.Path == "/trpc/kb.limits" {
+					return status, bytes.Replace(body, []byte(`"write_timeout_ms":60000`), []byte(`"write_timeout_ms":1000`), 1)
+				}
+				return status, body
+			})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	tok, err := e.Devices(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{BaseURL: e.Endpoints()[0], Token: tok[0]}
+	if err := env.Preflight(ctx); err != nil {
+		t.Fatal(err)
+	}
+	results := runHostile(t, env, "hostile-write-timeout", "ws-ping")
+	expectFailures(t, results, []string{"protocol/hostile-write-timeout"}, []string{"protocol/ws-ping"})
 }

@@ -1,11 +1,16 @@
 package protocol
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -16,6 +21,7 @@ func certifyConnChecks() []Check {
 	return []Check{
 		{"protocol/ws-ping-jumps-queue", "a PING sent behind queued calls is answered PONG before those calls' replies (5.1: PING jumps the queue)", checkPingJumpsQueue},
 		{"protocol/hostile-socket-queue", "four times max_socket_queue calls pipelined on one socket are each answered once; past the queue some are refused TOO_MANY_REQUESTS, retryable (8)", checkSocketQueue},
+		{"protocol/hostile-write-timeout", "a WebSocket that stops reading is disconnected within write_timeout_ms of a blocked write, its events piling up (5.3, 8)", checkWriteTimeout},
 		{"protocol/hostile-idle-keepalive", "a keep-alive HTTP connection without a request is closed within idle_timeout_ms (8; nothing to check when it is 0)", checkIdleKeepAlive},
 	}
 }
@@ -184,4 +190,126 @@ func checkSocketQueue(ctx context.Context, e *Env) error {
 			"%d calls pipelined on one socket with max_socket_queue %d were all served: the queue is not bounded (PROTOCOL.md 8)", n, q)
 	}
 	return nil
+}
+
+// rawWS opens a WebSocket by hand on a TCP connection with a small receive
+// buffer, subscribes to page and returns once "started" arrived: the
+// caller then stops reading, as a client that does not read its socket.
+func (e *Env) rawWS(ctx context.Context, page string) (net.Conn, error) {
+	c, host, err := e.dialRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096)
+	}
+	key := make([]byte, 16)
+	_, _ = rand.Read(key)
+	u, _ := url.Parse(e.wsURL(""))
+	req := "GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + host + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: " + base64.StdEncoding.EncodeToString(key) + "\r\n" +
+		"Authorization: Bearer " + e.Token + "\r\n\r\n"
+	msg := rawJSON(map[string]any{"id": 1, "method": "subscription", "params": map[string]any{"path": "kb.onPage", "input": map[string]any{"page_id": page}}})
+	if _, err := io.WriteString(c, req); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if _, err := c.Write(maskedText(msg)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	_ = c.SetReadDeadline(time.Now().Add(e.EventTimeout))
+	var got []byte
+	buf := make([]byte, 4096)
+	for !bytes.Contains(got, []byte(`"started"`)) {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("a hand-made WebSocket to %s: no \"started\" (%v): %s", u, err, excerpt(got, 300))
+		}
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	return c, nil
+}
+
+// maskedText is one masked client text frame holding b.
+func maskedText(b []byte) []byte {
+	f := []byte{0x81}
+	switch n := len(b); {
+	case n < 126:
+		f = append(f, 0x80|byte(n))
+	case n < 1<<16:
+		f = append(f, 0x80|126, byte(n>>8), byte(n))
+	default:
+		f = append(f, 0x80|127, 0, 0, 0, 0, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	}
+	mask := []byte{0x6b, 0x62, 0x6b, 0x74}
+	f = append(f, mask...)
+	for i, c := range b {
+		f = append(f, c^mask[i%4])
+	}
+	return f
+}
+
+// checkWriteTimeout subscribes on a socket it never reads again, commits
+// megabytes of events to the page, and expects the server to disconnect
+// it within write_timeout_ms once its writes block (PROTOCOL.md 5.3, 8).
+func checkWriteTimeout(ctx context.Context, e *Env) error {
+	l, err := e.needLimits(ctx)
+	if err != nil {
+		return err
+	}
+	wt := time.Duration(l.WriteTimeoutMS) * time.Millisecond
+	switch {
+	case wt == 0:
+		return failf("kb.limits advertises no write timeout: a client that does not read holds the server's writes for ever (PROTOCOL.md 5.3: disconnected after 10 s)")
+	case wt > 30*time.Second:
+		return Skipf("write_timeout_ms %d: longer than this check waits (30 s)", l.WriteTimeoutMS)
+	}
+	p, err := e.newPage(ctx)
+	if err != nil {
+		return step("setup", err)
+	}
+	c, err := e.rawWS(ctx, p.id)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	// 6 MB of events: more than the kernel buffers on both sides hold
+	// (Linux: at most 4 MB sent unacknowledged).
+	chunk := strings.Repeat("0123456789abcdef", int(min(e.MaxBody-1024, 100<<10)/16))
+	total := 0
+	for i := 0; total < 6<<20; i++ {
+		if _, err := e.commit(ctx, p, "create-after", map[string]any{"node": fmt.Sprintf("w%d", i), "text": chunk}); err != nil {
+			return step("setup: a large command", err)
+		}
+		total += len(chunk)
+	}
+	blocked := time.Now()
+	time.Sleep(grace(l.WriteTimeoutMS))
+	// A closed socket answers what arrives with a reset: send a PING and
+	// drain what the kernels hold. A disconnected socket ends (reset or
+	// EOF); one the server still holds blocks.
+	if _, err := c.Write(maskedText([]byte("PING"))); err != nil {
+		return nil // already reset: disconnected
+	}
+	buf := make([]byte, 1<<20)
+	drained := 0
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		n, err := c.Read(buf)
+		drained += n
+		var ne net.Error
+		switch {
+		case err == nil:
+			continue
+		case errors.As(err, &ne) && ne.Timeout():
+			return &Failure{Message: fmt.Sprintf("a WebSocket that stopped reading is still connected %s after %d MB of events were committed to its page (%d KB were on their way; write_timeout_ms %d; PROTOCOL.md 5.3, 8)",
+				time.Since(blocked).Round(100*time.Millisecond), total>>20, drained>>10, l.WriteTimeoutMS),
+				Expected: fmt.Sprintf("disconnected within %d ms of a blocked write", l.WriteTimeoutMS), Got: "still connected"}
+		default:
+			return nil // EOF or reset: disconnected
+		}
+	}
 }
