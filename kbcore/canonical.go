@@ -241,7 +241,7 @@ func CanonicalMismatch(got, want []byte) string {
 		i++
 	}
 	rest := string(got[i:])
-	if j := lastStringStart(got[:i]); j >= 0 && i-j <= 6 {
+	if j := lastBackslash(got[:i]); j >= 0 && i-j <= 6 {
 		rest = string(got[j:]) // inside an escape: show it whole
 	}
 	rule := "object keys sorted by UTF-16 code units, a document's nodes sorted by id"
@@ -265,8 +265,9 @@ func CanonicalMismatch(got, want []byte) string {
 	return fmt.Sprintf("at byte %d: sent %q, canonical %q (RFC 8785: %s)", i, clip(got[lo:], 80), clip(want[lo:], 80), rule)
 }
 
-// lastStringStart is the index of the last backslash in b, -1 if none.
-func lastStringStart(b []byte) int {
+// lastBackslash is the index of a backslash among the last 6 bytes of b
+// (an escape the first difference may be inside), -1 if none.
+func lastBackslash(b []byte) int {
 	for j := len(b) - 1; j >= 0 && j >= len(b)-6; j-- {
 		if b[j] == '\\' {
 			return j
