@@ -34,21 +34,21 @@ func RemoteWith(url string, tokens []string, c RemoteCommands) Target {
 	if c.Timeout <= 0 {
 		c.Timeout = 2 * time.Minute
 	}
-	r := commanded{remote: remote{url: url, tokens: tokens}, cmds: c}
+	r := commandedPG{remote: remote{url: url, tokens: tokens}, cmds: c}
 	if c.RestartInstance == "" {
-		return commandedPG{r}
+		return r // no RestartInstance method: instance restarts are not drawn
 	}
-	return r
+	return commanded{r}
 }
 
-// commanded is a remote target with both commands' faults (RestartInstance
-// only when its command is set: commandedPG lacks the method).
-type commanded struct {
+// commandedPG is a remote target with the operator's commands, without
+// instance restarts; commanded adds them.
+type commandedPG struct {
 	remote
 	cmds RemoteCommands
 }
 
-type commandedPG struct{ commanded }
+type commanded struct{ commandedPG }
 
 // RestartInstance runs the instance restart command.
 func (c commanded) RestartInstance(ctx context.Context, i int) error {
@@ -56,16 +56,16 @@ func (c commanded) RestartInstance(ctx context.Context, i int) error {
 }
 
 // CanRestartPostgres reports whether a Postgres restart command was given.
-func (c commanded) CanRestartPostgres() bool { return c.cmds.RestartPostgres != "" }
+func (c commandedPG) CanRestartPostgres() bool { return c.cmds.RestartPostgres != "" }
 
 // RestartPostgres runs the Postgres restart command.
-func (c commanded) RestartPostgres(ctx context.Context) error {
+func (c commandedPG) RestartPostgres(ctx context.Context) error {
 	return c.run(ctx, "--postgres-restart-command", c.cmds.RestartPostgres)
 }
 
 // run runs one command (killed if it outlives the timeout) and waits for
 // the server's health.
-func (c commanded) run(ctx context.Context, flag, command string, env ...string) error {
+func (c commandedPG) run(ctx context.Context, flag, command string, env ...string) error {
 	if command == "" {
 		return fmt.Errorf("%s is not set", flag)
 	}
