@@ -304,7 +304,7 @@ func (c *wsConn) streamInvalidations(ctx context.Context, m wsMessage, sub *wsSu
 }
 
 // A kb.onPage event goes out as {"id":<request id>[,"jsonrpc":...],
-// "result":{"type":"data","id":"<seq>","data":{"seq":...,"cmd":...}}}: the
+// "result":{"type":"data","id":"<seq>","data":{"cmd":...,"seq":...}}}: the
 // part from "result" on is the same for every subscriber of the page, so
 // it is encoded once per event (dispatch.Event.Wire) and only the short
 // prefix of each subscription is prepended; no JSON work per subscriber.
