@@ -8,6 +8,7 @@ require (
 	github.com/benbjohnson/immutable v0.4.3
 	github.com/coder/websocket v1.8.15
 	github.com/google/uuid v1.6.0
+	github.com/gowebpki/jcs v1.0.2
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/moby/moby/api v1.56.1
 	github.com/prometheus/client_golang v1.25.0

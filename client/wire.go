@@ -12,7 +12,7 @@ import (
 // subscription receives is a tracked event in the shape the spec shows
 // (spec/PROTOCOL.md 4.4):
 //
-//	{"id":1,"result":{"type":"data","id":"12","data":{"seq":12,"cmd":{"id":"…","type":"edit-text","payload":{…}}}}}
+//	{"id":1,"result":{"type":"data","id":"12","data":{"cmd":{"id":"…","payload":{…},"type":"edit-text"},"seq":12}}}
 //
 // decodeEvent reads exactly that shape (keys in any order, white space
 // between tokens, each key once and spelt as the spec does, plain

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -212,12 +211,8 @@ func canonicalDoc(raw json.RawMessage, want kbcore.Doc) string {
 	if err != nil {
 		return err.Error()
 	}
-	var got bytes.Buffer
-	if err := json.Compact(&got, raw); err != nil {
-		return fmt.Sprintf("not JSON: %v", err)
+	if d := kbcore.CanonicalMismatch(raw, canon); d != "" {
+		return "\n  " + d
 	}
-	if bytes.Equal(got.Bytes(), canon) {
-		return ""
-	}
-	return fmt.Sprintf("\n  canonical: %.300s\n  sent:      %.300s", canon, got.Bytes())
+	return ""
 }

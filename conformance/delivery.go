@@ -100,6 +100,9 @@ func (s *sim) concludeSend(sc *sendCall) error {
 	s.checkAnswer(sc)
 	if err == nil && sc.lose {
 		s.stats.LostResp++
+		if sc.forced {
+			s.stats.ForcedLost++
+		}
 		s.logf("w%d send %s %s: response lost (fault)", w.idx, c.ID[:8], c.Type)
 		refetch := s.rng.IntN(2) == 0
 		if sc.forced {

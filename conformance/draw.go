@@ -9,6 +9,21 @@ import (
 
 // ---- command generation ----
 
+// byteRuleText are pieces of text that meet every escaping rule of
+// canonical JSON (RFC 8785, spec/canonical.json): the simulator's
+// byte-level projection check compares kb.page's bytes with them in.
+var byteRuleText = []string{"<", ">", "&", "<b>&amp;</b>", `"`, `\`, "/", "\u2028", "\u2029", "\t", "\n", "\x01", "\x1f", "\x7f",
+	"😀", "\U0001F469\u200d\U0001F4BB", "e\u0301", "\u05e9\u05dc\u05d5\u05dd", "\u202eRTL\u202c", "\ufeff"}
+
+// piece is the next piece of typed text: mostly a letter, a quarter of
+// the time a byte-rule piece.
+func (s *sim) piece() string {
+	if s.rng.IntN(4) == 0 {
+		return byteRuleText[s.rng.IntN(len(byteRuleText))]
+	}
+	return string(rune('a' + s.rng.IntN(26)))
+}
+
 func (s *sim) drawCommand(w *win) kbcore.Command {
 	d := w.w.Rendered()
 	// Document order, not id order: ids carry a per-run nonce, and the
@@ -44,12 +59,12 @@ func (s *sim) drawCommand(w *win) kbcore.Command {
 		// sent, formulas included.
 		if len(codes) == 0 || (len(tables) > 0 && s.rng.IntN(2) == 0) {
 			cell := fmt.Sprintf("%c%d", 'A'+rune(s.rng.IntN(3)), 1+s.rng.IntN(3))
-			value := [...]string{fmt.Sprint(s.rng.IntN(100)), "=A1+1", "=SUM(A1:B2)", "", "x [[" + s.titles[s.rng.IntN(len(s.titles))] + "]]"}[s.rng.IntN(5)]
+			value := [...]string{fmt.Sprint(s.rng.IntN(100)), "=A1+1", "=SUM(A1:B2)", "", "x [[" + s.titles[s.rng.IntN(len(s.titles))] + "]]", "a" + s.piece()}[s.rng.IntN(6)]
 			typ, p = kbcore.TypeSetCell, map[string]any{"node": tables[s.rng.IntN(len(tables))], "cell": cell, "value": value}
 		} else {
 			outs := []map[string]string{}
 			for k := s.rng.IntN(3); k > 0; k-- {
-				outs = append(outs, map[string]string{"mime": "text/plain", "data": fmt.Sprintf("out %d", s.idSeq)})
+				outs = append(outs, map[string]string{"mime": "text/plain", "data": fmt.Sprintf("out %d %s", s.idSeq, s.piece())})
 			}
 			typ, p = kbcore.TypeSetOutputs, map[string]any{"node": codes[s.rng.IntN(len(codes))], "outputs": outs}
 		}
@@ -57,14 +72,14 @@ func (s *sim) drawCommand(w *win) kbcore.Command {
 		n := pick()
 		text := "x"
 		if node, ok := d.Node(n); ok {
-			text = node.Text + string(rune('a'+s.rng.IntN(26)))
+			text = node.Text + s.piece()
 			if s.rng.IntN(15) == 0 {
 				text += " see [[" + s.titles[s.rng.IntN(len(s.titles))] + "]]"
 			}
 		}
 		typ, p = kbcore.TypeEditText, map[string]any{"node": n, "text": text}
 	case r < 62:
-		p = map[string]any{"text": fmt.Sprintf("n%d", s.idSeq)}
+		p = map[string]any{"text": fmt.Sprintf("n%d %s", s.idSeq, s.piece())}
 		if len(nodes) > 0 && s.rng.IntN(3) > 0 {
 			p["after"] = pick()
 		} else if len(nodes) > 0 && s.rng.IntN(2) == 0 {

@@ -107,6 +107,9 @@ type Stats struct {
 	Reordered  int `json:"reordered_echoes"`
 	Cuts       int `json:"socket_cuts"`
 	LostResp   int `json:"lost_responses"`
+	// ForcedLost counts the lost responses the rejection race forces
+	// (whatever the drawn lose rate).
+	ForcedLost int `json:"forced_lost_responses"`
 	Restarts   int `json:"restarts"`
 	// RejectedOutcomes counts rejections a refetch reported (a rejected
 	// command whose answer was lost).

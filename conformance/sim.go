@@ -217,6 +217,7 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 	defer s.close()
 	finish := func(phase string, err error) SeedReport {
 		rep.Stats, rep.Types, rep.Duration, rep.History = s.stats, s.types, time.Since(s.start), s.hist
+		rep.Faults = s.faults.String() + s.stats.counted()
 		if ctx.Err() == nil && sctx.Err() != nil {
 			// The seed's own deadline, not the caller's: the server did
 			// not let it finish. A protocol finding, and the run halts.
@@ -256,6 +257,7 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 		return finish("the checks", sctx.Err())
 	}
 	rep.Stats, rep.Types, rep.Halt = s.stats, s.types, s.halt
+	rep.Faults = s.faults.String() + s.stats.counted()
 	rep.Duration = time.Since(s.start)
 	if rep.Failed() {
 		rep.History = s.hist

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,9 @@ func TestSimulatorExercisesFaults(t *testing.T) {
 	var total Stats
 	for _, r := range reports {
 		t.Logf("seed %d: %s\n  %+v", r.Seed, r.Faults, r.Stats)
+		if want := r.Stats.counted(); !strings.HasSuffix(r.Faults, want) {
+			t.Errorf("seed %d: the faults line %q does not end with what the seed counted %q", r.Seed, r.Faults, want)
+		}
 		total.Commands += r.Stats.Commands
 		total.Committed += r.Stats.Committed
 		total.Rejected += r.Stats.Rejected

@@ -39,6 +39,9 @@ type (
 	Embedded = target.Embedded
 	// EmbeddedOptions configure an Embedded target.
 	EmbeddedOptions = target.EmbeddedOptions
+	// RemoteCommands are an operator's restart commands for a remote
+	// server.
+	RemoteCommands = target.RemoteCommands
 )
 
 // ErrCannotRun wraps every reason a run could not start (exit status 2).
@@ -50,6 +53,12 @@ const PreflightTimeout = target.PreflightTimeout
 // Remote is a server speaking spec/PROTOCOL.md at url, with tokens of one
 // workspace's devices.
 func Remote(url string, tokens []string) Target { return target.Remote(url, tokens) }
+
+// RemoteWith is Remote whose instance and Postgres restarts run the
+// operator's commands, so --faults can draw them (target.RemoteWith).
+func RemoteWith(url string, tokens []string, c RemoteCommands) Target {
+	return target.RemoteWith(url, tokens, c)
+}
 
 // NewEmbedded starts the reference server in this process on the database
 // at dsn.

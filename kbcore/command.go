@@ -181,12 +181,16 @@ type RestorePage struct {
 
 func ptr[T any](v T) *T { return &v }
 
-// mkCommand builds an inverse or derived command; payloads here always
-// marshal, so the error is impossible.
+// mkCommand builds an inverse or derived command, its payload in
+// canonical form (the log keeps it so); payloads here always marshal and
+// canonicalize, so the errors are impossible.
 func mkCommand(typ string, payload any) Command {
 	if b := encodeFast(payload); b != nil {
 		return Command{Type: typ, Payload: b}
 	}
 	b, _ := json.Marshal(payload)
+	if c, err := Canonical(b); err == nil {
+		b = c
+	}
 	return Command{Type: typ, Payload: b}
 }

@@ -527,38 +527,6 @@ type pageJSON struct {
 	Title      string   `json:"title"`
 }
 
-type docJSON struct {
-	Nodes []nodeJSON `json:"nodes"`
-	Page  pageJSON   `json:"page"`
-}
-
-func (n Node) toJSON() nodeJSON {
-	text := n.Text
-	j := nodeJSON{ID: n.ID, Kind: n.Kind, Rank: n.Rank, Text: &text}
-	if j.Kind == "" {
-		j.Kind = KindText
-	}
-	if n.Parent != "" {
-		p := n.Parent
-		j.Parent = &p
-	}
-	switch j.Kind {
-	case KindCode:
-		o := n.Outputs
-		if o == nil {
-			o = []Output{}
-		}
-		j.Outputs = &o
-	case KindTable:
-		c := n.Cells
-		if c == nil {
-			c = map[string]string{}
-		}
-		j.Cells = &c
-	}
-	return j
-}
-
 func (j nodeJSON) toNode() Node {
 	n := Node{ID: j.ID, Kind: j.Kind, Rank: j.Rank}
 	if j.Text != nil {
@@ -577,7 +545,7 @@ func (j nodeJSON) toNode() Node {
 }
 
 // MarshalJSON writes a node in canonical form.
-func (n Node) MarshalJSON() ([]byte, error) { return json.Marshal(n.toJSON()) }
+func (n Node) MarshalJSON() ([]byte, error) { return appendNode(nil, n), nil }
 
 // UnmarshalJSON reads a node record: id, rank and text are required, a
 // missing parent is null and a missing kind is text; unknown fields are an
@@ -616,20 +584,8 @@ func (n *Node) UnmarshalJSON(b []byte) error {
 // kind, which only null or absence spell.
 const emptyString = `""`
 
-func (p Page) toJSON() pageJSON {
-	j := pageJSON{Aliases: p.Aliases, Dir: p.Dir, ID: p.ID, Title: p.Title}
-	if j.Aliases == nil {
-		j.Aliases = []string{}
-	}
-	if p.MergedInto != "" {
-		m := p.MergedInto
-		j.MergedInto = &m
-	}
-	return j
-}
-
 // MarshalJSON writes the page record in canonical form.
-func (p Page) MarshalJSON() ([]byte, error) { return json.Marshal(p.toJSON()) }
+func (p Page) MarshalJSON() ([]byte, error) { return appendPage(nil, p), nil }
 
 // UnmarshalJSON reads a page record; unknown fields are an error.
 func (p *Page) UnmarshalJSON(b []byte) error {
@@ -644,13 +600,23 @@ func (p *Page) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the canonical form: keys sorted, nodes sorted by id.
+// MarshalJSON writes the canonical form (RFC 8785, nodes sorted by id;
+// canonical.go).
 func (d Doc) MarshalJSON() ([]byte, error) {
-	j := docJSON{Nodes: make([]nodeJSON, 0, d.Len()), Page: d.page.toJSON()}
-	for _, n := range d.Nodes() {
-		j.Nodes = append(j.Nodes, n.toJSON())
+	nodes := d.Nodes()
+	size := 96 + len(d.page.Title)
+	for _, n := range nodes {
+		size += 64 + len(n.ID) + len(n.Parent) + len(n.Rank) + len(n.Text)
 	}
-	return json.Marshal(j)
+	b := append(make([]byte, 0, size), `{"nodes":[`...)
+	for i, n := range nodes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendNode(b, n)
+	}
+	b = append(b, `],"page":`...)
+	return append(appendPage(b, d.page), '}'), nil
 }
 
 // UnmarshalJSON is ParseDoc.

@@ -160,22 +160,9 @@ func decodeFast(b []byte, v any) bool {
 
 // ---- encoding ----
 
-// safeJSONString reports whether encoding/json writes s as itself in
-// quotes: printable ASCII without the characters it escapes.
-func safeJSONString(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
-}
-
-// appendFlat appends a flat object of string fields as encoding/json
-// writes the payload structs (in field order; a nil value is null unless
-// omit, then left out), or reports false when a string needs escaping.
-func appendFlat(b []byte, names []string, vals []*string, omit []bool) ([]byte, bool) {
+// appendFlat appends a flat object of string fields in canonical form
+// (names in sorted order; a nil value is null unless omit, then left out).
+func appendFlat(b []byte, names []string, vals []*string, omit []bool) []byte {
 	b = append(b, '{')
 	first := true
 	for i, name := range names {
@@ -194,32 +181,22 @@ func appendFlat(b []byte, names []string, vals []*string, omit []bool) ([]byte, 
 			b = append(b, "null"...)
 			continue
 		}
-		if !safeJSONString(*v) {
-			return nil, false
-		}
-		b = append(b, '"')
-		b = append(b, *v...)
-		b = append(b, '"')
+		b = appendString(b, *v)
 	}
-	return append(b, '}'), true
+	return append(b, '}')
 }
 
-// encodeFast encodes the flat payloads the reducer makes as inverses,
-// byte for byte as json.Marshal; nil: not handled.
+// encodeFast encodes the flat payloads the reducer makes as inverses in
+// canonical form, as Canonical(json.Marshal(payload)); nil: not handled.
 func encodeFast(payload any) json.RawMessage {
-	var b []byte
-	ok := false
 	switch p := payload.(type) {
 	case EditText:
-		b, ok = appendFlat(make([]byte, 0, 24+len(deref(p.Node))+len(deref(p.Text))), []string{"node", "text"}, []*string{p.Node, p.Text}, []bool{false, false})
+		return appendFlat(make([]byte, 0, 24+len(deref(p.Node))+len(deref(p.Text))), []string{"node", "text"}, []*string{p.Node, p.Text}, []bool{false, false})
 	case NodeRef:
-		b, ok = appendFlat(make([]byte, 0, 12+len(deref(p.Node))), []string{"node"}, []*string{p.Node}, []bool{false})
+		return appendFlat(make([]byte, 0, 12+len(deref(p.Node))), []string{"node"}, []*string{p.Node}, []bool{false})
 	case MoveNode:
-		b, ok = appendFlat(make([]byte, 0, 64), []string{"node", "parent", "after", "rank"},
-			[]*string{p.Node, p.Parent.ID, p.After.ID, p.Rank}, []bool{false, false, false, true})
+		return appendFlat(make([]byte, 0, 64), []string{"after", "node", "parent", "rank"},
+			[]*string{p.After.ID, p.Node, p.Parent.ID, p.Rank}, []bool{false, false, false, true})
 	}
-	if !ok {
-		return nil
-	}
-	return b
+	return nil
 }

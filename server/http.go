@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -261,9 +262,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	if b == nil {
 		var err error
-		if b, err = json.Marshal(v); err != nil {
+		if b, err = marshalWire(v); err != nil {
 			status = http.StatusInternalServerError
-			b, _ = json.Marshal(errorEnvelope{Error: errorf(CodeInternalServerError, "encoding the response: %v", err).shape("")})
+			b, _ = marshalWire(errorEnvelope{Error: errorf(CodeInternalServerError, "encoding the response: %v", err).shape("")})
 		}
 		b = append(b, '\n')
 	}
@@ -272,6 +273,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h["Vary"] = headerVary
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// marshalWire is json.Marshal without its HTML escaping: the canonical
+// documents and commands inside an answer (spec/README.md section 1) keep
+// their bytes, '<', '>', '&' and U+2028/9 as themselves.
+func marshalWire(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
 // appendCommandAnswer appends {"result":{"data":{"seq":N[,"duplicate":true]}}}

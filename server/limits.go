@@ -55,7 +55,7 @@ type Limits struct {
 // DefaultLimits are the reference server's defaults.
 var DefaultLimits = Limits{
 	BodyTimeout:               30 * time.Second,
-	IdleTimeout:               120 * time.Second,
+	IdleTimeout:               30 * time.Second, // PROTOCOL.md 8: every timeout at most 30 s
 	ParamsTimeout:             30 * time.Second,
 	MaxConnections:            10000,
 	MaxSubscriptionsPerSocket: 1000,
@@ -123,6 +123,10 @@ type LimitsResult struct {
 	MaxAliases                int     `json:"max_aliases"`
 	MaxPending                int     `json:"max_pending"`
 	RateLimitPerSecond        float64 `json:"rate_limit_per_second"`
+	// RateBurst is the token bucket's size: a client that sends at most
+	// RateBurst calls at once and then RateLimitPerSecond a second is
+	// never refused (0 when there is no rate limit).
+	RateBurst int `json:"rate_burst"`
 }
 
 func ms(d time.Duration) int64 {
@@ -156,6 +160,7 @@ func (s *Server) limitsResult() LimitsResult {
 		MaxAliases:                MaxAliases,
 		MaxPending:                maxPending,
 		RateLimitPerSecond:        s.opts.RateLimit.PerSecond,
+		RateBurst:                 s.limiter.size(),
 	}
 }
 

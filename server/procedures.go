@@ -75,8 +75,8 @@ type OnPageInput struct {
 // data: PageEvent}}: result.id is the tracked event id that @trpc/client
 // v11 keeps and resends as lastEventId (spec/PROTOCOL.md).
 type PageEvent struct {
-	Seq int64          `json:"seq"`
 	Cmd kbcore.Command `json:"cmd"`
+	Seq int64          `json:"seq"`
 }
 
 // OnInvalidateInput is kb.onInvalidate's input; Topics defaults to every
@@ -220,6 +220,13 @@ func parseEnvelope(input json.RawMessage) (kbcore.Envelope, *callError) {
 		}
 		return kbcore.Envelope{}, errorf(CodeInternalServerError, "schema: %v", err)
 	}
+	// The log keeps the payload in canonical JSON (spec/PROTOCOL.md 4.4):
+	// an event is then the same bytes whatever the client sent.
+	p, err := kbcore.Canonical(env.Payload)
+	if err != nil {
+		return kbcore.Envelope{}, errorf(CodeBadRequest, "payload: not canonicalizable JSON (RFC 8785 needs distinct keys): %v", err)
+	}
+	env.Payload = p
 	return env, nil
 }
 

@@ -303,6 +303,15 @@ func newLimiter(rl RateLimit, now func() time.Time) *limiter {
 	return l
 }
 
+// size is the bucket's size as kb.limits advertises it: 0 without a
+// rate limit.
+func (l *limiter) size() int {
+	if l.rate <= 0 {
+		return 0
+	}
+	return int(l.burst)
+}
+
 // allow takes one token of the device's bucket, or answers
 // TOO_MANY_REQUESTS with the time until the next token.
 func (l *limiter) allow(device string) *callError {

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
+	"github.com/gowebpki/jcs"
 
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/dispatch"
@@ -898,17 +900,22 @@ func BenchmarkFanoutEncode(b *testing.B) {
 // server would encode for each subscriber, with and without jsonrpc.
 func TestEventWireMatchesReply(t *testing.T) {
 	cmd := kbcore.Command{ID: "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", Type: kbcore.TypeEditText,
-		Payload: json.RawMessage(`{ "node": "n1",  "text": "<a&b> \u00e9" }`)}
+		Payload: json.RawMessage("{\"node\":\"n1\",\"text\":\"<a&b> é \u2028\"}")}
 	ev := &dispatch.Event{PageID: "p", Entry: store.Entry{Seq: 42, Cmd: cmd}}
 	for _, m := range []wsMessage{{ID: json.RawMessage(`7`)}, {ID: json.RawMessage(` "s-1" `), JSONRPC: "2.0"}} {
-		want, err := json.Marshal(wsResponse{ID: json.RawMessage(bytes.TrimSpace(m.ID)), JSONRPC: m.JSONRPC, Result: &wsResult{Type: "data", ID: "42",
+		want, err := marshalWire(wsResponse{ID: json.RawMessage(bytes.TrimSpace(m.ID)), JSONRPC: m.JSONRPC, Result: &wsResult{Type: "data", ID: "42",
 			Data: PageEvent{Seq: ev.Seq, Cmd: ev.Cmd}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := append(eventPrefix(m), ev.Wire(encodePageEvent)...)
-		if !bytes.Equal(got, want) {
-			t.Errorf("shared event message\n%s\nwant\n%s", got, want)
+		var g, w any
+		if json.Unmarshal(got, &g) != nil || json.Unmarshal(want, &w) != nil || !reflect.DeepEqual(g, w) {
+			t.Errorf("shared event message\n%s\nwant (the value of)\n%s", got, want)
+		}
+		data := got[bytes.Index(got, []byte(`"data":`))+len(`"data":`) : len(got)-2]
+		if c, err := jcs.Transform(data); err != nil || !bytes.Equal(c, data) {
+			t.Errorf("the event's data is not RFC 8785\n%s\njcs\n%s (%v)", data, c, err)
 		}
 	}
 }
@@ -1008,7 +1015,7 @@ func TestLiveEchoEqualsReplay(t *testing.T) {
 	if !bytes.Equal(live, replayed) {
 		t.Errorf("live echo\n%s\nreplayed\n%s", live, replayed)
 	}
-	if !bytes.Contains(live, []byte(`{"text":"zebra first","node":"n1"}`)) {
-		t.Errorf("the echo does not carry the payload as sent (compacted): %s", live)
+	if !bytes.Contains(live, []byte(`{"node":"n1","text":"zebra first"}`)) {
+		t.Errorf("the echo does not carry the payload in canonical JSON (RFC 8785): %s", live)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/dispatch"
 	"github.com/subspace/kbkit/server/store"
 )
@@ -303,7 +304,7 @@ func (c *wsConn) streamInvalidations(ctx context.Context, m wsMessage, sub *wsSu
 }
 
 // A kb.onPage event goes out as {"id":<request id>[,"jsonrpc":...],
-// "result":{"type":"data","id":"<seq>","data":{"seq":...,"cmd":...}}}: the
+// "result":{"type":"data","id":"<seq>","data":{"cmd":...,"seq":...}}}: the
 // part from "result" on is the same for every subscriber of the page, so
 // it is encoded once per event (dispatch.Event.Wire) and only the short
 // prefix of each subscription is prepended; no JSON work per subscriber.
@@ -320,13 +321,20 @@ func eventPrefix(m wsMessage) []byte {
 	return b
 }
 
-// encodePageEvent is an event's shared part, `"result":{...}}`.
+// encodePageEvent is an event's shared part,
+// `"result":{"type":"data","id":"<seq>","data":<data>}}`, the data
+// {cmd, seq} in canonical JSON (spec/PROTOCOL.md 4.4; the logged payload
+// already is).
 func encodePageEvent(ev *dispatch.Event) []byte {
-	r, err := json.Marshal(wsResult{Type: "data", ID: strconv.FormatInt(ev.Seq, 10), Data: PageEvent{Seq: ev.Seq, Cmd: ev.Cmd}})
-	if err != nil { // a payload the store wrote is valid JSON
-		r = []byte(`null`)
-	}
-	return append(append([]byte(`"result":`), r...), '}')
+	seq := strconv.FormatInt(ev.Seq, 10)
+	b := make([]byte, 0, 96+len(ev.Cmd.ID)+len(ev.Cmd.Type)+len(ev.Cmd.Payload))
+	b = append(b, `"result":{"type":"data","id":"`...)
+	b = append(b, seq...)
+	b = append(b, `","data":{"cmd":`...)
+	b = kbcore.AppendCommand(b, ev.Cmd)
+	b = append(b, `,"seq":`...)
+	b = append(b, seq...)
+	return append(b, `}}}`...)
 }
 
 // holdSubscription counts one more subscription of the device, or false

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,7 +11,7 @@ import (
 
 // encode marshals a reply.
 func (c *wsConn) encode(v wsResponse) []byte {
-	b, err := json.Marshal(v)
+	b, err := marshalWire(v)
 	if err != nil {
 		c.s.log.Error("websocket: encoding a reply", "err", err)
 		return []byte(`{"id":null,"error":{"message":"internal error encoding a reply","code":-32603}}`)

@@ -7,5 +7,5 @@ import "embed"
 
 // FS holds every file of the spec directory that users read or run.
 //
-//go:embed *.md *.yaml commands/*.yaml schema/*.json schema/payload/*.json schema/adapter/*.json types/*.d.ts
+//go:embed *.md *.yaml canonical.json commands/*.yaml schema/*.json schema/payload/*.json schema/adapter/*.json types/*.d.ts
 var FS embed.FS

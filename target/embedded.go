@@ -34,6 +34,11 @@ type EmbeddedOptions struct {
 	Wrap func(http.Handler) http.Handler
 	// Limits are the instances' limits (server.Limits; zero: defaults).
 	Limits server.Limits
+	// RateLimit is the instances' per-device rate limit (zero: off).
+	RateLimit server.RateLimit
+	// WriteTimeout is the instances' WebSocket write timeout (zero: the
+	// default).
+	WriteTimeout time.Duration
 }
 
 // Embedded is a Target running kbkit's reference server in process, on
@@ -98,7 +103,7 @@ func (e *Embedded) start(ctx context.Context, addr string) (*instance, error) {
 	rctx, cancel := context.WithCancel(context.Background())
 	in := &instance{addr: ln.Addr().String(), st: st, cancel: cancel, done: make(chan struct{})}
 	go func() { _ = hub.Run(rctx) }()
-	in.srv = server.New(st, hub, server.Options{Logger: e.opts.Logger, Limits: e.opts.Limits})
+	in.srv = server.New(st, hub, server.Options{Logger: e.opts.Logger, Limits: e.opts.Limits, RateLimit: e.opts.RateLimit, WriteTimeout: e.opts.WriteTimeout})
 	var h http.Handler = in.srv
 	if e.opts.Wrap != nil {
 		h = e.opts.Wrap(h)

@@ -38,6 +38,7 @@ type conformanceFlags struct {
 	seedSet                                          bool
 	faults, trace, bursts, strict, htmlAll           bool
 	server, topology, htmlDir, broken                string
+	restartCmd, pgRestartCmd                         string
 	tokens                                           []string
 	junit, jsonOut, outDir                           string
 	echoTimeout, seedTimeout                         time.Duration
@@ -104,6 +105,8 @@ Exit status: 0 every checker passed, 1 a checker failed (or, with
 	fl.StringVar(&f.topology, "topology", "", "embedded Postgres: single, sync-standby or async-standby (default $"+pgprovider.EnvTopology+" or single); with a standby, every seed with --faults fails over once at mid-seed")
 	fl.StringVar(&f.server, "server", "", "URL of a server speaking spec/PROTOCOL.md (default $KBKIT_URL, else the embedded reference server)")
 	fl.StringArrayVar(&f.tokens, "token", nil, "device token for --server (repeat: one device per token; default $KBKIT_TOKEN)")
+	fl.StringVar(&f.restartCmd, "restart-command", "", "with --server: shell command that kills and restarts the server instance ($KBKIT_INSTANCE_URL); lets --faults draw instance restarts")
+	fl.StringVar(&f.pgRestartCmd, "postgres-restart-command", "", "with --server: shell command that restarts the server's Postgres; lets --faults draw Postgres restarts")
 	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to this file")
 	fl.StringVar(&f.jsonOut, "json", "", "write one JSON line per seed to this file (- = stdout; the table then goes to stderr)")
 	fl.StringVar(&f.outDir, "out", "", "directory for Porcupine visualisations of failures (default: the --html directory, else that of --junit or --json, else the current one)")
@@ -136,9 +139,13 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		}
 	}
 	f.outDir = porcupineDir(f)
+	if f.server == "" && (f.restartCmd != "" || f.pgRestartCmd != "") {
+		fmt.Fprintln(stderr, "kbkit conformance run: --restart-command and --postgres-restart-command need --server (the embedded server restarts itself)")
+		return exitError{exitErrored}
+	}
 	var target conformance.Target
 	if f.server != "" {
-		target = conformance.Remote(f.server, f.tokens)
+		target = conformance.RemoteWith(f.server, f.tokens, conformance.RemoteCommands{RestartInstance: f.restartCmd, RestartPostgres: f.pgRestartCmd})
 	} else {
 		popts := pgprovider.OptionsFromEnv()
 		if f.topology != "" {

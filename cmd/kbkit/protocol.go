@@ -24,6 +24,7 @@ type protocolOptions struct {
 	server       string
 	token        string
 	otherToken   string
+	token2       string
 	revokeToken  string
 	run          string
 	junit        string
@@ -53,7 +54,9 @@ lastEventId resume, batching, the WebSocket messages, the trust boundary
 Each check creates its own pages with fresh ids, so checks are independent
 and the suite can be run again and again against the same server.
 --other-token, a device of ANOTHER workspace, enables the cross-workspace
-checks (skipped without it); --revoke-token, a device the suite may revoke
+checks (skipped without it); --token2, a second device of the SAME
+workspace as --token, enables protocol/hostile-id-other-device (a command
+id reused by another device); --revoke-token, a device the suite may revoke
 for good, enables protocol/hostile-revoke. The hostile checks read the
 server's caps and timeouts from kb.limits and exercise each: they hold
 connections up to a timeout, open up to max_connections sockets and
@@ -70,8 +73,8 @@ got, the request and an excerpt of the raw response. --junit and --json
 also write JUnit XML and JSON lines (one object per check).
 
 The server may also be given as $KBKIT_URL, the token as $KBKIT_TOKEN (and
-the other as $KBKIT_OTHER_TOKEN, the one to revoke as
-$KBKIT_REVOKE_TOKEN), keeping them out of the process list.
+the other as $KBKIT_OTHER_TOKEN, the second device's as $KBKIT_TOKEN2,
+the one to revoke as $KBKIT_REVOKE_TOKEN), keeping them out of the process list.
 
 Exit status: 0 every check passed (or was skipped, without --strict),
 1 a check failed (or was skipped, with --strict), 2 the suite could not
@@ -104,6 +107,7 @@ run (server unreachable, token refused, bad flags).`,
 	f.StringVar(&o.server, "server", "", "base URL of the server under test, e.g. http://127.0.0.1:8080 (default $KBKIT_URL)")
 	f.StringVar(&o.token, "token", "", "device token (default $KBKIT_TOKEN)")
 	f.StringVar(&o.otherToken, "other-token", "", "a device token of another workspace: enables the cross-workspace checks (default $KBKIT_OTHER_TOKEN)")
+	f.StringVar(&o.token2, "token2", "", "a second device token of the --token's workspace: enables protocol/hostile-id-other-device (default $KBKIT_TOKEN2)")
 	f.StringVar(&o.revokeToken, "revoke-token", "", "a device token the suite may revoke (kb.revoke): enables protocol/hostile-revoke; the device is unusable afterwards (default $KBKIT_REVOKE_TOKEN)")
 	f.StringVar(&o.run, "run", "", "run only the checks whose id matches this regular expression")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
@@ -155,6 +159,9 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 	if o.revokeToken == "" {
 		o.revokeToken = os.Getenv("KBKIT_REVOKE_TOKEN")
 	}
+	if o.token2 == "" {
+		o.token2 = os.Getenv("KBKIT_TOKEN2")
+	}
 	switch {
 	case o.server == "":
 		return fail("--server (or $KBKIT_URL) is required")
@@ -186,7 +193,7 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 		jsonOut = jsonFile
 	}
 
-	env := &protocol.Env{BaseURL: o.server, Token: o.token, OtherToken: o.otherToken, RevokeToken: o.revokeToken,
+	env := &protocol.Env{BaseURL: o.server, Token: o.token, Token2: o.token2, OtherToken: o.otherToken, RevokeToken: o.revokeToken,
 		MaxBody: o.maxBody, EventTimeout: o.eventTimeout}
 	switch {
 	case o.restartCmd != "":

@@ -2,7 +2,7 @@ package protocol
 
 // Checks returns the suite, in the order it runs. Ids are stable.
 func Checks() []Check {
-	return append(append(checks(), commandChecks()...), hostileChecks()...)
+	return append(append(append(checks(), commandChecks()...), hostileChecks()...), certifyChecks()...)
 }
 
 func checks() []Check {
@@ -71,7 +71,7 @@ func checks() []Check {
 		{"protocol/ws-parse-error", "a message that is not JSON gets {\"id\":null,\"error\":PARSE_ERROR} and the connection goes on (5.2)", checkWSParseError},
 		{"protocol/ws-query-mutation", "queries and mutations over the WebSocket: replies echo the id (string or number) and jsonrpc (5.1)", checkWSQueryMutation},
 		{"protocol/ws-call-errors", "failed calls over the WebSocket get {\"id\":ID,\"error\":...} with the HTTP transport's codes (5.2, 6)", checkWSCallErrors},
-		{"protocol/ws-message-batch", "an array of messages is handled as the messages in order (5)", checkWSMessageBatch},
+		{"protocol/ws-message-batch", "an array of messages is handled as the messages in array order (its commands get seqs in that order); one reply per message, with its id, in any order (5.1)", checkWSMessageBatch},
 		{"protocol/ws-subscribe-replay-live", "kb.onPage replays the log from seq 1 as tracked events {seq, cmd}, then streams live commands, in order (4.4)", checkWSSubscribeReplayLive},
 		{"protocol/ws-last-event-id", "kb.onPage with params.lastEventId sends exactly the commands after it, then live ones (4.4)", checkWSLastEventID},
 		{"protocol/ws-last-event-id-input", "kb.onPage's input.lastEventId resumes too, and params.lastEventId overrides it (4.4)", checkWSLastEventIDInput},

@@ -28,7 +28,7 @@ func hostileChecks() []Check {
 		{"protocol/hostile-silent-websocket", "a ?connectionParams=1 WebSocket that never sends its first message is closed with 1008 within params_timeout_ms (5.3, 8)", checkSilentWebSocket},
 		{"protocol/hostile-subscription-cap", "past max_subscriptions_per_socket a subscription is refused TOO_MANY_REQUESTS, the socket goes on, and a stopped one frees a place; past max_subscriptions_per_device (over several sockets of one instance) too (8)", checkSubscriptionCap},
 		{"protocol/hostile-batch-cap", "an HTTP batch or WebSocket message array of more than max_batch calls is refused as a whole with PAYLOAD_TOO_LARGE and runs none; max_batch calls are served (3.2, 5, 8)", checkBatchCap},
-		{"protocol/hostile-connection-cap", "past max_connections a new connection is answered 503 or closed at once, and the server serves again when connections close (8)", checkConnectionCap},
+		{"protocol/hostile-connection-cap", "past max_connections (counting connections still open) a new connection is answered 503 with Retry-After or closed at once, and the server serves again when connections close (3.2, 8)", checkConnectionCap},
 		{"protocol/hostile-ws-binary", "a binary frame closes the WebSocket with 1003 (5)", checkWSBinary},
 		{"protocol/hostile-ws-invalid-utf8", "a text frame that is not UTF-8 closes the WebSocket with 1007 (5)", checkWSInvalidUTF8},
 		{"protocol/hostile-ws-stop-unknown", "subscription.stop of an id never opened is answered stopped (5.1)", checkWSStopUnknown},
@@ -58,6 +58,7 @@ type limits struct {
 	MaxAliases                int     `json:"max_aliases"`
 	MaxPending                int     `json:"max_pending"`
 	RateLimitPerSecond        float64 `json:"rate_limit_per_second"`
+	RateBurst                 int     `json:"rate_burst"`
 }
 
 // limitFields are the fields kb.limits must have: limits' JSON names.

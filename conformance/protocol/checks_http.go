@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/subspace/kbkit/kbcore"
 )
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
@@ -396,10 +397,10 @@ func checkPageSnapshot(ctx context.Context, e *Env) error {
 	if err := e.addNodes(ctx, p, 3); err != nil {
 		return err
 	}
-	if _, err := e.commit(ctx, p, "edit-text", map[string]any{"node": "n2", "text": "cash: $610,000"}); err != nil {
+	if _, err := e.commit(ctx, p, "edit-text", map[string]any{"node": "n2", "text": byteRules}); err != nil {
 		return step("setup", err)
 	}
-	want, err := json.Marshal(p.doc)
+	want, err := p.doc.MarshalJSON()
 	if err != nil {
 		return err
 	}
@@ -421,8 +422,8 @@ func checkPageSnapshot(ctx context.Context, e *Env) error {
 		if !sameJSON(got.Bytes(), want) {
 			return s.r.fail(string(want), got.String(), "kb.page's doc is the fold of the page's commands (spec/README.md 1)")
 		}
-		if !bytes.Equal(got.Bytes(), want) {
-			return s.r.fail(string(want), got.String(), "kb.page's doc is not in canonical JSON (keys sorted, nodes sorted by id)")
+		if !bytes.Equal(s.doc, want) {
+			return s.r.fail(string(want), string(s.doc), "kb.page's doc is the fold's canonical JSON byte for byte (spec/README.md 1): %s", kbcore.CanonicalMismatch(s.doc, want))
 		}
 	}
 	return nil

@@ -293,10 +293,25 @@ func checkWSMessageBatch(ctx context.Context, e *Env) error {
 	if err := w.sendJSON(ctx, msgs); err != nil {
 		return err
 	}
-	for i := 1; i <= 2; i++ {
-		m, err := w.reply(ctx, i, fmt.Sprintf("the answer to message %d of the array", i))
+	// Replies may come in any order (PROTOCOL.md 5.1): match them by id.
+	replies := map[string]*wsMsg{}
+	for len(replies) < len(msgs) {
+		m, err := w.recv(ctx, fmt.Sprintf("the answers to the array's %d messages (%d so far)", len(msgs), len(replies)))
 		if err != nil {
 			return err
+		}
+		id := string(m.ID)
+		if _, dup := replies[id]; dup || (id != "1" && id != "2" && id != "3") {
+			return w.fail(`one reply to each of the ids 1, 2 and 3`, excerpt(m.raw, 300),
+				"each message of an array is answered once, with its request's id (PROTOCOL.md 5.1)")
+		}
+		replies[id] = m
+	}
+	for i := 1; i <= 2; i++ {
+		m := replies[fmt.Sprint(i)]
+		if m.Error != nil {
+			return w.fail(fmt.Sprintf(`{"id":%d,"result":{"type":"data","data":{"seq":%d}}}`, i, 1+i), excerpt(m.raw, 300),
+				"message %d of the array failed: the messages of an array are handled in array order (PROTOCOL.md 5.1; message 2 creates its node after message 1's)", i)
 		}
 		data, err := w.data(m, fmt.Sprintf("message %d of the array", i))
 		if err != nil {
@@ -306,14 +321,11 @@ func checkWSMessageBatch(ctx context.Context, e *Env) error {
 			Seq int64 `json:"seq"`
 		}
 		if json.Unmarshal(data, &d) != nil || d.Seq != int64(1+i) {
-			return w.fail(fmt.Sprintf(`{"seq":%d}`, 1+i), excerpt(data, 200), "the messages of an array are handled in order (PROTOCOL.md 5)")
+			return w.fail(fmt.Sprintf(`{"seq":%d}`, 1+i), excerpt(data, 200),
+				"message %d of the array (a command) gets seq %d: the messages of an array are handled in array order (PROTOCOL.md 5.1; their replies may come in any order)", i, 1+i)
 		}
 	}
-	m, err := w.reply(ctx, 3, "the answer to message 3 of the array")
-	if err != nil {
-		return err
-	}
-	_, err = w.data(m, "kb.whoami")
+	_, err = w.data(replies["3"], "kb.whoami, message 3 of the array")
 	return err
 }
 

@@ -39,6 +39,10 @@ type Env struct {
 	// OtherToken, when set, is a device token of another workspace: it
 	// enables the cross-workspace checks (skipped otherwise).
 	OtherToken string
+	// Token2, when set, is a token of a second device of Token's
+	// workspace: it enables protocol/hostile-id-other-device (skipped
+	// otherwise).
+	Token2 string
 	// RevokeToken, when set, is a device token the suite may revoke (with
 	// kb.revoke): it enables protocol/hostile-revoke (skipped otherwise).
 	// The device is unusable afterwards.
@@ -64,6 +68,7 @@ type Env struct {
 	// Set by Preflight: the devices the tokens belong to.
 	WorkspaceID, DeviceID           string
 	OtherWorkspaceID, OtherDeviceID string
+	Device2ID                       string
 }
 
 func (e *Env) defaults() {
@@ -127,6 +132,16 @@ func (e *Env) Preflight(ctx context.Context) error {
 		}
 		if e.OtherWorkspaceID == e.WorkspaceID {
 			return fmt.Errorf("%w: the other token is a device of the same workspace %s; it must be of another workspace", ErrCannotRun, e.WorkspaceID)
+		}
+	}
+	if e.Token2 != "" {
+		var ws string
+		if ws, e.Device2ID, err = who(e.Token2, "the second token"); err != nil {
+			return err
+		}
+		if ws != e.WorkspaceID || e.Device2ID == e.DeviceID {
+			return fmt.Errorf("%w: the second token must be another device (not %s) of the workspace %s; it is device %s of workspace %s",
+				ErrCannotRun, e.DeviceID, e.WorkspaceID, e.Device2ID, ws)
 		}
 	}
 	return nil

@@ -27,6 +27,7 @@ func TestMain(m *testing.M) { os.Exit(pgprovider.RunTests(m)) }
 // timeouts and caps of the hostile checks small enough to reach quickly.
 var testLimits = server.Limits{
 	BodyTimeout:               2 * time.Second,
+	IdleTimeout:               3 * time.Second,
 	ParamsTimeout:             2 * time.Second,
 	MaxConnections:            64,
 	MaxSubscriptionsPerSocket: 100, // past max_socket_queue: the suite must pace its subscriptions
@@ -51,7 +52,7 @@ func startWith(t *testing.T, wrap func(http.Handler) http.Handler, limits server
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
-	tok, err := e.Devices(ctx, 1)
+	tok, err := e.Devices(ctx, 2) // two devices of one workspace
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func startWith(t *testing.T, wrap func(http.Handler) http.Handler, limits server
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &Env{BaseURL: e.Endpoints()[0], Token: tok[0], OtherToken: other[0], RevokeToken: revoke[0],
+	env := &Env{BaseURL: e.Endpoints()[0], Token: tok[0], Token2: tok[1], OtherToken: other[0], RevokeToken: revoke[0],
 		Restart: func(ctx context.Context) error { return e.RestartInstance(ctx, 0) }}
 	if err := env.Preflight(ctx); err != nil {
 		t.Fatal(err)

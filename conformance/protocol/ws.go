@@ -235,7 +235,8 @@ func (w *WS) reply(ctx context.Context, id any, what string) (*wsMsg, error) {
 	}
 	if !sameJSON(m.ID, rawJSON(id)) {
 		return nil, w.fail(fmt.Sprintf(`"id": %s`, rawJSON(id)), fmt.Sprintf(`"id": %s`, string(m.ID)),
-			"%s: a reply echoes the request's id exactly (PROTOCOL.md 5.1)", what)
+			"%s: the next message is the reply to id %s, the only call this check has open (a reply echoes its request's id exactly, PROTOCOL.md 5.1); got a message with id %s",
+			what, rawJSON(id), string(m.ID))
 	}
 	return m, nil
 }

@@ -250,6 +250,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 			if _, err := tx.Exec(ctx, string(sql)); err != nil {
 				return fmt.Errorf("store: migration %s: %w", base, err)
 			}
+			if step := goMigrations[v]; step != nil {
+				if err := step(ctx, tx); err != nil {
+					return fmt.Errorf("store: migration %s: %w", base, err)
+				}
+			}
 			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, v); err != nil {
 				return err
 			}

@@ -403,9 +403,15 @@ func uniqueAsRetry(err error) error {
 	return classify(err)
 }
 
+// payloadJSON is the payload as the log keeps it, in canonical JSON
+// (spec/PROTOCOL.md 4.4). The server hands in canonical payloads (it
+// refuses what cannot be canonicalized); this is a scan for them.
 func payloadJSON(p json.RawMessage) []byte {
 	if len(p) == 0 {
 		return []byte("{}")
+	}
+	if c, err := kbcore.Canonical(p); err == nil {
+		return c
 	}
 	return p
 }

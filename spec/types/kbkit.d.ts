@@ -213,6 +213,8 @@ export interface Limits {
   max_aliases: number;
   max_pending: number;
   rate_limit_per_second: number;
+  /** The rate limit's bucket size (0 without a rate limit). */
+  rate_burst: number;
 }
 
 /** The tRPC error code names a kbkit server answers (spec/PROTOCOL.md section 6). */
