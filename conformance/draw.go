@@ -9,8 +9,10 @@ import (
 
 // ---- command generation ----
 
-func (s *sim) drawCommand(w *win) kbcore.Command {
-	d := w.w.Rendered()
+func (s *sim) drawCommand(w *win) kbcore.Command { return s.drawOn(w.w.Rendered()) }
+
+// drawOn draws a command a user makes on what d shows.
+func (s *sim) drawOn(d kbcore.Doc) kbcore.Command {
 	// Document order, not id order: ids carry a per-run nonce, and the
 	// choices must not depend on it for a seed to replay exactly.
 	var nodes []kbcore.Node

@@ -37,7 +37,7 @@ type conformanceFlags struct {
 	seedSet                                          bool
 	faults, trace, bursts, strict, htmlAll           bool
 	server, topology, htmlDir, broken                string
-	tokens                                           []string
+	tokens, clients                                  []string
 	junit, jsonOut, outDir                           string
 	echoTimeout, seedTimeout                         time.Duration
 }
@@ -102,6 +102,7 @@ Exit status: 0 every checker passed, 1 a checker failed (or, with
 	fl.BoolVar(&f.bursts, "bursts", false, "also post several windows' commands at once (exercises group commit; such seeds do not replay exactly)")
 	fl.StringVar(&f.topology, "topology", "", "embedded Postgres: single, sync-standby or async-standby (default $"+pgprovider.EnvTopology+" or single); with a standby, every seed with --faults fails over once at mid-seed")
 	fl.StringVar(&f.server, "server", "", "URL of a server speaking spec/PROTOCOL.md (default $KBKIT_URL, else the embedded reference server)")
+	fl.StringArrayVar(&f.clients, "client", nil, "a client adapter's command line (spec/ADAPTER.md section 6; repeat for more): each opens one window per seed, with its own networking, through a fault proxy; without --windows, the kit opens no windows of its own")
 	fl.StringArrayVar(&f.tokens, "token", nil, "device token for --server (repeat: one device per token; default $KBKIT_TOKEN)")
 	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to this file")
 	fl.StringVar(&f.jsonOut, "json", "", "write one JSON line per seed to this file (- = stdout; the table then goes to stderr)")
@@ -122,6 +123,15 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	stderr := c.ErrOrStderr()
 	if f.seedSet && !c.Flags().Changed("seeds") {
 		f.seeds = 1
+	}
+	if len(f.clients) > 0 && !c.Flags().Changed("windows") {
+		f.windows = 0
+	}
+	for _, line := range f.clients {
+		if strings.TrimSpace(line) == "" {
+			fmt.Fprintln(stderr, "kbkit conformance run: --client needs a command line")
+			return exitError{exitErrored}
+		}
 	}
 	f.server, f.tokens = client.ServerFromEnv(f.server, f.tokens)
 	if f.htmlAll && f.htmlDir == "" {
@@ -180,7 +190,8 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	progress := newSeedProgress(stderr, tty, f.seeds, start)
 	opts := conformance.Options{
 		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
-		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, HTMLDir: f.htmlDir, HTMLAll: f.htmlAll, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
+		Clients: f.clients,
+		Steps:   f.steps, Faults: f.faults, OutDir: f.outDir, HTMLDir: f.htmlDir, HTMLAll: f.htmlAll, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
 		Logf:     func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
 		Progress: progress.seed,
 	}
@@ -198,6 +209,9 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		table = stderr
 	}
 	summarize(table, reports, time.Since(start))
+	for _, cov := range conformance.Coverage(reports) {
+		fmt.Fprintf(table, "client %q: %s\n", cov.Client, cov)
+	}
 	for _, r := range reports {
 		if r.Err != "" {
 			fmt.Fprintf(stderr, "kbkit conformance run: seed %d could not run: %s\n", r.Seed, cannotRun(errors.New(r.Err)))

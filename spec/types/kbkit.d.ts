@@ -241,7 +241,7 @@ export interface ErrorShape {
 
 export type Suite = "commands" | "tokenizer" | "window" | "planner";
 
-export interface InitRequest { type: "init"; msg_id: number; protocol: 1 }
+export interface InitRequest { type: "init"; msg_id: number; protocol: 1 | 2 }
 export interface InitOk {
   type: "init_ok"; in_reply_to: number;
   implementation: string; version: string; suites: Suite[];

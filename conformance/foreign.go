@@ -1,0 +1,670 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/subspace/kbkit/client"
+	"github.com/subspace/kbkit/conformance/adapter"
+	"github.com/subspace/kbkit/kbcore"
+)
+
+// A foreign window is a window of another team's client, driven through
+// the client suite of the adapter protocol (spec/ADAPTER.md section 6):
+// the client does its own networking, to a fault proxy (clientproxy.go)
+// in front of the server; the scheduler only tells it what the user does
+// and asks what it shows. What the client sent, and what it was answered
+// and delivered, is what the proxy saw; every checker runs on the history
+// merged with the reference windows'.
+
+// foreignWin is one window of a client adapter.
+type foreignWin struct {
+	idx     int    // window number, after the reference windows
+	line    string // the client's command line, as given
+	page    int
+	dev     int
+	ad      *adapter.Client
+	proxy   *clientProxy
+	intents map[string]bool
+	state   adapter.ClientState
+	doc     kbcore.Doc // the last rendered document
+	openSeq int64
+	dead    string // why the client no longer answers (a finding)
+
+	given    map[string]kbcore.Command // command id -> the command an intent asked for
+	undoIDs  map[string]bool           // ids given to undo and redo
+	accepted map[string]bool           // ids the client showed pending
+	toasts   []adapter.Toast
+	servers  []seqDoc // server documents reported, with their seqs (the last few)
+
+	covered  int64 // every seq up to this was delivered or in a snapshot
+	gapAt    int64 // an event past a hole was delivered
+	gapHole  int64 // the first seq of that hole
+	gapOpen  bool
+	pages    int // kb.page calls for its page
+	subs     int
+	coverage ClientCoverage
+}
+
+type seqDoc struct {
+	seq int64
+	doc kbcore.Doc
+}
+
+// ClientCoverage is what one foreign window was given and saw in a seed.
+type ClientCoverage struct {
+	Client  string         `json:"client"`  // the command line
+	Window  int            `json:"window"`  // the window's number
+	Intents map[string]int `json:"intents"` // intents performed, by name
+	Faults  map[string]int `json:"faults"`  // faults its sockets saw, by kind
+}
+
+func (fw *foreignWin) name() string { return fmt.Sprintf("w%d (%s)", fw.idx, fw.line) }
+
+// openForeign starts one adapter per Options.Clients entry and opens its
+// window on a page of the seed, behind its own fault proxy.
+func (s *sim) openForeign() error {
+	eps := s.target.Endpoints()
+	for k, line := range s.opts.Clients {
+		argv, err := adapter.SplitCommand(line)
+		if err != nil || len(argv) == 0 {
+			return fmt.Errorf("%w: --client %q: %v", ErrCannotRun, line, err)
+		}
+		fw := &foreignWin{idx: len(s.wins) + k, line: line, page: k % len(s.pages), dev: (len(s.wins) + k) % len(s.devices),
+			given: map[string]kbcore.Command{}, undoIDs: map[string]bool{}, accepted: map[string]bool{}, intents: map[string]bool{},
+			coverage: ClientCoverage{Client: line, Intents: map[string]int{}, Faults: map[string]int{}}}
+		fw.coverage.Window = fw.idx
+		s.foreign = append(s.foreign, fw)
+		var faults Faults
+		if s.opts.Faults {
+			faults = s.faults
+		}
+		fw.proxy = newClientProxy(s.target, fw.idx%len(eps), s.start, s.seed, k, faults)
+		var stderr io.Writer = os.Stderr
+		if s.opts.ClientStderr != nil {
+			stderr = s.opts.ClientStderr
+		}
+		fw.ad, err = adapter.Start(s.ctx, argv, adapter.Options{Timeout: s.clientTimeout(), Stderr: stderr,
+			StderrPrefix: fmt.Sprintf("[client w%d seed %d] ", fw.idx, s.seed), MaxFailures: 1})
+		if err != nil {
+			return fmt.Errorf("%w: --client %q: %v", ErrCannotRun, line, err)
+		}
+		info := fw.ad.Info()
+		if !info.Supports(adapter.SuiteClient) {
+			return fmt.Errorf("%w: --client %q: init_ok does not list suite %q", ErrCannotRun, line, adapter.SuiteClient)
+		}
+		for _, in := range info.Intents {
+			fw.intents[in] = true
+		}
+		if len(fw.intents) == 0 {
+			return fmt.Errorf("%w: --client %q: init_ok lists no intents (spec/ADAPTER.md 6)", ErrCannotRun, line)
+		}
+		st, err := fw.ad.Open(s.ctx, adapter.OpenRequest{Window: fmt.Sprintf("w%d", fw.idx), URL: fw.proxy.URL(),
+			Token: s.devices[fw.dev].token, DeviceID: s.devices[fw.dev].deviceID, PageID: s.pages[fw.page]})
+		if err != nil {
+			s.clientDied(fw, "open", err)
+			continue
+		}
+		fw.openSeq = st.Seq
+		s.observe(fw, st)
+		s.rec.foreignLane(fw)
+		s.logf("%s opened on page P%d at seq %d", fw.name(), fw.page, st.Seq)
+	}
+	s.drainForeign()
+	return nil
+}
+
+// clientTimeout bounds one adapter request.
+func (s *sim) clientTimeout() time.Duration { return min(s.opts.EchoTimeout, 10*time.Second) }
+
+func (s *sim) clientDied(fw *foreignWin, what string, err error) {
+	if fw.dead != "" {
+		return
+	}
+	if s.ctx.Err() != nil {
+		fw.dead = "the seed ended"
+		return
+	}
+	fw.dead = fmt.Sprintf("%s: %v", what, err)
+	s.failures = append(s.failures, fmt.Sprintf("%s stopped answering the adapter protocol (%s); the window is given up", fw.name(), fw.dead))
+	s.logf("%s died: %s", fw.name(), fw.dead)
+	_ = fw.ad.Close() // kills it
+}
+
+func (s *sim) closeForeign() {
+	for _, fw := range s.foreign {
+		if fw.ad != nil {
+			if fw.dead == "" {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), time.Second)
+				_ = fw.ad.CloseWindow(ctx, fmt.Sprintf("w%d", fw.idx))
+				cancel()
+			}
+			_ = fw.ad.Close()
+		}
+		if fw.proxy != nil {
+			fw.proxy.Close()
+		}
+	}
+}
+
+// observe takes in a state the client reported.
+func (s *sim) observe(fw *foreignWin, st adapter.ClientState) {
+	fw.state = st
+	d, err := kbcore.ParseDoc(st.Rendered)
+	if err != nil {
+		s.find(CheckConvergence, "%s reports a rendered document that is not a document: %v", fw.name(), err)
+	} else {
+		fw.doc = d
+	}
+	for _, id := range st.Pending {
+		fw.accepted[id] = true
+	}
+	fw.toasts = append(fw.toasts, st.Toasts...)
+	for _, t := range st.Toasts {
+		s.logf("%s toast %s %s", fw.name(), t.Code, shortID(t.ID))
+	}
+	if len(st.Server) == 0 || string(st.Server) == "null" {
+		return
+	}
+	server, err := kbcore.ParseDoc(st.Server)
+	if err != nil {
+		s.find(CheckConvergence, "%s reports a server document that is not a document: %v", fw.name(), err)
+		return
+	}
+	if n := len(fw.servers); n == 0 || fw.servers[n-1].seq != st.Seq {
+		fw.servers = append(fw.servers, seqDoc{st.Seq, server})
+		if len(fw.servers) > 64 {
+			fw.servers = fw.servers[len(fw.servers)-48:]
+		}
+	}
+	// rendered = fold(server, pending) (spec/window.md, State), when
+	// every pending command is one the kit gave.
+	rendered := server
+	for _, id := range st.Pending {
+		c, ok := fw.given[id]
+		if !ok {
+			return
+		}
+		if r := kbcore.Apply(rendered, c); r.Rejected == nil {
+			rendered = r.Doc
+		}
+	}
+	if err == nil && !rendered.Equal(fw.doc) {
+		s.find(CheckConvergence, "%s at seq %d renders a document that is not its server document with its %d pending commands applied (spec/window.md: rendered = fold(server, pending)):\n%s",
+			fw.name(), st.Seq, len(st.Pending), docDiff(rendered, fw.doc))
+	}
+}
+
+// stepForeign is one scheduler step of a foreign window: an intent of
+// its user, a look at its state, or (with faults) its sockets cut.
+func (s *sim) stepForeign(fw *foreignWin) error {
+	s.drainForeign()
+	if fw.dead != "" {
+		return nil
+	}
+	switch r := s.rng.IntN(100); {
+	case r < 4 && s.opts.Faults:
+		s.logf("%s sockets cut (fault)", fw.name())
+		fw.proxy.cut()
+	case r < 25:
+		st, err := fw.ad.State(s.ctx, fmt.Sprintf("w%d", fw.idx))
+		if err != nil {
+			s.clientDied(fw, "state", err)
+			return nil
+		}
+		s.observe(fw, st)
+	default:
+		req, ok := s.drawIntent(fw)
+		if !ok {
+			return nil
+		}
+		fw.coverage.Intents[req.Intent]++
+		st, err := fw.ad.Intent(s.ctx, req)
+		if err != nil {
+			s.clientDied(fw, "intent "+req.Intent, err)
+			return nil
+		}
+		s.logf("%s intent %s %s %s -> seq %d, %d pending", fw.name(), req.Intent, shortID(req.ID), req.Payload, st.Seq, len(st.Pending))
+		s.rec.foreignIntent(fw, req)
+		s.observe(fw, st)
+	}
+	s.drainForeign()
+	return nil
+}
+
+// drawIntent draws what the user of fw does, among the intents it
+// implements: a command drawn as for a reference window on what it
+// renders, or undo/redo.
+func (s *sim) drawIntent(fw *foreignWin) (adapter.IntentRequest, bool) {
+	req := adapter.IntentRequest{Window: fmt.Sprintf("w%d", fw.idx)}
+	if (fw.intents["undo"] || fw.intents["redo"]) && s.rng.IntN(12) == 0 {
+		req.Intent = "undo"
+		if !fw.intents["undo"] || (fw.intents["redo"] && s.rng.IntN(3) == 0) {
+			req.Intent = "redo"
+		}
+		req.IDs = []string{s.newID(), s.newID(), s.newID(), s.newID()}
+		for _, id := range req.IDs {
+			fw.undoIDs[id] = true
+		}
+		return req, true
+	}
+	for range 8 {
+		c := s.drawOn(fw.doc)
+		if !fw.intents[c.Type] {
+			continue
+		}
+		fw.given[c.ID] = c
+		req.Intent, req.ID, req.Payload = c.Type, c.ID, c.Payload
+		return req, true
+	}
+	return req, false
+}
+
+// drainForeign takes in what the proxies recorded.
+func (s *sim) drainForeign() {
+	for _, fw := range s.foreign {
+		for _, r := range fw.proxy.drain() {
+			s.foreignRecord(fw, r)
+		}
+	}
+}
+
+func (s *sim) foreignRecord(fw *foreignWin, r proxyRec) {
+	page := s.pages[fw.page]
+	switch r.kind {
+	case recPost:
+		s.foreignPost(fw, r)
+	case recAnswer:
+		s.foreignAnswer(fw, r)
+	case recPage:
+		if r.page != page {
+			return
+		}
+		if fw.pages++; fw.pages > 1 {
+			s.stats.Refetches++ // the first is the window's opening
+		}
+		fw.gapOpen = false
+	case recSnapshot:
+		if r.page == page && r.err == "" && r.seq > fw.covered {
+			fw.covered = r.seq
+		}
+		if r.lost {
+			s.foreignFault(fw, "lost-page-answer", "kb.page answer lost (fault)")
+		}
+	case recSubscribe:
+		if r.page != page {
+			return
+		}
+		fw.subs++
+		if fw.subs > 1 {
+			s.exercise(CheckResume)
+			s.stats.Resumes++
+		}
+		if !r.hasAfter || r.after < fw.openSeq {
+			after := "no lastEventId"
+			if r.hasAfter {
+				after = fmt.Sprintf("lastEventId %d", r.after)
+			}
+			s.find(CheckResume, "%s subscribed to page %s with %s, though it opened the page at seq %d: a window resubscribes after its last received seq (spec/window.md, spec/PROTOCOL.md 4.4)",
+				fw.name(), shortID(page), after, fw.openSeq)
+		}
+	case recDeliver:
+		if r.page != page {
+			return
+		}
+		switch {
+		case r.seq == fw.covered+1:
+			fw.covered = r.seq
+		case r.seq > fw.covered+1 && !fw.gapOpen:
+			fw.gapOpen, fw.gapAt, fw.gapHole = true, r.seq, fw.covered+1
+			s.stats.Gaps++
+		}
+		if fw.gapOpen && fw.covered >= fw.gapAt {
+			fw.gapOpen = false // the hole was filled by a later delivery
+		}
+		s.rec.foreignEcho(fw, r)
+	case recDrop:
+		s.stats.Dropped++
+		s.foreignFault(fw, "dropped", fmt.Sprintf("echo %d dropped (fault)", r.seq))
+	case recDup:
+		s.stats.Duplicated++
+		s.foreignFault(fw, "duplicated", fmt.Sprintf("echo %d duplicated (fault)", r.seq))
+	case recReorder:
+		s.stats.Reordered++
+		s.foreignFault(fw, "reordered", fmt.Sprintf("echoes %d and %d reordered (fault)", r.after, r.seq))
+	case recCut:
+		s.stats.Cuts++
+		s.foreignFault(fw, "socket-cut", "sockets cut (fault)")
+	}
+}
+
+func (s *sim) foreignFault(fw *foreignWin, kind, text string) {
+	fw.coverage.Faults[kind]++
+	s.logf("%s %s", fw.name(), text)
+	s.rec.foreignFault(fw, text)
+}
+
+func (s *sim) foreignPost(fw *foreignWin, r proxyRec) {
+	env := r.env
+	c := kbcore.Command{ID: env.ID, Type: env.Type, Payload: env.Payload}
+	o := s.ops[env.ID]
+	if o == nil {
+		o = &op{id: env.ID, page: env.PageID, cmd: c, call: r.at, win: fw.idx}
+		s.ops[env.ID] = o
+		s.opOrder = append(s.opOrder, env.ID)
+		s.stats.Commands++
+		s.types[c.Type]++
+		s.rec.foreignPost(fw, r)
+		given, ok := fw.given[env.ID]
+		switch {
+		case !ok && !fw.undoIDs[env.ID]:
+			s.find(CheckExactlyOnce, "%s posted %s (%s %s) under an id no intent gave it: a command keeps its id, retries included (spec/PROTOCOL.md 4.1)",
+				fw.name(), shortID(env.ID), c.Type, clip(c.Payload))
+		case ok && (given.Type != c.Type || env.PageID != s.pages[fw.page]):
+			s.find(CheckExactlyOnce, "%s posted id %s as %s on page %s; the intent was %s on page %s",
+				fw.name(), shortID(env.ID), c.Type, shortID(env.PageID), given.Type, shortID(s.pages[fw.page]))
+		}
+		if env.DeviceID != s.devices[fw.dev].deviceID {
+			s.find(CheckProtocol, "%s posted %s with device_id %s, not its device's %s", fw.name(), shortID(env.ID), env.DeviceID, s.devices[fw.dev].deviceID)
+		}
+	} else if o.win != fw.idx {
+		s.find(CheckExactlyOnce, "%s posted %s, an id window %d posted before", fw.name(), shortID(env.ID), o.win)
+	}
+	o.posts++
+}
+
+func clip(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "…"
+	}
+	return string(b)
+}
+
+func (s *sim) foreignAnswer(fw *foreignWin, r proxyRec) {
+	o := s.ops[r.id]
+	if o == nil {
+		return
+	}
+	if r.err != "" {
+		s.stats.Retries++
+		return
+	}
+	sc := &sendCall{w: &win{idx: fw.idx, page: fw.page}, c: o.cmd, rej: r.rej}
+	sc.ack.Seq, sc.ack.Duplicate = r.seq, r.dup
+	s.checkAnswer(sc)
+	if r.lost {
+		s.stats.LostResp++
+		s.foreignFault(fw, "lost-answer", fmt.Sprintf("answer to %s lost (fault)", shortID(r.id)))
+		return
+	}
+	s.decide(r.id, r.seq, r.rej)
+	if o.ret > r.at {
+		o.ret = r.at
+	}
+	if r.rej == nil && r.seq > s.known[o.page] {
+		s.known[o.page] = r.seq
+	}
+}
+
+// settleForeign brings every foreign window to its page's head with
+// faults off: it waits for the client to send what it holds and take in
+// what it is owed. A client that stops short of the head has its sockets
+// cut once a second (it must resume from its seq); one that makes no
+// progress within the echo timeout is left as it is, for the checkers.
+func (s *sim) settleForeign() error {
+	for _, fw := range s.foreign {
+		fw.proxy.setQuiet()
+	}
+	for _, fw := range s.foreign {
+		if fw.dead != "" {
+			continue
+		}
+		page := s.pages[fw.page]
+		mark, since, poked := "", time.Now(), time.Now()
+		for {
+			if err := s.ctx.Err(); err != nil {
+				return err
+			}
+			s.drainForeign()
+			st, err := fw.ad.State(s.ctx, fmt.Sprintf("w%d", fw.idx))
+			if err != nil {
+				s.clientDied(fw, "state", err)
+				break
+			}
+			s.observe(fw, st)
+			if len(st.Pending) == 0 && st.Seq >= s.known[page] {
+				break
+			}
+			if m := fmt.Sprint(st.Seq, st.Pending); m != mark {
+				mark, since = m, time.Now()
+			}
+			if time.Since(since) > s.opts.EchoTimeout {
+				s.logf("%s did not settle: seq %d of %d, %d pending", fw.name(), st.Seq, s.known[page], len(st.Pending))
+				break
+			}
+			if st.Seq < s.known[page] && time.Since(poked) > time.Second {
+				poked = time.Now()
+				s.logf("%s stalled at seq %d of %d (%d pending): its sockets are cut, it must resume", fw.name(), st.Seq, s.known[page], len(st.Pending))
+				fw.proxy.cut()
+			}
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-s.ctx.Done():
+			}
+		}
+	}
+	s.drainForeign()
+	return nil
+}
+
+// checkForeign adds the findings on the foreign windows to s.found: the
+// final state against the fold of the log, the server documents they
+// reported against the log's prefixes, their lost and rejected commands,
+// their toasts and their gaps.
+func (s *sim) checkForeign(pages map[string]*pageState) {
+	if len(s.foreign) == 0 {
+		return
+	}
+	s.drainForeign()
+	s.resolveForeign()
+	for _, fw := range s.foreign {
+		if fw.dead != "" {
+			continue
+		}
+		ps := pages[s.pages[fw.page]]
+		if ps.err != "" {
+			continue
+		}
+		st := fw.state
+		if n := len(st.Pending); n > 0 {
+			s.find(CheckConvergence, "%s still has %d pending commands (%s)", fw.name(), n, strings.Join(shortIDs(st.Pending), " "))
+		}
+		if !fw.doc.Equal(ps.fold) {
+			s.find(CheckConvergence, "%s (page %s, seq %d) renders a document that differs from the fold of the server's log (seq %d):\n%s",
+				fw.name(), shortID(ps.id), st.Seq, lastSeq(ps.log), docDiff(ps.fold, fw.doc))
+		}
+		for _, sd := range fw.servers {
+			prefix, _ := kbcore.NewDoc(kbcore.Page{ID: ps.id}, nil)
+			for _, ev := range ps.log {
+				if ev.Seq > sd.seq {
+					break
+				}
+				prefix = kbcore.Apply(prefix, ev.Cmd).Doc
+			}
+			if !sd.doc.Equal(prefix) {
+				s.find(CheckConvergence, "%s reported its server document at seq %d, which is not the fold of the log's first %d commands:\n%s",
+					fw.name(), sd.seq, sd.seq, docDiff(prefix, sd.doc))
+				break
+			}
+		}
+		s.checkForeignCommands(fw, ps)
+		if fw.gapOpen {
+			s.find(CheckRefetch, "%s was delivered seq %d on page %s after a hole at seq %d and never called kb.page after it (spec/window.md: a gap refetches)",
+				fw.name(), fw.gapAt, shortID(ps.id), fw.gapHole)
+		}
+	}
+}
+
+// checkForeignCommands: every command the client showed was decided,
+// and every rejected one was rolled back and toasted.
+func (s *sim) checkForeignCommands(fw *foreignWin, ps *pageState) {
+	ids := make([]string, 0, len(fw.accepted))
+	for id := range fw.accepted {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		o := s.ops[id]
+		switch {
+		case o == nil:
+			s.find(CheckExactlyOnce, "%s showed command %s (%s) pending and never posted it: the user's edit is lost", fw.name(), shortID(id), fw.given[id].Type)
+		case o.ret == 0 && o.srv.known:
+		case o.ret == 0:
+			s.find(CheckExactlyOnce, "%s posted command %s (%s) and the server never decided it", fw.name(), shortID(id), o.cmd.Type)
+		}
+	}
+	toasted := map[string]int{}
+	toastedID := map[string]bool{}
+	for _, t := range fw.toasts {
+		toasted[t.Code]++
+		if t.ID != "" {
+			toastedID[t.ID] = true
+		}
+	}
+	pending := map[string]bool{}
+	for _, id := range fw.state.Pending {
+		pending[id] = true
+	}
+	for _, o := range s.sortedOps() {
+		if o.win != fw.idx || o.rejected == "" {
+			continue
+		}
+		if pending[o.id] {
+			s.find(CheckRollback, "%s still holds rejected command %s (%s: %s)", fw.name(), shortID(o.id), o.cmd.Type, o.rejected)
+		}
+		if o.cmd.Type == kbcore.TypeCreateAfter {
+			_, inFold := ps.fold.Node(createdID(o.cmd))
+			if _, ok := fw.doc.Node(createdID(o.cmd)); ok && !inFold {
+				s.find(CheckRollback, "%s renders node %s of rejected command %s", fw.name(), createdID(o.cmd), shortID(o.id))
+			}
+		}
+		switch {
+		case toastedID[o.id]:
+		case toasted[o.rejected] > 0:
+			toasted[o.rejected]--
+		default:
+			s.find(CheckRollback, "%s showed no toast for its command %s (%s), rejected %s (spec/window.md: reject toasts)", fw.name(), shortID(o.id), o.cmd.Type, o.rejected)
+		}
+	}
+}
+
+// resolveForeign asks the server for the outcomes of foreign commands
+// whose answer the client never got and no echo reported.
+func (s *sim) resolveForeign() {
+	byPage := map[string][]string{}
+	for _, o := range s.sortedOps() {
+		if o.ret == 0 && o.win >= len(s.wins) {
+			byPage[o.page] = append(byPage[o.page], o.id)
+		}
+	}
+	for page, ids := range byPage {
+		snap, err := s.retryPage(s.kitClient(), page, ids)
+		if err != nil {
+			continue
+		}
+		for id, out := range snap.Outcomes {
+			s.decide(id, out.Seq, out.Rejected)
+		}
+	}
+}
+
+func shortIDs(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = shortID(id)
+	}
+	return out
+}
+
+// Coverage sums the foreign windows' coverage of a run by client command
+// line.
+func Coverage(reports []SeedReport) []ClientCoverage {
+	by := map[string]*ClientCoverage{}
+	var order []string
+	for _, r := range reports {
+		for _, c := range r.Clients {
+			t := by[c.Client]
+			if t == nil {
+				t = &ClientCoverage{Client: c.Client, Window: -1, Intents: map[string]int{}, Faults: map[string]int{}}
+				by[c.Client] = t
+				order = append(order, c.Client)
+			}
+			for k, n := range c.Intents {
+				t.Intents[k] += n
+			}
+			for k, n := range c.Faults {
+				t.Faults[k] += n
+			}
+		}
+	}
+	out := make([]ClientCoverage, 0, len(order))
+	for _, k := range order {
+		out = append(out, *by[k])
+	}
+	return out
+}
+
+// String prints coverage as "intents: a 3, b 1; faults: x 2".
+func (c ClientCoverage) String() string {
+	list := func(m map[string]int) string {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, ", ")
+	}
+	return fmt.Sprintf("intents: %s; faults: %s", list(c.Intents), list(c.Faults))
+}
+
+func (s *sim) foreignCoverage() []ClientCoverage {
+	var out []ClientCoverage
+	for _, fw := range s.foreign {
+		out = append(out, fw.coverage)
+	}
+	return out
+}
+
+// kitClient is the kit's own client of the first device on the first
+// instance (reads heads, snapshots and logs).
+func (s *sim) kitClient() *client.Client { return s.devices[0].clients[0] }
+
+// quiesceAll quiesces the reference windows and the foreign ones; the
+// foreign windows' last commands move the heads the reference windows
+// must then reach, so it runs twice when there are foreign windows.
+func (s *sim) quiesceAll() error {
+	if err := s.quiesce(); err != nil || len(s.foreign) == 0 {
+		return err
+	}
+	for range 2 {
+		if err := s.settleForeign(); err != nil {
+			return err
+		}
+		if err := s.quiesce(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
