@@ -42,7 +42,9 @@ type foreignWin struct {
 	toasts   []adapter.Toast
 	servers  []seqDoc // server documents reported, with their seqs (the last few)
 
-	covered  int64 // every seq up to this was delivered or in a snapshot
+	covered  int64          // every seq up to this was delivered or in a snapshot
+	ahead    map[int64]bool // seqs past covered delivered already
+	answered map[string]int // decided answers per command id (delivered or lost)
 	gapAt    int64 // an event past a hole was delivered
 	gapHole  int64 // the first seq of that hole
 	gapOpen  bool
@@ -76,6 +78,7 @@ func (s *sim) openForeign() error {
 			return fmt.Errorf("%w: --client %q: %v", ErrCannotRun, line, err)
 		}
 		fw := &foreignWin{idx: len(s.wins) + k, line: line, page: k % len(s.pages), dev: (len(s.wins) + k) % len(s.devices),
+			ahead: map[int64]bool{}, answered: map[string]int{},
 			given: map[string]kbcore.Command{}, undoIDs: map[string]bool{}, accepted: map[string]bool{}, intents: map[string]bool{},
 			coverage: ClientCoverage{Client: line, Intents: map[string]int{}, Faults: map[string]int{}}}
 		fw.coverage.Window = fw.idx
@@ -288,10 +291,19 @@ func (s *sim) foreignRecord(fw *foreignWin, r proxyRec) {
 		if fw.pages++; fw.pages > 1 {
 			s.stats.Refetches++ // the first is the window's opening
 		}
-		fw.gapOpen = false
+		if fw.gapOpen {
+			// Counted once refetched: a gap a refetch in flight already
+			// covers is not one the client must refetch for again.
+			s.stats.Gaps++
+			fw.gapOpen = false
+		}
 	case recSnapshot:
 		if r.page == page && r.err == "" && r.seq > fw.covered {
 			fw.covered = r.seq
+			fw.advance()
+			if fw.gapOpen && fw.covered >= fw.gapAt {
+				fw.gapOpen = false
+			}
 		}
 		if r.lost {
 			s.foreignFault(fw, "lost-page-answer", "kb.page answer lost (fault)")
@@ -317,12 +329,12 @@ func (s *sim) foreignRecord(fw *foreignWin, r proxyRec) {
 		if r.page != page {
 			return
 		}
-		switch {
-		case r.seq == fw.covered+1:
-			fw.covered = r.seq
-		case r.seq > fw.covered+1 && !fw.gapOpen:
+		if r.seq > fw.covered {
+			fw.ahead[r.seq] = true
+			fw.advance()
+		}
+		if r.seq > fw.covered && !fw.gapOpen {
 			fw.gapOpen, fw.gapAt, fw.gapHole = true, r.seq, fw.covered+1
-			s.stats.Gaps++
 		}
 		if fw.gapOpen && fw.covered >= fw.gapAt {
 			fw.gapOpen = false // the hole was filled by a later delivery
@@ -340,6 +352,19 @@ func (s *sim) foreignRecord(fw *foreignWin, r proxyRec) {
 	case recCut:
 		s.stats.Cuts++
 		s.foreignFault(fw, "socket-cut", "sockets cut (fault)")
+	}
+}
+
+// advance moves covered over the seqs delivered ahead of it.
+func (fw *foreignWin) advance() {
+	for s := range fw.ahead {
+		if s <= fw.covered {
+			delete(fw.ahead, s)
+		}
+	}
+	for fw.ahead[fw.covered+1] {
+		delete(fw.ahead, fw.covered+1)
+		fw.covered++
 	}
 }
 
@@ -394,9 +419,26 @@ func (s *sim) foreignAnswer(fw *foreignWin, r proxyRec) {
 		s.stats.Retries++
 		return
 	}
-	sc := &sendCall{w: &win{idx: fw.idx, page: fw.page}, c: o.cmd, rej: r.rej}
-	sc.ack.Seq, sc.ack.Duplicate = r.seq, r.dup
-	s.checkAnswer(sc)
+	if fw.answered[r.id]++; fw.answered[r.id] == 1 {
+		// The first decision the client was answered with: the server
+		// may have decided an earlier post whose answer never left it
+		// (an instance killed), so duplicate: true is allowed; a verdict
+		// known from an echo must agree.
+		switch {
+		case o.srv.known && r.rej == nil && (o.srv.rejected != "" || o.srv.seq != r.seq):
+			s.find(CheckExactlyOnce, "%s: %s (%s) answered seq %d, but the server had %s", fw.name(), shortID(r.id), o.cmd.Type, r.seq, o.srv)
+		case o.srv.known && r.rej != nil && o.srv.rejected != r.rej.Code:
+			s.find(CheckExactlyOnce, "%s: %s (%s) answered rejected %s, but the server had %s", fw.name(), shortID(r.id), o.cmd.Type, r.rej.Code, o.srv)
+		case r.rej != nil:
+			s.learn(r.id, verdict{rejected: r.rej.Code})
+		default:
+			s.learn(r.id, verdict{seq: r.seq})
+		}
+	} else {
+		sc := &sendCall{w: &win{idx: fw.idx, page: fw.page}, c: o.cmd, rej: r.rej}
+		sc.ack.Seq, sc.ack.Duplicate = r.seq, r.dup
+		s.checkAnswer(sc)
+	}
 	if r.lost {
 		s.stats.LostResp++
 		s.foreignFault(fw, "lost-answer", fmt.Sprintf("answer to %s lost (fault)", shortID(r.id)))
@@ -504,6 +546,7 @@ func (s *sim) checkForeign(pages map[string]*pageState) {
 		}
 		s.checkForeignCommands(fw, ps)
 		if fw.gapOpen {
+			s.stats.Gaps++
 			s.find(CheckRefetch, "%s was delivered seq %d on page %s after a hole at seq %d and never called kb.page after it (spec/window.md: a gap refetches)",
 				fw.name(), fw.gapAt, shortID(ps.id), fw.gapHole)
 		}
