@@ -87,6 +87,9 @@ func (s *sim) openForeign() error {
 		if s.opts.Faults {
 			faults = s.faults
 		}
+		if s.opts.ClientFaults != nil {
+			faults = *s.opts.ClientFaults
+		}
 		fw.proxy = newClientProxy(s.target, fw.idx%len(eps), s.start, s.seed, k, faults)
 		var stderr io.Writer = os.Stderr
 		if s.opts.ClientStderr != nil {
@@ -222,9 +225,14 @@ func (s *sim) stepForeign(fw *foreignWin) error {
 		}
 		s.observe(fw, st)
 	default:
-		req, ok := s.drawIntent(fw)
+		req, ok, err := s.foreignRace(fw, r < 31)
+		if err != nil {
+			return err
+		}
 		if !ok {
-			return nil
+			if req, ok = s.drawIntent(fw); !ok {
+				return nil
+			}
 		}
 		fw.coverage.Intents[req.Intent]++
 		st, err := fw.ad.Intent(s.ctx, req)
@@ -238,6 +246,50 @@ func (s *sim) stepForeign(fw *foreignWin) error {
 	}
 	s.drainForeign()
 	return nil
+}
+
+// foreignRace makes the server reject a command of fw (when race is
+// drawn and a reference window shares its page): that window deletes a
+// node both show and its delete is decided; then fw's user, who has not
+// seen that echo yet, edits the node.
+func (s *sim) foreignRace(fw *foreignWin, race bool) (adapter.IntentRequest, bool, error) {
+	req := adapter.IntentRequest{Window: fmt.Sprintf("w%d", fw.idx), Intent: kbcore.TypeEditText}
+	if !race || !fw.intents[kbcore.TypeEditText] || s.merged[fw.page] {
+		return req, false, nil
+	}
+	var a *win
+	for _, w := range s.wins {
+		if w.page == fw.page {
+			a = w
+			break
+		}
+	}
+	if a == nil {
+		return req, false, nil
+	}
+	var target kbcore.Node
+	fw.doc.Walk(func(n kbcore.Node) bool {
+		if _, ok := a.w.Rendered().Node(n.ID); ok {
+			target = n
+			return false
+		}
+		return true
+	})
+	if target.ID == "" {
+		return req, false, nil
+	}
+	del := kbcore.Command{ID: s.newID(), Type: kbcore.TypeDelete, Payload: mustJSON(map[string]any{"node": target.ID})}
+	s.logf("w%d race: delete %s, then %s edits it", a.idx, shortID(target.ID), fw.name())
+	if err := s.handle(a, a.w.Local(del)); err != nil {
+		return req, false, err
+	}
+	if err := s.flush(a, del.ID); err != nil {
+		return req, false, err
+	}
+	c := kbcore.Command{ID: s.newID(), Type: kbcore.TypeEditText, Payload: mustJSON(map[string]any{"node": target.ID, "text": target.Text + "!"})}
+	fw.given[c.ID] = c
+	req.ID, req.Payload = c.ID, c.Payload
+	return req, true, nil
 }
 
 // drawIntent draws what the user of fw does, among the intents it

@@ -42,6 +42,9 @@ type Options struct {
 	Clients []string
 	// ClientStderr receives the client adapters' stderr (nil: os.Stderr).
 	ClientStderr io.Writer
+	// ClientFaults, when set, are the fault rates of the foreign windows'
+	// proxies instead of the seed's drawn ones (tests aim them at a bug).
+	ClientFaults *Faults
 	// Trace sends every history line to Logf as it happens.
 	Trace bool
 	// Logf receives progress and history lines (nil = silent).

@@ -208,6 +208,11 @@ export class ClientWindow {
     for (const c of this.pending) if (this.broken !== "keep-rejected") this.acked.delete(c.id);
     this.rebase();
     this.drainBuffer();
+    if (this.buffer.size > 0) {
+      // Events past a hole the snapshot does not reach: still a gap.
+      this.awaiting = true;
+      queueMicrotask(() => this.refetch());
+    }
     this.pump();
     return true;
   }
@@ -276,8 +281,11 @@ export class ClientWindow {
         // resend the same envelope.
         this.log(`kb.command ${c.id.slice(0, 8)}: ${err.message}; resending`);
         if (this.broken === "new-id-on-retry") {
+          // The bug: the failed command is issued again as a new one.
           const fresh = { ...c, id: randomUUID() };
-          this.pending[this.pending.indexOf(c)] = fresh;
+          const i = this.pending.indexOf(c);
+          if (i >= 0) this.pending[i] = fresh;
+          else this.pending.push(fresh);
           c = fresh;
         }
         await sleep(Math.min(10 * 2 ** attempt, 300));

@@ -1,0 +1,153 @@
+package conformance
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The foreign-client tests drive the example client of examples/client-js
+// (Node, @trpc/client) through the client suite of the adapter protocol:
+// correct, it passes every checker alone and beside the kit's windows;
+// with each of its --broken bugs, the checker guarding that guarantee
+// fails. They need node and `npm ci` in examples/client-js; without them
+// they skip, unless KBKIT_REQUIRE_NODE is set (CI), then they fail.
+
+func exampleClient(t *testing.T) string {
+	t.Helper()
+	require := os.Getenv("KBKIT_REQUIRE_NODE") != ""
+	if _, err := exec.LookPath("node"); err != nil {
+		if require {
+			t.Fatal("node is not installed but KBKIT_REQUIRE_NODE is set")
+		}
+		t.Skip("node is not installed")
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "examples", "client-js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@trpc", "client")); err != nil {
+		if require {
+			t.Fatalf("examples/client-js has no node_modules but KBKIT_REQUIRE_NODE is set: run npm ci there (%v)", err)
+		}
+		t.Skip("examples/client-js: run npm ci first")
+	}
+	return "node " + filepath.Join(dir, "adapter.mjs")
+}
+
+// runForeign runs seeds (in parallel) against one embedded server.
+func runForeign(t *testing.T, opts Options, seeds ...int64) []SeedReport {
+	t.Helper()
+	e := embedded(t, EmbeddedOptions{})
+	if opts.EchoTimeout == 0 {
+		opts.EchoTimeout = 3 * time.Second
+	}
+	opts.ClientStderr = &testWriter{t: t}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	reports := make([]SeedReport, len(seeds))
+	var wg sync.WaitGroup
+	for i, seed := range seeds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reports[i] = RunSeed(ctx, e, opts, seed)
+		}()
+	}
+	wg.Wait()
+	for _, r := range reports {
+		if r.Err != "" {
+			t.Fatalf("seed %d could not run: %s\n%s", r.Seed, r.Err, tail(r.History, 30))
+		}
+		t.Logf("seed %d: failed %v (%s; %+v; %v)", r.Seed, failedCheckers(r), r.Faults, r.Stats, r.Clients)
+	}
+	return reports
+}
+
+// testWriter sends the clients' stderr to the test log.
+type testWriter struct {
+	mu sync.Mutex
+	t  *testing.T
+}
+
+func (w *testWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if os.Getenv("KBKIT_CLIENT_DEBUG") != "" {
+		w.t.Logf("%s", strings.TrimRight(string(b), "\n"))
+	}
+	return len(b), nil
+}
+
+func TestForeignClientPasses(t *testing.T) {
+	cl := exampleClient(t)
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"alone", Options{Clients: []string{cl}, Faults: true, Steps: 60}},
+		{"mixed", Options{Windows: 2, Clients: []string{cl, cl}, Faults: true, Steps: 60}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			intents := map[string]int{}
+			for _, r := range runForeign(t, tc.opts, 0, 1, 2) {
+				for _, c := range r.Checks {
+					if !c.Passed {
+						t.Errorf("seed %d: %s failed:\n%s\n%s", r.Seed, c.Name, c.Detail, tail(r.History, 40))
+					}
+				}
+				if len(r.Clients) != len(tc.opts.Clients) {
+					t.Errorf("seed %d: coverage of %d clients, want %d", r.Seed, len(r.Clients), len(tc.opts.Clients))
+				}
+				for _, c := range r.Clients {
+					for k, n := range c.Intents {
+						intents[k] += n
+					}
+				}
+			}
+			for _, in := range []string{"create-after", "edit-text", "delete", "move-node", "indent", "outdent"} {
+				if intents[in] == 0 {
+					t.Errorf("no %s intent was drawn in 3 seeds: %v", in, intents)
+				}
+			}
+		})
+	}
+}
+
+// Each bug of the example client (examples/client-js/window.mjs, BROKEN)
+// breaks one guarantee; the checker named must catch it in a few seeds.
+func TestForeignClientBugsAreCaught(t *testing.T) {
+	cl := exampleClient(t)
+	for _, tc := range []struct {
+		bug, checker string
+		opts         Options
+	}{
+		{"new-id-on-retry", CheckExactlyOnce, Options{Faults: true, ClientFaults: &Faults{LoseResponse: 0.2}}},
+		{"no-refetch", CheckRefetch, Options{Faults: true, ClientFaults: &Faults{Drop: 0.3}}},
+		{"keep-rejected", CheckRollback, Options{Windows: 2, Pages: 1, Steps: 150}},
+		{"drop-pending-on-reconnect", CheckExactlyOnce, Options{Faults: true, ClientFaults: &Faults{}}},
+		{"resume-from-zero", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}},
+		{"echo-on-top", CheckConvergence, Options{}},
+	} {
+		t.Run(tc.bug, func(t *testing.T) {
+			opts := tc.opts
+			opts.Clients = []string{cl + " --broken " + tc.bug}
+			var caught []int64
+			for _, r := range runForeign(t, opts, 0, 1, 2) {
+				if slices.Contains(failedCheckers(r), tc.checker) {
+					caught = append(caught, r.Seed)
+				}
+			}
+			if len(caught) == 0 {
+				t.Fatalf("the %s checker caught the client bug %s in none of 3 seeds", tc.checker, tc.bug)
+			}
+			t.Logf("%s caught %s in seeds %v", tc.checker, tc.bug, caught)
+		})
+	}
+}
