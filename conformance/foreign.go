@@ -45,8 +45,8 @@ type foreignWin struct {
 	covered  int64          // every seq up to this was delivered or in a snapshot
 	ahead    map[int64]bool // seqs past covered delivered already
 	answered map[string]int // decided answers per command id (delivered or lost)
-	gapAt    int64 // an event past a hole was delivered
-	gapHole  int64 // the first seq of that hole
+	gapAt    int64          // an event past a hole was delivered
+	gapHole  int64          // the first seq of that hole
 	gapOpen  bool
 	pages    int // kb.page calls for its page
 	subs     int
