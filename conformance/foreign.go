@@ -1,12 +1,16 @@
 package conformance
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/subspace/kbkit/client"
@@ -69,14 +73,11 @@ type ClientCoverage struct {
 func (fw *foreignWin) name() string { return fmt.Sprintf("w%d (%s)", fw.idx, fw.line) }
 
 // openForeign starts one adapter per Options.Clients entry and opens its
-// window on a page of the seed, behind its own fault proxy.
+// window on a page of the seed, behind its own fault proxy. The adapters
+// start and open at once, each in its own process.
 func (s *sim) openForeign() error {
 	eps := s.target.Endpoints()
 	for k, line := range s.opts.Clients {
-		argv, err := adapter.SplitCommand(line)
-		if err != nil || len(argv) == 0 {
-			return fmt.Errorf("%w: --client %q: %v", ErrCannotRun, line, err)
-		}
 		fw := &foreignWin{idx: len(s.wins) + k, line: line, page: k % len(s.pages), dev: (len(s.wins) + k) % len(s.devices),
 			ahead: map[int64]bool{}, answered: map[string]int{},
 			given: map[string]kbcore.Command{}, undoIDs: map[string]bool{}, accepted: map[string]bool{}, intents: map[string]bool{},
@@ -91,38 +92,73 @@ func (s *sim) openForeign() error {
 			faults = *s.opts.ClientFaults
 		}
 		fw.proxy = newClientProxy(s.target, fw.idx%len(eps), s.start, s.seed, k, faults)
-		var stderr io.Writer = os.Stderr
-		if s.opts.ClientStderr != nil {
-			stderr = s.opts.ClientStderr
+	}
+	type opened struct {
+		st       adapter.ClientState
+		startErr error // the adapter could not start: the run cannot go on
+		openErr  error // open failed: a finding on the client
+	}
+	res := make([]opened, len(s.foreign))
+	var wg sync.WaitGroup
+	for k, fw := range s.foreign {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[k].st, res[k].startErr, res[k].openErr = s.startForeign(fw)
+		}()
+	}
+	wg.Wait()
+	for k, fw := range s.foreign {
+		if err := res[k].startErr; err != nil {
+			return fmt.Errorf("%w: --client %q: %v", ErrCannotRun, fw.line, err)
 		}
-		fw.ad, err = adapter.Start(s.ctx, argv, adapter.Options{Timeout: s.clientTimeout(), Stderr: stderr,
-			StderrPrefix: fmt.Sprintf("[client w%d seed %d] ", fw.idx, s.seed), MaxFailures: 1})
-		if err != nil {
-			return fmt.Errorf("%w: --client %q: %v", ErrCannotRun, line, err)
-		}
-		info := fw.ad.Info()
-		if !info.Supports(adapter.SuiteClient) {
-			return fmt.Errorf("%w: --client %q: init_ok does not list suite %q", ErrCannotRun, line, adapter.SuiteClient)
-		}
-		for _, in := range info.Intents {
-			fw.intents[in] = true
-		}
-		if len(fw.intents) == 0 {
-			return fmt.Errorf("%w: --client %q: init_ok lists no intents (spec/ADAPTER.md 6)", ErrCannotRun, line)
-		}
-		st, err := fw.ad.Open(s.ctx, adapter.OpenRequest{Window: fmt.Sprintf("w%d", fw.idx), URL: fw.proxy.URL(),
-			Token: s.devices[fw.dev].token, DeviceID: s.devices[fw.dev].deviceID, PageID: s.pages[fw.page]})
-		if err != nil {
+	}
+	for k, fw := range s.foreign {
+		if err := res[k].openErr; err != nil {
 			s.clientDied(fw, "open", err)
 			continue
 		}
-		fw.openSeq = st.Seq
-		s.observe(fw, st)
+		fw.openSeq = res[k].st.Seq
+		s.observe(fw, res[k].st)
 		s.rec.foreignLane(fw)
-		s.logf("%s opened on page P%d at seq %d", fw.name(), fw.page, st.Seq)
+		s.logf("%s opened on page P%d at seq %d", fw.name(), fw.page, fw.openSeq)
 	}
 	s.drainForeign()
 	return nil
+}
+
+// startForeign starts fw's adapter, checks its init_ok and opens its
+// window. It touches only fw (it runs beside the others).
+func (s *sim) startForeign(fw *foreignWin) (adapter.ClientState, error, error) {
+	argv, err := adapter.SplitCommand(fw.line)
+	if err != nil || len(argv) == 0 {
+		return adapter.ClientState{}, cmp.Or(err, errors.New("an empty command line")), nil
+	}
+	var stderr io.Writer = os.Stderr
+	if s.opts.ClientStderr != nil {
+		stderr = s.opts.ClientStderr
+	}
+	fw.ad, err = adapter.Start(s.ctx, argv, adapter.Options{Timeout: s.clientTimeout(), Stderr: stderr,
+		StderrPrefix: fmt.Sprintf("[client w%d seed %d] ", fw.idx, s.seed), MaxFailures: 1})
+	if err != nil {
+		return adapter.ClientState{}, err, nil
+	}
+	info := fw.ad.Info()
+	if !info.Supports(adapter.SuiteClient) {
+		return adapter.ClientState{}, fmt.Errorf("init_ok does not list suite %q", adapter.SuiteClient), nil
+	}
+	for _, in := range info.Intents {
+		if !slices.Contains(adapter.Intents, in) {
+			return adapter.ClientState{}, fmt.Errorf("init_ok lists intent %q, which is none of %s (spec/ADAPTER.md section 6)", in, strings.Join(adapter.Intents, ", ")), nil
+		}
+		fw.intents[in] = true
+	}
+	if len(fw.intents) == 0 {
+		return adapter.ClientState{}, errors.New("init_ok lists no intents (spec/ADAPTER.md section 6)"), nil
+	}
+	st, err := fw.ad.Open(s.ctx, adapter.OpenRequest{Window: fmt.Sprintf("w%d", fw.idx), URL: fw.proxy.URL(),
+		Token: s.devices[fw.dev].token, DeviceID: s.devices[fw.dev].deviceID, PageID: s.pages[fw.page]})
+	return st, nil, err
 }
 
 // clientTimeout bounds one adapter request.

@@ -78,3 +78,21 @@ func (r *recorder) foreignFault(fw *foreignWin, text string) {
 	r.t.Add(timeline.Event{Lane: foreignLaneID(fw), Kind: timeline.KindFault, At: r.s.now(), Window: fw.idx, Page: r.s.pages[fw.page],
 		Fault: true, Label: text, State: r.foreignState(fw)})
 }
+
+// foreignDocs are the final documents of the foreign windows on page k,
+// beside the fold of the log (its outline: log).
+func (r *recorder) foreignDocs(k int, log []string) []timeline.DocView {
+	var out []timeline.DocView
+	for _, fw := range r.s.foreign {
+		if fw.page != k {
+			continue
+		}
+		lines := timeline.Outline(fw.doc)
+		v := timeline.DocView{Label: fmt.Sprintf("w%d (%s) at seq %d, %d pending", fw.idx, fw.line, fw.state.Seq, len(fw.state.Pending)), Lines: lines}
+		if diff := timeline.Diff(log, lines); timeline.Differs(diff) {
+			v.Diff = diff
+		}
+		out = append(out, v)
+	}
+	return out
+}
