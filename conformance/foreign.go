@@ -138,11 +138,14 @@ func (s *sim) startForeign(fw *foreignWin) (adapter.ClientState, error, error) {
 	if s.opts.ClientStderr != nil {
 		stderr = s.opts.ClientStderr
 	}
-	fw.ad, err = adapter.Start(s.ctx, argv, adapter.Options{Timeout: s.clientTimeout(), Stderr: stderr,
+	// Starting (init) may take a while on a loaded machine; every
+	// request after it is held to the client timeout.
+	fw.ad, err = adapter.Start(s.ctx, argv, adapter.Options{Timeout: max(s.clientTimeout(), 30*time.Second), Stderr: stderr,
 		StderrPrefix: fmt.Sprintf("[client w%d seed %d] ", fw.idx, s.seed), MaxFailures: 1})
 	if err != nil {
 		return adapter.ClientState{}, err, nil
 	}
+	fw.ad.SetTimeout(s.clientTimeout())
 	info := fw.ad.Info()
 	if !info.Supports(adapter.SuiteClient) {
 		return adapter.ClientState{}, fmt.Errorf("init_ok does not list suite %q", adapter.SuiteClient), nil

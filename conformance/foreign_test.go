@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/subspace/kbkit/spec/schema"
 )
 
 // The foreign-client tests drive the example client of examples/client-js
@@ -151,3 +154,38 @@ func TestForeignClientBugsAreCaught(t *testing.T) {
 		})
 	}
 }
+
+// The client suite's messages, as the runner sends them and the example
+// client answers them, match spec/schema/adapter.
+func TestForeignClientMessagesMatchSchemas(t *testing.T) {
+	cl := exampleClient(t)
+	if _, err := exec.LookPath("tee"); err != nil {
+		t.Skip("no tee")
+	}
+	dir := t.TempDir()
+	req, rep := filepath.Join(dir, "requests.ndjson"), filepath.Join(dir, "replies.ndjson")
+	line := "sh -c " + shellQuote("tee "+req+" | "+cl+" | tee "+rep)
+	runForeign(t, Options{Windows: 1, Clients: []string{line}, Faults: true, Steps: 40}, 0)
+	seen := map[string]int{}
+	for _, path := range []string{req, rep} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var h struct{ Type string }
+			_ = json.Unmarshal([]byte(l), &h)
+			seen[h.Type]++
+			if err := schema.ValidateAdapterMessage([]byte(l)); err != nil {
+				t.Errorf("%s: %v\n%.300s", filepath.Base(path), err, l)
+			}
+		}
+	}
+	for _, typ := range []string{"init", "init_ok", "open", "open_ok", "intent", "intent_ok", "state", "state_ok", "close", "close_ok"} {
+		if seen[typ] == 0 {
+			t.Errorf("no %s message was exchanged: %v", typ, seen)
+		}
+	}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

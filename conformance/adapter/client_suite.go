@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // SuiteClient is the suite of a client adapter (spec/ADAPTER.md section
@@ -110,4 +111,14 @@ func (c *Client) State(ctx context.Context, window string) (ClientState, error) 
 func (c *Client) CloseWindow(ctx context.Context, window string) error {
 	var r struct{}
 	return c.call(ctx, TypeClose, windowRequest{Window: window}, &r)
+}
+
+// SetTimeout changes the per-request timeout (a client may start slowly
+// and still be held to a short timeout per request afterwards).
+func (c *Client) SetTimeout(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d > 0 {
+		c.opts.Timeout = d
+	}
 }

@@ -268,8 +268,17 @@ export class ClientWindow {
       const env = { id: c.id, device_id: this.deviceId, page_id: this.pageId, type: c.type, payload: c.payload };
       try {
         const res = await this.trpc.kb.command.mutate(env);
-        // Committed at res.seq: it stays pending until its echo.
-        if (this.pending.includes(c) && res.seq > this.seq) this.acked.add(c.id);
+        if (!this.pending.includes(c)) return;
+        if (res.seq <= this.seq) {
+          // Committed at or below the window's seq (a snapshot brought it
+          // without an outcome: it was sent after the refetch asked): it
+          // is in the server document already.
+          this.pending.splice(this.pending.indexOf(c), 1);
+          this.acked.delete(c.id);
+          this.rebase();
+          return;
+        }
+        this.acked.add(c.id); // committed at res.seq: pending until its echo
         return;
       } catch (err) {
         const rej = err?.data?.rejection ?? err?.shape?.data?.rejection;
