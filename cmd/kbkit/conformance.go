@@ -33,6 +33,7 @@ func newConformanceCmd() *cobra.Command {
 
 type conformanceFlags struct {
 	seeds, windows, pages, steps, devices, instances int
+	parallel                                         int
 	seed                                             int64
 	seedSet                                          bool
 	faults, trace, bursts, strict, htmlAll           bool
@@ -96,6 +97,7 @@ Exit status: 0 every checker passed, 1 a checker failed (or, with
 	fl.IntVar(&f.pages, "pages", 3, "pages per seed")
 	fl.IntVar(&f.steps, "steps", 100, "scheduler steps per seed")
 	fl.IntVar(&f.devices, "devices", 2, "devices per seed")
+	fl.IntVar(&f.parallel, "parallel", 4, "seeds run at once (each seed alone is sequential and replays)")
 	fl.IntVar(&f.instances, "instances", 2, "embedded server instances sharing the database")
 	fl.BoolVar(&f.faults, "faults", false, "inject faults (drawn per seed)")
 	fl.BoolVar(&f.trace, "trace", false, "print every scheduler event on stderr as it happens")
@@ -190,8 +192,8 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	progress := newSeedProgress(stderr, tty, f.seeds, start)
 	opts := conformance.Options{
 		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
-		Clients: f.clients,
-		Steps:   f.steps, Faults: f.faults, OutDir: f.outDir, HTMLDir: f.htmlDir, HTMLAll: f.htmlAll, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
+		Clients: f.clients, Parallel: f.parallel,
+		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, HTMLDir: f.htmlDir, HTMLAll: f.htmlAll, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
 		Logf:     func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
 		Progress: progress.seed,
 	}
