@@ -65,6 +65,17 @@ stderr every few seconds.
 
 --seed S replays one seed exactly.
 
+--client "CMD ARGS" (repeatable) drives another team's client through the
+client suite of the adapter protocol (spec/ADAPTER.md section 6): one
+window of it per seed, beside --windows of the kit's own (0 by default
+with --client), on the same pages. The client does its own networking,
+to a fault proxy of the kit in front of the server; every checker runs
+on the merged history, and the report lists the intents and faults each
+client saw:
+
+  kbkit conformance run --client "node examples/client-js/adapter.mjs" --seeds 100 --faults
+  kbkit conformance run --windows 2 --client "node a.mjs" --client "node b.mjs" --faults
+
 --html DIR writes a timeline of every failing seed (seed-N.html, one
 self-contained page each; --html-all: of every seed): a lane per window,
 server instance and page log, every command as a span from its first POST
