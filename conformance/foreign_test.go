@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,3 +190,53 @@ func TestForeignClientMessagesMatchSchemas(t *testing.T) {
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// A client that stops answering is a protocol finding that names it, the
+// seed still ends, and its process group is killed.
+func TestForeignClientThatStopsAnswering(t *testing.T) {
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Skip("needs /proc to look for leftover processes")
+	}
+	marker := fmt.Sprintf("kbkit-hang-%d", time.Now().UnixNano())
+	// Answers init, then never again (the open times out).
+	script := `read l; echo '{"type":"init_ok","in_reply_to":1,"suites":["client"],"intents":["edit-text"]}'; sleep 600; : ` + marker
+	opts := Options{Windows: 1, Clients: []string{"sh -c " + shellQuote(script)}, EchoTimeout: time.Second, Steps: 20}
+	start := time.Now()
+	r := runForeign(t, opts, 0)[0]
+	var protocol string
+	for _, c := range r.Checks {
+		if c.Name == CheckProtocol {
+			protocol = c.Detail
+		}
+	}
+	if !strings.Contains(protocol, "w1 (sh -c") || !strings.Contains(protocol, "stopped answering") {
+		t.Errorf("the protocol checker does not name the client that stopped answering: %q", protocol)
+	}
+	if d := time.Since(start); d > time.Minute {
+		t.Errorf("the seed took %s", d)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := processesWith(marker)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client's processes are still running: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// processesWith lists the pids whose command line holds s.
+func processesWith(s string) []string {
+	var out []string
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), s) {
+			out = append(out, d.Name())
+		}
+	}
+	return out
+}
