@@ -92,18 +92,13 @@ func (s *sim) openForeign() error {
 		}
 		fw.proxy = newClientProxy(s.target, fw.idx%len(eps), s.start, s.seed, k, faults)
 	}
-	type opened struct {
-		st       adapter.ClientState
-		startErr error // the adapter could not start: the run cannot go on
-		openErr  error // open failed: a finding on the client
-	}
 	res := make([]opened, len(s.foreign))
 	var wg sync.WaitGroup
 	for k, fw := range s.foreign {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[k].st, res[k].startErr, res[k].openErr = s.startForeign(fw)
+			res[k] = s.startForeign(fw)
 		}()
 	}
 	wg.Wait()
@@ -114,6 +109,7 @@ func (s *sim) openForeign() error {
 	}
 	for k, fw := range s.foreign {
 		if err := res[k].openErr; err != nil {
+			s.rec.foreignLane(fw)
 			s.clientDied(fw, "open", err)
 			continue
 		}
@@ -126,12 +122,19 @@ func (s *sim) openForeign() error {
 	return nil
 }
 
+// opened is how a foreign window's start went.
+type opened struct {
+	st       adapter.ClientState
+	startErr error // the adapter could not start: the run cannot go on
+	openErr  error // open failed: a finding on the client
+}
+
 // startForeign starts fw's adapter, checks its init_ok and opens its
 // window. It touches only fw (it runs beside the others).
-func (s *sim) startForeign(fw *foreignWin) (adapter.ClientState, error, error) {
+func (s *sim) startForeign(fw *foreignWin) opened {
 	argv, err := adapter.SplitCommand(fw.line)
 	if err != nil || len(argv) == 0 {
-		return adapter.ClientState{}, cmp.Or(err, errors.New("an empty command line")), nil
+		return opened{startErr: cmp.Or(err, errors.New("an empty command line"))}
 	}
 	var stderr io.Writer = os.Stderr
 	if s.opts.ClientStderr != nil {
@@ -142,25 +145,25 @@ func (s *sim) startForeign(fw *foreignWin) (adapter.ClientState, error, error) {
 	fw.ad, err = adapter.Start(s.ctx, argv, adapter.Options{Timeout: max(s.clientTimeout(), 30*time.Second), Stderr: stderr,
 		StderrPrefix: fmt.Sprintf("[client w%d seed %d] ", fw.idx, s.seed), MaxFailures: 1})
 	if err != nil {
-		return adapter.ClientState{}, err, nil
+		return opened{startErr: err}
 	}
 	fw.ad.SetTimeout(s.clientTimeout())
 	info := fw.ad.Info()
 	if !info.Supports(adapter.SuiteClient) {
-		return adapter.ClientState{}, fmt.Errorf("init_ok does not list suite %q", adapter.SuiteClient), nil
+		return opened{startErr: fmt.Errorf("init_ok does not list suite %q", adapter.SuiteClient)}
 	}
 	for _, in := range info.Intents {
 		if !slices.Contains(adapter.Intents, in) {
-			return adapter.ClientState{}, fmt.Errorf("init_ok lists intent %q, which is none of %s (spec/ADAPTER.md section 6)", in, strings.Join(adapter.Intents, ", ")), nil
+			return opened{startErr: fmt.Errorf("init_ok lists intent %q, which is none of %s (spec/ADAPTER.md section 6)", in, strings.Join(adapter.Intents, ", "))}
 		}
 		fw.intents[in] = true
 	}
 	if len(fw.intents) == 0 {
-		return adapter.ClientState{}, errors.New("init_ok lists no intents (spec/ADAPTER.md section 6)"), nil
+		return opened{startErr: errors.New("init_ok lists no intents (spec/ADAPTER.md section 6)")}
 	}
 	st, err := fw.ad.Open(s.ctx, adapter.OpenRequest{Window: fmt.Sprintf("w%d", fw.idx), URL: fw.proxy.URL(),
 		Token: s.devices[fw.dev].token, DeviceID: s.devices[fw.dev].deviceID, PageID: s.pages[fw.page]})
-	return st, nil, err
+	return opened{st: st, openErr: err}
 }
 
 // clientTimeout bounds one adapter request.
