@@ -240,3 +240,20 @@ func processesWith(s string) []string {
 	}
 	return out
 }
+
+// A client adapter that does not declare the client suite, or declares
+// no intent or an unknown one, cannot run (ErrCannotRun), and says why.
+func TestForeignClientInitIsChecked(t *testing.T) {
+	e := embedded(t, EmbeddedOptions{})
+	for _, tc := range []struct{ initOK, want string }{
+		{`{"type":"init_ok","in_reply_to":1,"suites":["commands"]}`, `does not list suite "client"`},
+		{`{"type":"init_ok","in_reply_to":1,"suites":["client"],"intents":[]}`, "lists no intents"},
+		{`{"type":"init_ok","in_reply_to":1,"suites":["client"],"intents":["fly"]}`, `lists intent "fly"`},
+	} {
+		script := "read l; echo " + shellQuote(tc.initOK) + "; cat >/dev/null"
+		r := RunSeed(context.Background(), e, Options{Windows: 1, Clients: []string{"sh -c " + shellQuote(script)}, Steps: 5}, 0)
+		if !strings.Contains(r.Err, "cannot run") || !strings.Contains(r.Err, tc.want) {
+			t.Errorf("init_ok %s: err %q, want it to say %q", tc.initOK, r.Err, tc.want)
+		}
+	}
+}
