@@ -71,6 +71,9 @@ func (s *sim) checkForeignCommands(fw *foreignWin, ps *pageState) {
 	for _, id := range ids {
 		o := s.ops[id]
 		switch {
+		case o == nil && fw.undoIDs[id]:
+			// An undo or redo command that reverts a command the server
+			// rejected is dropped unsent (spec/window.md, reject).
 		case o == nil:
 			s.find(CheckExactlyOnce, "%s showed command %s (%s) pending and never posted it: the user's edit is lost", fw.name(), shortID(id), fw.given[id].Type)
 		case o.ret == 0 && o.srv.known:

@@ -115,7 +115,7 @@ func TestForeignClientPasses(t *testing.T) {
 					}
 				}
 			}
-			for _, in := range []string{"create-after", "edit-text", "delete", "move-node", "indent", "outdent"} {
+			for _, in := range []string{"create-after", "edit-text", "delete", "move-node", "indent", "outdent", "undo"} {
 				if intents[in] == 0 {
 					t.Errorf("no %s intent was drawn in 3 seeds: %v", in, intents)
 				}

@@ -13,8 +13,10 @@
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 
-import { SUPPORTED } from "./reducer.mjs";
 import { BROKEN, ClientWindow } from "./window.mjs";
+
+// The intents this client performs (spec/ADAPTER.md section 6).
+const INTENTS = ["create-after", "edit-text", "move-node", "indent", "outdent", "delete", "set-cell", "set-outputs", "undo", "redo"];
 
 const { values } = parseArgs({ options: { broken: { type: "string" }, help: { type: "boolean", short: "h" } } });
 if (values.help) {
@@ -46,7 +48,7 @@ async function handle(msg) {
     case "init":
       if (msg.protocol !== 2) return { type: "error", in_reply_to: id, code: 10, text: `protocol ${msg.protocol} is not supported (the client suite is protocol 2)` };
       return { type: "init_ok", in_reply_to: id, implementation: "kbkit example client (JavaScript, @trpc/client v11)" + (broken ? ` --broken ${broken}` : ""),
-        version: "0.1.0", suites: ["client"], intents: [...SUPPORTED] };
+        version: "0.1.0", suites: ["client"], intents: INTENTS };
     case "open": {
       if (windows.has(msg.window)) throw Object.assign(new Error(`window ${msg.window} is open already`), { code: 12 });
       const w = new ClientWindow({ url: msg.url, token: msg.token, deviceId: msg.device_id, pageId: msg.page_id, broken, log: log(msg.window) });
@@ -56,8 +58,10 @@ async function handle(msg) {
     }
     case "intent": {
       const w = win(msg.window);
-      if (!SUPPORTED.has(msg.intent)) return { type: "error", in_reply_to: id, code: 10, text: `intent ${msg.intent} is not implemented` };
-      w.local({ id: msg.id, type: msg.intent, payload: msg.payload });
+      if (!INTENTS.includes(msg.intent)) return { type: "error", in_reply_to: id, code: 10, text: `intent ${msg.intent} is not implemented` };
+      if (msg.intent === "undo") w.undo(msg.ids ?? []);
+      else if (msg.intent === "redo") w.redo(msg.ids ?? []);
+      else w.local({ id: msg.id, type: msg.intent, payload: msg.payload });
       return { type: "intent_ok", in_reply_to: id, state: w.state() };
     }
     case "state":

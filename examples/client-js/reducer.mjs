@@ -1,6 +1,7 @@
 // The part of the kbkit reducer (spec/README.md sections 1-3) this client
 // needs: the commands it lets its user make (create-after, edit-text,
-// move-node, indent, outdent, delete, set-cell, set-outputs). A command of
+// move-node, indent, outdent, delete, set-cell, set-outputs) and restore
+// (the inverse of delete, for undo), each with its inverse. A command of
 // any other type, arriving as an echo, is not applied here: the window
 // refetches the page instead (window.mjs).
 //
@@ -10,7 +11,7 @@
 
 import { generateKeyBetween } from "fractional-indexing";
 
-export const SUPPORTED = new Set(["create-after", "edit-text", "move-node", "indent", "outdent", "delete", "set-cell", "set-outputs"]);
+export const SUPPORTED = new Set(["create-after", "edit-text", "move-node", "indent", "outdent", "delete", "set-cell", "set-outputs", "restore"]);
 
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 const CELL = /^[A-Z]{1,3}[1-9][0-9]{0,5}$/;
@@ -136,6 +137,26 @@ function withNode(doc, n) {
   return { nodes, page: doc.page };
 }
 
+// moveBack is the inverse of any command that moves n from where it is.
+function moveBack(doc, n) {
+  const prev = prevSibling(doc, n);
+  return { type: "move-node", payload: { node: n.id, parent: n.parent, after: prev ? prev.id : null, rank: n.rank } };
+}
+
+// subtree: n and its descendants, depth first, parents first.
+function subtree(doc, n) {
+  const out = [n];
+  for (const c of children(doc, n.id)) out.push(...subtree(doc, c));
+  return out;
+}
+
+function record(n) {
+  const r = { id: n.id, kind: n.kind, parent: n.parent, rank: n.rank, text: n.text };
+  if (n.kind === "code") r.outputs = n.outputs.map((o) => ({ mime: o.mime, data: o.data }));
+  if (n.kind === "table") r.cells = { ...n.cells };
+  return r;
+}
+
 function place(doc, n, parent, after, hint) {
   const next = after ? nextSibling(doc, after, n.id) : (children(doc, parent, n.id)[0] ?? null);
   return withNode(doc, { ...n, parent, rank: rankBetween(after, next, hint) });
@@ -166,12 +187,12 @@ const handlers = {
     const n = { id, kind, parent, rank: rankBetween(prev, next, p.rank), text };
     if (kind === "code") n.outputs = [];
     if (kind === "table") n.cells = {};
-    return withNode(doc, n);
+    return [withNode(doc, n), [{ type: "delete", payload: { node: id } }]];
   },
   "edit-text"(doc, cmd, p) {
     const text = str(p, "text");
     const n = node(doc, str(p, "node"));
-    return withNode(doc, { ...n, text });
+    return [withNode(doc, { ...n, text }), [{ type: "edit-text", payload: { node: n.id, text: n.text } }]];
   },
   "move-node"(doc, cmd, p) {
     if (!("parent" in p)) reject("invalid-payload", "parent is missing");
@@ -186,32 +207,34 @@ const handlers = {
       if (after.parent !== parent || after.id === n.id) reject("anchor-not-sibling", "after is not another child of parent");
     }
     if (parent !== null && isAncestor(doc, n.id, parent)) reject("cycle", "a node cannot move under itself");
-    return place(doc, n, parent, after, p.rank);
+    return [place(doc, n, parent, after, p.rank), [moveBack(doc, n)]];
   },
   indent(doc, cmd, p) {
     const n = node(doc, str(p, "node"));
     const prev = prevSibling(doc, n);
     if (!prev) reject("no-previous-sibling", `node "${n.id}" has no previous sibling`);
     const kids = children(doc, prev.id);
-    return place(doc, n, prev.id, kids[kids.length - 1] ?? null, null);
+    return [place(doc, n, prev.id, kids[kids.length - 1] ?? null, null), [moveBack(doc, n)]];
   },
   outdent(doc, cmd, p) {
     const n = node(doc, str(p, "node"));
     if (n.parent === null) reject("at-root", `node "${n.id}" is at the root`);
     const q = doc.nodes.get(n.parent);
-    return place(doc, n, q.parent, q, null);
+    return [place(doc, n, q.parent, q, null), [moveBack(doc, n)]];
   },
   delete(doc, cmd, p) {
     const n = node(doc, str(p, "node"));
+    const sub = subtree(doc, n);
     const nodes = new Map(doc.nodes);
-    for (const m of doc.nodes.values()) if (isAncestor(doc, n.id, m.id)) nodes.delete(m.id);
-    return { nodes, page: doc.page };
+    for (const m of sub) nodes.delete(m.id);
+    return [{ nodes, page: doc.page }, [{ type: "restore", payload: { nodes: sub.map(record) } }]];
   },
   "set-outputs"(doc, cmd, p) {
     if (!Array.isArray(p.outputs)) reject("invalid-payload", "outputs must be a list");
     const n = node(doc, str(p, "node"));
     if (n.kind !== "code") reject("not-a-code-cell", `node "${n.id}" is not code`);
-    return withNode(doc, { ...n, outputs: p.outputs.map((o) => ({ mime: o.mime, data: o.data })) });
+    return [withNode(doc, { ...n, outputs: p.outputs.map((o) => ({ mime: o.mime, data: o.data })) }),
+      [{ type: "set-outputs", payload: { node: n.id, outputs: n.outputs } }]];
   },
   "set-cell"(doc, cmd, p) {
     const cell = str(p, "cell");
@@ -222,12 +245,40 @@ const handlers = {
     const cells = { ...n.cells };
     if (value === "") delete cells[cell];
     else cells[cell] = value;
-    return withNode(doc, { ...n, cells });
+    return [withNode(doc, { ...n, cells }), [{ type: "set-cell", payload: { node: n.id, cell, value: n.cells[cell] ?? "" } }]];
+  },
+  restore(doc, cmd, p) {
+    if (!Array.isArray(p.nodes) || p.nodes.length === 0) reject("invalid-payload", "restore: nodes must hold at least one record");
+    const recs = p.nodes.map((r) => {
+      if (r === null || typeof r !== "object" || typeof r.id !== "string" || typeof r.rank !== "string" || typeof r.text !== "string") {
+        reject("invalid-payload", "restore: a record needs id, rank and text");
+      }
+      return normalize(r);
+    });
+    const ids = new Set();
+    for (const r of recs) {
+      if (doc.nodes.has(r.id) || ids.has(r.id)) reject("node-exists", `node "${r.id}" already exists`);
+      ids.add(r.id);
+    }
+    let d = doc;
+    const roots = [];
+    for (const r of recs) {
+      if (r.parent !== null && !d.nodes.has(r.parent)) reject("parent-not-found", `parent "${r.parent}" not found`);
+      if (!ids.has(r.parent)) roots.push(r.id);
+      const sibs = children(d, r.parent);
+      if (sibs.some((s) => s.rank === r.rank)) {
+        const above = sibs.find((s) => s.rank > r.rank);
+        r.rank = generateKeyBetween(r.rank, above ? above.rank : null);
+      }
+      d = withNode(d, r);
+    }
+    return [d, roots.map((id) => ({ type: "delete", payload: { node: id } }))];
   },
 };
 
-// apply returns {doc} or {rejected: {code, message}}, or {unsupported:
-// true} for a command type this client does not implement.
+// apply returns {doc, inverse} (the commands that revert it, without ids)
+// or {rejected: {code, message}}, or {unsupported: true} for a command
+// type this client does not implement.
 export function apply(doc, cmd) {
   const h = handlers[cmd.type];
   if (!h) return { unsupported: true };
@@ -236,7 +287,8 @@ export function apply(doc, cmd) {
   const p = cmd.payload;
   if (p === null || typeof p !== "object" || Array.isArray(p)) return { rejected: { code: "invalid-payload", message: "payload is not an object" } };
   try {
-    return { doc: h(doc, cmd, p) };
+    const [d, inverse] = h(doc, cmd, p);
+    return { doc: d, inverse };
   } catch (e) {
     if (e instanceof Rejection) return { rejected: { code: e.code, message: e.message } };
     throw e;

@@ -50,6 +50,9 @@ export class ClientWindow {
     this.sending = false;
     this.refetching = false;
     this.opens = 0;
+    this.undoStack = []; // entries {ids, cmds}: the commands that revert one step
+    this.redoStack = [];
+    this.reverts = new Map(); // pending undo/redo command id -> the ids it reverts
   }
 
   async open() {
@@ -114,22 +117,80 @@ export class ClientWindow {
   // ---- events (spec/window.md) ----
 
   local(cmd) {
-    if (this.pending.some((c) => c.id === cmd.id)) {
-      this.toast("duplicate-id", cmd.id);
-      return;
+    if (this.issue([cmd], null)) this.redoStack = []; // a new edit ends the redo history
+  }
+
+  // issue applies commands to rendered one by one, stopping at the first
+  // rejection, and records how to revert the accepted ones (on stack, or
+  // the undo stack). It reports whether the last one was accepted.
+  issue(cmds, stack) {
+    let revert = [];
+    const ids = [];
+    let ok = true;
+    for (const c of cmds) {
+      if (this.pending.some((p) => p.id === c.id)) {
+        this.toast("duplicate-id", c.id);
+        ok = false;
+        break;
+      }
+      const r = apply(this.rendered, c);
+      if (!r.doc) {
+        this.toast(r.rejected ? r.rejected.code : "not-supported", c.id);
+        ok = false;
+        break;
+      }
+      this.rendered = r.doc;
+      this.pending.push(c);
+      revert = [...r.inverse, ...revert];
+      ids.push(c.id);
     }
-    const r = apply(this.rendered, cmd);
-    if (r.rejected) {
-      this.toast(r.rejected.code, cmd.id);
-      return;
-    }
-    if (r.unsupported) {
-      this.toast("not-supported", cmd.id);
-      return;
-    }
-    this.pending.push(cmd);
-    this.rendered = r.doc;
+    if (revert.length > 0) (stack ?? this.undoStack).push({ ids, cmds: revert });
     this.pump();
+    return ok;
+  }
+
+  undo(ids) {
+    this.step(this.undoStack, this.redoStack, ids, "nothing-to-undo");
+  }
+
+  redo(ids) {
+    this.step(this.redoStack, this.undoStack, ids, "nothing-to-redo");
+  }
+
+  step(from, to, ids, empty) {
+    if (from.length === 0) return this.toast(empty);
+    const e = from[from.length - 1];
+    if (ids.length < e.cmds.length) return this.toast("missing-ids");
+    const use = ids.slice(0, e.cmds.length);
+    if (use.some((id, i) => this.pending.some((p) => p.id === id) || use.indexOf(id) !== i)) return this.toast("duplicate-id");
+    from.pop();
+    const cmds = e.cmds.map((c, i) => ({ id: use[i], type: c.type, payload: c.payload }));
+    this.issue(cmds, to);
+    for (const c of cmds) if (this.pending.some((p) => p.id === c.id)) this.reverts.set(c.id, e.ids);
+  }
+
+  // forget removes the undo and redo entries made from command id.
+  forget(id) {
+    this.undoStack = this.undoStack.filter((e) => !e.ids.includes(id));
+    this.redoStack = this.redoStack.filter((e) => !e.ids.includes(id));
+  }
+
+  // dropReverting drops the pending undo/redo commands that revert a
+  // rejected command (and what reverts those, in turn): they were not
+  // sent yet (commands go one at a time, in order).
+  dropReverting(rejected) {
+    for (let changed = true; changed;) {
+      changed = false;
+      this.pending = this.pending.filter((c) => {
+        if (!(this.reverts.get(c.id) ?? []).some((id) => rejected.has(id))) return true;
+        rejected.add(c.id);
+        this.forget(c.id);
+        this.reverts.delete(c.id);
+        this.acked.delete(c.id);
+        changed = true;
+        return false;
+      });
+    }
   }
 
   echo(seq, cmd) {
@@ -188,6 +249,8 @@ export class ClientWindow {
     }
     this.pending.splice(i, 1);
     this.acked.delete(id);
+    this.forget(id);
+    this.dropReverting(new Set([id]));
     this.rebase();
   }
 
