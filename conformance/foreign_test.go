@@ -95,8 +95,8 @@ func TestForeignClientPasses(t *testing.T) {
 		name string
 		opts Options
 	}{
-		{"alone", Options{Clients: []string{cl}, Faults: true, Steps: 60}},
-		{"mixed", Options{Windows: 2, Clients: []string{cl, cl}, Faults: true, Steps: 60}},
+		{"alone", Options{Clients: []string{cl}, Faults: true, Steps: 60, EchoTimeout: 5 * time.Second}},
+		{"mixed", Options{Windows: 2, Clients: []string{cl, cl}, Faults: true, Steps: 60, EchoTimeout: 5 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			intents := map[string]int{}

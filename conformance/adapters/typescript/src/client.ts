@@ -41,13 +41,15 @@ export interface ClientWindow {
 }
 
 /** The intents this client performs: the simulator draws no other. */
-const intents: ClientIntent[] = ["create-after", "edit-text", "move-node", "indent", "outdent", "delete", "set-cell", "set-outputs"];
+const intents: ClientIntent[] = ["create-after", "edit-text", "move-node", "indent", "outdent", "delete", "set-cell", "set-outputs", "undo", "redo"];
 
 // The example client's Window (examples/client-js/window.mjs), loaded at
 // run time so that this skeleton compiles without its dependencies.
 interface ExampleWindow {
   open(): Promise<void>;
   local(cmd: { id: string; type: string; payload: unknown }): void;
+  undo(ids: string[]): void;
+  redo(ids: string[]): void;
   state(): ClientState;
   close(): void;
 }
@@ -61,8 +63,9 @@ async function openWindow(req: OpenRequest): Promise<ClientWindow> {
   await w.open();
   return {
     intent: (r) => {
-      if (r.intent === "undo" || r.intent === "redo") throw new NotSupported(`${r.intent} is not implemented`);
-      w.local({ id: r.id ?? "", type: r.intent, payload: r.payload });
+      if (r.intent === "undo") w.undo(r.ids ?? []);
+      else if (r.intent === "redo") w.redo(r.ids ?? []);
+      else w.local({ id: r.id ?? "", type: r.intent, payload: r.payload });
     },
     state: () => w.state(),
     close: () => w.close(),
