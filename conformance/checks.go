@@ -83,7 +83,7 @@ func lastSeq(evs []client.Event) int64 {
 }
 
 func (s *sim) check() ([]CheckResult, string) {
-	c := s.wins[0].c
+	c := s.kitClient()
 	pages := map[string]*pageState{}
 	for _, id := range s.pages {
 		ps := &pageState{id: id}
@@ -103,6 +103,7 @@ func (s *sim) check() ([]CheckResult, string) {
 		}
 	}
 	s.rec.final(pages)
+	s.checkForeign(pages)
 	var out []CheckResult
 	add := func(name string, problems []string) {
 		// The findings made while the seed ran come first: they happened
@@ -322,7 +323,7 @@ func (s *sim) provenance(pages map[string]*pageState) []string {
 			}
 		}
 	}
-	c := s.wins[0].c
+	c := s.kitClient()
 	for _, page := range s.pages {
 		ps := pages[page]
 		if ps.err != "" {

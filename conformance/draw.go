@@ -24,8 +24,10 @@ func (s *sim) piece() string {
 	return string(rune('a' + s.rng.IntN(26)))
 }
 
-func (s *sim) drawCommand(w *win) kbcore.Command {
-	d := w.w.Rendered()
+func (s *sim) drawCommand(w *win) kbcore.Command { return s.drawOn(w.w.Rendered()) }
+
+// drawOn draws a command a user makes on what d shows.
+func (s *sim) drawOn(d kbcore.Doc) kbcore.Command {
 	// Document order, not id order: ids carry a per-run nonce, and the
 	// choices must not depend on it for a seed to replay exactly.
 	var nodes []kbcore.Node

@@ -39,7 +39,7 @@ func (s *sim) quiesce() error {
 				}
 			}
 		}
-		s.refreshHeads(s.wins[0].c)
+		s.refreshHeads(s.kitClient())
 		for _, w := range s.wins {
 			if w.stuck {
 				continue

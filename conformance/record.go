@@ -323,6 +323,7 @@ func (r *recorder) final(pages map[string]*pageState) {
 			}
 			d.Windows = append(d.Windows, v)
 		}
+		d.Windows = append(d.Windows, r.foreignDocs(k, d.Log.Lines)...)
 		r.t.Docs = append(r.t.Docs, d)
 	}
 }

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -9,7 +10,7 @@ import (
 type Options struct {
 	Seed    int64 // the first seed; seeds Seed, Seed+1, ... are run
 	Seeds   int   // how many seeds (default 1)
-	Windows int   // windows per seed (default 4)
+	Windows int   // windows per seed (default 4; 0 with Clients)
 	Pages   int   // pages per seed (default 3)
 	Devices int   // devices per seed (default 2)
 	Steps   int   // scheduler steps per seed (default 100)
@@ -35,6 +36,15 @@ type Options struct {
 	// failed or could not run ("" = none); with HTMLAll, of every seed.
 	HTMLDir string
 	HTMLAll bool
+	// Clients are command lines of client adapters (spec/ADAPTER.md
+	// section 6): each opens one foreign window per seed, on page k mod
+	// Pages, beside the Windows of the kit (foreign.go).
+	Clients []string
+	// ClientStderr receives the client adapters' stderr (nil: os.Stderr).
+	ClientStderr io.Writer
+	// ClientFaults, when set, are the fault rates of the foreign windows'
+	// proxies instead of the seed's drawn ones (tests aim them at a bug).
+	ClientFaults *Faults
 	// Trace sends every history line to Logf as it happens.
 	Trace bool
 	// Logf receives progress and history lines (nil = silent).
@@ -47,7 +57,7 @@ func (o *Options) defaults() {
 	if o.Seeds <= 0 {
 		o.Seeds = 1
 	}
-	if o.Windows <= 0 {
+	if o.Windows < 0 || (o.Windows == 0 && len(o.Clients) == 0) {
 		o.Windows = 4
 	}
 	if o.Pages <= 0 {
@@ -156,6 +166,8 @@ type SeedReport struct {
 	// Halt is why no further seed should start: the seed hit its deadline
 	// or waited out an echo timeout (the server is not answering).
 	Halt string `json:"halt,omitempty"`
+	// Clients is what each foreign window was given and saw.
+	Clients []ClientCoverage `json:"clients,omitempty"`
 }
 
 // Failed reports whether a checker failed.

@@ -68,6 +68,7 @@ type sim struct {
 	skipped     map[string]string   // checker -> why it had nothing to check
 	failover    chan error          // a failover in progress (failover.go)
 	rec         *recorder           // the seed's timeline (record.go; nil: none)
+	foreign     []*foreignWin       // windows of client adapters (foreign.go)
 }
 
 type deviceInfo struct {
@@ -218,6 +219,7 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 	finish := func(phase string, err error) SeedReport {
 		rep.Stats, rep.Types, rep.Duration, rep.History = s.stats, s.types, time.Since(s.start), s.hist
 		rep.Faults = s.faults.String() + s.stats.counted()
+		rep.Clients = s.foreignCoverage()
 		if ctx.Err() == nil && sctx.Err() != nil {
 			// The seed's own deadline, not the caller's: the server did
 			// not let it finish. A protocol finding, and the run halts.
@@ -231,6 +233,9 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 		return rep
 	}
 	if err := s.setup(); err != nil {
+		return finish("setup", err)
+	}
+	if err := s.openForeign(); err != nil {
 		return finish("setup", err)
 	}
 	for i := 0; i < opts.Steps; i++ {
@@ -247,7 +252,7 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 			return finish("the scheduler's steps", err)
 		}
 	}
-	if err := s.quiesce(); err != nil || sctx.Err() != nil {
+	if err := s.quiesceAll(); err != nil || sctx.Err() != nil {
 		return finish("quiesce", cmp.Or(err, sctx.Err()))
 	}
 	rep.Checks, rep.Visualization = s.check()
@@ -258,6 +263,7 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 	}
 	rep.Stats, rep.Types, rep.Halt = s.stats, s.types, s.halt
 	rep.Faults = s.faults.String() + s.stats.counted()
+	rep.Clients = s.foreignCoverage()
 	rep.Duration = time.Since(s.start)
 	if rep.Failed() {
 		rep.History = s.hist
@@ -307,6 +313,7 @@ func (s *sim) drawFaults() {
 }
 
 func (s *sim) close() {
+	s.closeForeign()
 	for _, w := range s.wins {
 		if w.sub != nil {
 			w.sub.Close()
@@ -319,6 +326,12 @@ func (s *sim) close() {
 func (s *sim) step(i int) error {
 	if s.faults.Failover && i == s.opts.Steps/2 {
 		s.startFailover()
+	}
+	if len(s.foreign) > 0 {
+		// Only with client adapters: a run without them draws as before.
+		if k := s.rng.IntN(len(s.wins) + len(s.foreign)); k >= len(s.wins) {
+			return s.stepForeign(s.foreign[k-len(s.wins)])
+		}
 	}
 	w := s.wins[s.rng.IntN(len(s.wins))]
 	switch r := s.rng.IntN(100); {
@@ -597,7 +610,7 @@ func (s *sim) fault(step int) error {
 				return fmt.Errorf("%w: restart instance: %v", ErrCannotRun, err)
 			}
 		}
-	case s.chance(s.faults.Cut * 20):
+	case len(s.wins) > 0 && s.chance(s.faults.Cut*20):
 		w := s.wins[s.rng.IntN(len(s.wins))]
 		if w.sub != nil {
 			s.stats.Cuts++

@@ -34,12 +34,13 @@ func newConformanceCmd() *cobra.Command {
 
 type conformanceFlags struct {
 	seeds, windows, pages, steps, devices, instances int
+	parallel                                         int
 	seed                                             int64
 	seedSet                                          bool
 	faults, trace, bursts, strict, htmlAll           bool
 	server, topology, htmlDir, broken                string
 	restartCmd, pgRestartCmd                         string
-	tokens                                           []string
+	tokens, clients                                  []string
 	junit, jsonOut, outDir                           string
 	echoTimeout, seedTimeout                         time.Duration
 }
@@ -65,6 +66,17 @@ numbering as conformance.Options. Off a terminal, a progress line goes to
 stderr every few seconds.
 
 --seed S replays one seed exactly.
+
+--client "CMD ARGS" (repeatable) drives another team's client through the
+client suite of the adapter protocol (spec/ADAPTER.md section 7): one
+window of it per seed, beside --windows of the kit's own (0 by default
+with --client), on the same pages. The client does its own networking,
+to a fault proxy of the kit in front of the server; every checker runs
+on the merged history, and the report lists the intents and faults each
+client saw:
+
+  kbkit conformance run --client "node examples/client-js/adapter.mjs" --seeds 100 --faults
+  kbkit conformance run --windows 2 --client "node a.mjs" --client "node b.mjs" --faults
 
 --html DIR writes a timeline of every failing seed (seed-N.html, one
 self-contained page each; --html-all: of every seed): a lane per window,
@@ -98,12 +110,14 @@ Exit status: 0 every checker passed, 1 a checker failed (or, with
 	fl.IntVar(&f.pages, "pages", 3, "pages per seed")
 	fl.IntVar(&f.steps, "steps", 100, "scheduler steps per seed")
 	fl.IntVar(&f.devices, "devices", 2, "devices per seed")
+	fl.IntVar(&f.parallel, "parallel", 4, "seeds run at once (each seed alone is sequential and replays)")
 	fl.IntVar(&f.instances, "instances", 2, "embedded server instances sharing the database")
 	fl.BoolVar(&f.faults, "faults", false, "inject faults (drawn per seed)")
 	fl.BoolVar(&f.trace, "trace", false, "print every scheduler event on stderr as it happens")
 	fl.BoolVar(&f.bursts, "bursts", false, "also post several windows' commands at once (exercises group commit; such seeds do not replay exactly)")
 	fl.StringVar(&f.topology, "topology", "", "embedded Postgres: single, sync-standby or async-standby (default $"+pgprovider.EnvTopology+" or single); with a standby, every seed with --faults fails over once at mid-seed")
 	fl.StringVar(&f.server, "server", "", "URL of a server speaking spec/PROTOCOL.md (default $KBKIT_URL, else the embedded reference server)")
+	fl.StringArrayVar(&f.clients, "client", nil, "a client adapter's command line (spec/ADAPTER.md section 7; repeat for more): each opens one window per seed, with its own networking, through a fault proxy; without --windows, the kit opens no windows of its own")
 	fl.StringArrayVar(&f.tokens, "token", nil, "device token for --server (repeat: one device per token; default $KBKIT_TOKEN)")
 	fl.StringVar(&f.restartCmd, "restart-command", "", "with --server: shell command that kills and restarts the server instance ($KBKIT_INSTANCE_URL); lets --faults draw instance restarts")
 	fl.StringVar(&f.pgRestartCmd, "postgres-restart-command", "", "with --server: shell command that restarts the server's Postgres; lets --faults draw Postgres restarts")
@@ -126,6 +140,15 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	stderr := c.ErrOrStderr()
 	if f.seedSet && !c.Flags().Changed("seeds") {
 		f.seeds = 1
+	}
+	if len(f.clients) > 0 && !c.Flags().Changed("windows") {
+		f.windows = 0
+	}
+	for _, line := range f.clients {
+		if strings.TrimSpace(line) == "" {
+			fmt.Fprintln(stderr, "kbkit conformance run: --client needs a command line")
+			return exitError{exitErrored}
+		}
 	}
 	f.server, f.tokens = client.ServerFromEnv(f.server, f.tokens)
 	if f.htmlAll && f.htmlDir == "" {
@@ -189,6 +212,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	progress := newSeedProgress(stderr, tty, f.seeds, start)
 	opts := conformance.Options{
 		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
+		Clients: f.clients, Parallel: f.parallel,
 		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, HTMLDir: f.htmlDir, HTMLAll: f.htmlAll, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
 		Logf:     func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
 		Progress: progress.seed,
@@ -209,6 +233,9 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	summarize(table, reports, time.Since(start))
 	if note := htmlNote(f, reports); note != "" {
 		fmt.Fprintln(stderr, "kbkit conformance run:", note)
+	}
+	for _, cov := range conformance.Coverage(reports) {
+		fmt.Fprintf(table, "client %q: %s\n", cov.Client, cov)
 	}
 	for _, r := range reports {
 		if r.Err != "" {

@@ -273,7 +273,7 @@ func TestServeTranscript(t *testing.T) {
 		`{"type":"frobnicate","msg_id":5}`,
 		`not json`,
 		`{"type":"apply","msg_id":6}`,
-		`{"type":"init","msg_id":7,"protocol":2}`,
+		`{"type":"init","msg_id":7,"protocol":3}`,
 		`{"type":"tokenize","text":"no id"}`,
 		`{"type":"apply","msg_id":8,"doc":{"nodes":[],"page":{"id":"p","title":"T","aliases":[],"dir":"","merged_into":null}},"cmd":{"id":"c","type":"edit-text","payload":{"node":"x","text":"y"}}}`,
 	}, "\n")

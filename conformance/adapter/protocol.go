@@ -21,7 +21,9 @@ import (
 )
 
 // Protocol is the protocol version this package speaks (`init.protocol`).
-const Protocol = 1
+// Version 2 adds the client suite (client_suite.go) to version 1; an
+// adapter of version 1 keeps working when it accepts 2.
+const Protocol = 2
 
 // Message types. Every reply to a request of type T is `T_ok` or `error`.
 const (
@@ -45,7 +47,7 @@ const (
 )
 
 // Suites an adapter may list in init_ok.
-var Suites = []string{cases.SuiteCommands, cases.SuiteTokenizer, cases.SuiteWindow, cases.SuitePlanner}
+var Suites = []string{cases.SuiteCommands, cases.SuiteTokenizer, cases.SuiteWindow, cases.SuitePlanner, SuiteClient}
 
 // Info is the body of init_ok: who the adapter is and what it implements.
 type Info struct {
@@ -56,6 +58,9 @@ type Info struct {
 	// command cases of other types are skipped without a request. Absent
 	// means every type.
 	Commands []string `json:"commands,omitempty"`
+	// Intents lists the user intents a client adapter performs (suite
+	// client); the simulator draws no other.
+	Intents []string `json:"intents,omitempty"`
 }
 
 // Supports reports whether the adapter listed suite in init_ok.

@@ -83,7 +83,7 @@ func (s Server) handle(ctx context.Context, line []byte) []byte {
 		if err = json.Unmarshal(line, &req); err != nil {
 			break
 		}
-		if req.Protocol != Protocol {
+		if req.Protocol != 1 && req.Protocol != Protocol {
 			return errorReply(id, CodeNotSupported, fmt.Sprintf("protocol %d is not supported (this is protocol %d)", req.Protocol, Protocol))
 		}
 		body = s.Info

@@ -21,6 +21,17 @@ func TestAdapterMessages(t *testing.T) {
 		`{"type":"plan","msg_id":5,"workspace":"00000000-0000-0000-0000-0000000000aa","pages":[` + doc + `],"page":"Q","cmd":{"id":"c1","type":"edit-text","payload":{}}}`,
 		`{"type":"plan_ok","in_reply_to":5,"effects":[{"page":"Q","cmd":{"id":"c1","type":"edit-text","payload":{}}}],"pages":{"Q":` + doc + `}}`,
 		`{"type":"error","in_reply_to":null,"code":12,"text":"bad"}`,
+		`{"type":"init","msg_id":1,"protocol":2}`,
+		`{"type":"init_ok","in_reply_to":1,"suites":["client"],"intents":["edit-text","undo"]}`,
+		`{"type":"open","msg_id":6,"window":"w4","url":"http://127.0.0.1:1","token":"kbk_x","device_id":"00000000-0000-0000-0000-0000000000aa","page_id":"00000000-0000-0000-0000-0000000000bb"}`,
+		`{"type":"open_ok","in_reply_to":6,"state":{"seq":4,"pending":[],"rendered":` + doc + `,"server":` + doc + `,"toasts":[]}}`,
+		`{"type":"intent","msg_id":7,"window":"w4","intent":"edit-text","id":"c1","payload":{"node":"a","text":"y"}}`,
+		`{"type":"intent","msg_id":8,"window":"w4","intent":"undo","ids":["u1","u2"]}`,
+		`{"type":"intent_ok","in_reply_to":7,"state":{"seq":4,"pending":["c1"],"rendered":` + doc + `,"toasts":[{"code":"node-not-found","id":"c0"}],"awaiting":false}}`,
+		`{"type":"state","msg_id":9,"window":"w4"}`,
+		`{"type":"state_ok","in_reply_to":9,"state":{"seq":5,"pending":[],"rendered":` + doc + `,"toasts":[]}}`,
+		`{"type":"close","msg_id":10,"window":"w4"}`,
+		`{"type":"close_ok","in_reply_to":10}`,
 	}
 	for _, m := range valid {
 		if err := ValidateAdapterMessage([]byte(m)); err != nil {
@@ -28,7 +39,12 @@ func TestAdapterMessages(t *testing.T) {
 		}
 	}
 	invalid := map[string]string{
-		`{"type":"init","msg_id":1,"protocol":2}`:                                                                            "protocol: must be 1",
+		`{"type":"init","msg_id":1,"protocol":3}`:                                                                            "protocol",
+		`{"type":"init_ok","in_reply_to":1,"suites":["client"]}`:                                                             "intents: missing",
+		`{"type":"init_ok","in_reply_to":1,"suites":["client"],"intents":["fly"]}`:                                           `intents[0]: "fly" is not one of`,
+		`{"type":"open","msg_id":6,"window":"w4","token":"t","device_id":"x","page_id":"y"}`:                                 "url: missing",
+		`{"type":"intent","msg_id":7,"window":"w4"}`:                                                                         "intent: missing",
+		`{"type":"state_ok","in_reply_to":9,"state":{"seq":5,"pending":[],"toasts":[]}}`:                                     "state.rendered: missing",
 		`{"type":"init_ok","in_reply_to":1}`:                                                                                 "suites: missing",
 		`{"type":"init_ok","in_reply_to":1,"suites":["frobs"]}`:                                                              `suites[0]: "frobs" is not one of`,
 		`{"type":"apply","doc":` + doc + `,"cmd":{}}`:                                                                        "msg_id: missing",

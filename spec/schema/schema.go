@@ -57,6 +57,7 @@ const (
 var AdapterMessages = []string{
 	"init", "init_ok", "apply", "apply_ok", "tokenize", "tokenize_ok",
 	"window", "window_ok", "plan", "plan_ok", "error",
+	"open", "open_ok", "intent", "intent_ok", "state", "state_ok", "close", "close_ok",
 }
 
 // AdapterSchema is the file name of an adapter message type's schema.

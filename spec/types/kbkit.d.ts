@@ -243,14 +243,16 @@ export interface ErrorShape {
 
 // ---- the adapter protocol (spec/ADAPTER.md; spec/schema/adapter/) ----
 
-export type Suite = "commands" | "tokenizer" | "window" | "planner";
+export type Suite = "commands" | "tokenizer" | "window" | "planner" | "client";
 
-export interface InitRequest { type: "init"; msg_id: number; protocol: 1 }
+export interface InitRequest { type: "init"; msg_id: number; protocol: 1 | 2 }
 export interface InitOk {
   type: "init_ok"; in_reply_to: number;
   implementation: string; version: string; suites: Suite[];
   /** The command types apply handles; absent means all. */
   commands?: CommandType[];
+  /** Suite client: the intents the client performs (required with it, not empty). */
+  intents?: ClientIntent[];
 }
 
 /** cmd is passed exactly as a case writes it: it may be malformed (expect a rejection). */
@@ -284,5 +286,35 @@ export type PlanOk = { type: "plan_ok"; in_reply_to: number } & (
 /** 10 not supported (skipped), 12 malformed request, 13 crashed (errored). */
 export interface ErrorReply { type: "error"; in_reply_to: number | null; code: 10 | 12 | 13 | number; text: string }
 
-export type AdapterRequest = InitRequest | ApplyRequest | TokenizeRequest | WindowRequest | PlanRequest;
-export type AdapterReply = InitOk | ApplyOk | TokenizeOk | WindowOk | PlanOk | ErrorReply;
+// Suite client (spec/ADAPTER.md section 7): a real client, its own
+// networking to url (the kit's fault proxy), driven by user intents.
+export type ClientIntent =
+  | "edit-text" | "create-after" | "move-node" | "indent" | "outdent" | "delete" | "set-cell" | "set-outputs"
+  | "undo" | "redo";
+export interface Toast { code: string; id?: string }
+export interface ClientState {
+  /** The seq of the server document. */
+  seq: number;
+  /** Own commands not yet settled, in order. */
+  pending: string[];
+  rendered: Doc;
+  /** The server document at seq (optional; checked when given). */
+  server?: Doc;
+  /** The toasts since the previous reply. */
+  toasts: Toast[];
+  awaiting?: boolean;
+}
+export interface OpenRequest { type: "open"; msg_id: number; window: string; url: string; token: string; device_id: UUID; page_id: UUID }
+/** A command intent carries the id the command MUST use and its payload; undo and redo carry ids. */
+export interface IntentRequest { type: "intent"; msg_id: number; window: string; intent: ClientIntent; id?: string; payload?: Record<string, unknown>; ids?: string[] }
+export interface StateRequest { type: "state"; msg_id: number; window: string }
+export interface CloseRequest { type: "close"; msg_id: number; window: string }
+export interface OpenOk { type: "open_ok"; in_reply_to: number; state: ClientState }
+export interface IntentOk { type: "intent_ok"; in_reply_to: number; state: ClientState }
+export interface StateOk { type: "state_ok"; in_reply_to: number; state: ClientState }
+export interface CloseOk { type: "close_ok"; in_reply_to: number }
+
+export type AdapterRequest = InitRequest | ApplyRequest | TokenizeRequest | WindowRequest | PlanRequest
+  | OpenRequest | IntentRequest | StateRequest | CloseRequest;
+export type AdapterReply = InitOk | ApplyOk | TokenizeOk | WindowOk | PlanOk | ErrorReply
+  | OpenOk | IntentOk | StateOk | CloseOk;

@@ -129,7 +129,7 @@ function handle(msg: Record<string, unknown>): AdapterReply {
   try {
     switch (msg.type) {
       case "init":
-        if (msg.protocol !== 1) return errorReply(id, 10, `protocol ${String(msg.protocol)} is not supported`);
+        if (msg.protocol !== 1 && msg.protocol !== 2) return errorReply(id, 10, `protocol ${String(msg.protocol)} is not supported`);
         return { type: "init_ok", in_reply_to: id, ...info };
       case "tokenize": {
         if (typeof msg.text === "string") {

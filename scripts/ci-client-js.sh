@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# ci-client-js.sh — foreign clients in the simulator: the example client
+# of examples/client-js (Node, the unmodified @trpc/client v11) driven by
+# `kbkit conformance run --client` through the kit's fault proxy, on the
+# embedded server:
+#
+#  1. npm ci in examples/client-js;
+#  2. 20 seeds with --faults, the client alone (exit 0);
+#  3. 20 seeds with --faults, 2 reference windows and 2 foreign clients on
+#     the same pages (exit 0);
+#  4. the TypeScript skeleton of the client side
+#     (conformance/adapters/typescript/src/client.ts): npm ci, tsc, 5 seeds.
+# Each run prints its time and the intents and faults the clients saw.
+# Needs Go, Node.js 20+ and npm (the npm registry), and PostgreSQL server
+# binaries (or KBKIT_PG_DSN). About 1-2 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+say() { echo "ci-client-js: $*" >&2; }
+die() { echo "ci-client-js: FAILED: $*" >&2; exit 1; }
+
+START=$(date +%s)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-client-js.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+for t in go node npm; do
+	command -v "$t" >/dev/null 2>&1 || die "$t is required"
+done
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
+	die "Node.js 20 or later is required (found $(node --version))"
+
+(cd examples/client-js && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in examples/client-js failed"
+go build -o "$WORK/kbkit" ./cmd/kbkit || die "go build ./cmd/kbkit failed"
+
+CLIENT="node examples/client-js/adapter.mjs"
+run() {
+	local name=$1
+	shift
+	local t0 rc=0
+	t0=$(date +%s)
+	"$WORK/kbkit" conformance run "$@" >"$WORK/$name.txt" 2>"$WORK/$name.err" || rc=$?
+	grep -E '^(checker|[a-z-]+ +[0-9]+ +[0-9]+ )|seeds in|^client ' "$WORK/$name.txt" >&2 || true
+	if [ "$rc" != 0 ]; then
+		cat "$WORK/$name.txt" >&2
+		grep -v '^\[client' "$WORK/$name.err" | tail -20 >&2
+		die "$name: kbkit conformance run $* exited $rc"
+	fi
+	say "$name: passed in $(( $(date +%s) - t0 ))s"
+}
+run alone --client "$CLIENT" --seeds 20 --faults
+run mixed --windows 2 --client "$CLIENT" --client "$CLIENT" --seeds 20 --faults
+
+DIR=conformance/adapters/typescript
+(cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error && rm -rf build && npx --no-install tsc -p .) ||
+	die "tsc -p $DIR failed (src/client.ts)"
+run typescript --client "node $DIR/build/client.js" --seeds 5 --faults
+
+say "passed in $(( $(date +%s) - START ))s"
