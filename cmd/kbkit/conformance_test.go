@@ -25,7 +25,7 @@ func TestConformanceRunHTMLFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--html-all"}, "--html-all needs --html DIR"},
-		{[]string{"--client", " "}, "--client needs a command line"},
+		{[]string{"--client", " "}, "--client is empty"},
 		{[]string{"--html", filepath.Join(file, "tl")}, "--html:"},
 		{[]string{"--broken-server", "nope"}, `no broken-server variant "nope" (one of ack-seq, double-echo, drop-derived, drop-rejected-outcomes, event-id-not-seq, ignore-last-event-id, lose-cells, no-answer, no-duplicate-flag, no-own-echo, non-canonical-page, refuse-sockets, renumber, reorder, skip-dedup, untracked-events)`},
 	} {

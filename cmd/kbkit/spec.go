@@ -20,6 +20,7 @@ import (
 	"github.com/subspace/kbkit/conformance/adapters"
 	"github.com/subspace/kbkit/conformance/cases"
 	"github.com/subspace/kbkit/conformance/report"
+	clientjs "github.com/subspace/kbkit/examples/client-js"
 	"github.com/subspace/kbkit/spec"
 )
 
@@ -45,7 +46,7 @@ type specRunOptions struct {
 }
 
 // knownSuites are the suites --suite accepts.
-var knownSuites = []string{cases.SuiteCommands, cases.SuiteTokenizer, cases.SuiteWindow, cases.SuitePlanner}
+var knownSuites = cases.Suites
 
 func newSpecRunCmd() *cobra.Command {
 	var o specRunOptions
@@ -336,8 +337,25 @@ func exportSpec(dir string) (int, error) {
 		data = []byte(exportTypeImports.Replace(string(data)))
 		return write(exportedAdapters+p, data)
 	})
+	if err != nil {
+		return n, err
+	}
+	// The reference client the client suite's prose links to.
+	err = fs.WalkDir(clientjs.Files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(clientjs.Files, p)
+		if err != nil {
+			return err
+		}
+		return write(exportedClient+p, data)
+	})
 	return n, err
 }
+
+// exportedClient is where export writes the JavaScript reference client.
+const exportedClient = "examples/client-js/"
 
 // exportedAdapters is where export writes the adapters the prose links to.
 const exportedAdapters = "adapters/"
@@ -347,6 +365,7 @@ const exportedAdapters = "adapters/"
 var exportTypeImports = strings.NewReplacer(
 	`"../../../../spec/types/`, `"../../../types/`,
 	`"../../../spec/types/`, `"../../types/`,
+	`"../../../../examples/client-js/`, `"../../../`+exportedClient,
 )
 
 // exportLinks points the prose's links out of spec/ at the copies in the
@@ -354,6 +373,7 @@ var exportTypeImports = strings.NewReplacer(
 var exportLinks = strings.NewReplacer(
 	"](../conformance/adapters/expectations.schema.json)", "]("+expectationsSchemaPath+")",
 	"](../conformance/adapters/", "]("+exportedAdapters,
+	"](../examples/client-js/", "]("+exportedClient,
 )
 
 // syncWriter serialises writes.

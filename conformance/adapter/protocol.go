@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/subspace/kbkit/conformance/cases"
 )
@@ -46,8 +47,9 @@ const (
 	CodeCrashed = 13
 )
 
-// Suites an adapter may list in init_ok.
-var Suites = []string{cases.SuiteCommands, cases.SuiteTokenizer, cases.SuiteWindow, cases.SuitePlanner, SuiteClient}
+// Suites an adapter may list in init_ok: those of cases, and the client
+// suite (section 7).
+var Suites = append(slices.Clone(cases.Suites), SuiteClient)
 
 // Info is the body of init_ok: who the adapter is and what it implements.
 type Info struct {

@@ -16,5 +16,5 @@ var ExpectationsSchema []byte
 // beside the spec it vendors.
 //
 //go:embed node/adapter.mjs node/adapter.d.mts node/expectations.yaml
-//go:embed typescript/src/adapter.ts typescript/package.json typescript/package-lock.json typescript/tsconfig.json typescript/expectations.yaml typescript/.gitignore
+//go:embed typescript/src/adapter.ts typescript/src/client.ts typescript/package.json typescript/package-lock.json typescript/tsconfig.json typescript/expectations.yaml typescript/.gitignore
 var Examples embed.FS

@@ -35,6 +35,9 @@ const (
 	SuiteTokenizer = "tokenizer"
 )
 
+// Suites are the suites of cases, in the order the runner takes them.
+var Suites = []string{SuiteCommands, SuiteTokenizer, SuiteWindow, SuitePlanner}
+
 // DefaultPage is the page record of a case document that omits `page`.
 var DefaultPage = map[string]any{
 	"id": "00000000-0000-0000-0000-000000000001", "title": "Test page",

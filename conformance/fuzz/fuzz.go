@@ -165,7 +165,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 func isSuite(s string) bool {
-	for _, k := range adapter.Suites {
+	for _, k := range cases.Suites {
 		if k == s {
 			return true
 		}

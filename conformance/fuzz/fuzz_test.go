@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/subspace/kbkit/conformance/adapter"
 	"github.com/subspace/kbkit/conformance/cases"
 	"github.com/subspace/kbkit/kbcore"
 )
@@ -24,7 +23,7 @@ func TestPrintedCasesLoadAndPass(t *testing.T) {
 		n = 60
 	}
 	valid := map[string]int{}
-	for _, suite := range adapter.Suites {
+	for _, suite := range cases.Suites {
 		for i := range n {
 			src := newRandomSource(rand.New(rand.NewPCG(7, uint64(i))))
 			c, err := f.generate(suite, src)
@@ -50,7 +49,7 @@ func TestPrintedCasesLoadAndPass(t *testing.T) {
 			}
 		}
 	}
-	for _, suite := range adapter.Suites {
+	for _, suite := range cases.Suites {
 		// Most drawn inputs must be usable, or the fuzzer fuzzes nothing.
 		if valid[suite] < n*3/4 {
 			t.Errorf("%s: only %d of %d drawn inputs are valid cases", suite, valid[suite], n)
@@ -63,7 +62,7 @@ func TestPrintedCasesLoadAndPass(t *testing.T) {
 // difference (the expected side and the check are one computation seen
 // twice; a difference would be a fuzzer bug).
 func TestReferenceAgreesWithItself(t *testing.T) {
-	rep, err := Run(context.Background(), Options{Impl: cases.Reference{}, Suites: adapter.Suites, Seed: 1, Count: 400})
+	rep, err := Run(context.Background(), Options{Impl: cases.Reference{}, Suites: cases.Suites, Seed: 1, Count: 400})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ function windowScript(given, steps) {
 function answer(req) {
   switch (req.type) {
     case "init":
-      if (req.protocol !== 1) return { type: "error", code: 10, text: `protocol ${req.protocol} is not supported (this is protocol 1)` };
+      if (req.protocol !== 1 && req.protocol !== 2) return { type: "error", code: 10, text: `protocol ${req.protocol} is not supported (this adapter speaks 1 and 2: the case suites)` };
       return { type: "init_ok", implementation: pkg.name, version: pkg.version,
         suites: ["commands", "tokenizer", "window", "planner"] };
     case "apply":
