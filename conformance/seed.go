@@ -35,6 +35,16 @@ type Options struct {
 	// failed or could not run ("" = none); with HTMLAll, of every seed.
 	HTMLDir string
 	HTMLAll bool
+	// Choices replays a recorded choice list (choices.go) instead of
+	// drawing from the seed: a list cut short or altered still runs (a
+	// missing choice is the simplest). nil draws from the seed.
+	Choices []int
+	// ChoicesFile is the file Choices were read from, for the replay
+	// command (ReplayCommand).
+	ChoicesFile string
+	// Where is the target the run drives, as the replay command must name
+	// it (the CLI fills it in; replay.go).
+	Where Where
 	// Trace sends every history line to Logf as it happens.
 	Trace bool
 	// Logf receives progress and history lines (nil = silent).
@@ -63,7 +73,7 @@ func (o *Options) defaults() {
 		o.Parallel = 4
 	}
 	if o.EchoTimeout <= 0 {
-		o.EchoTimeout = 10 * time.Second
+		o.EchoTimeout = DefaultEchoTimeout
 	}
 	if o.SeedTimeout <= 0 {
 		o.SeedTimeout = DefaultSeedTimeout
@@ -153,6 +163,28 @@ type SeedReport struct {
 	// Halt is why no further seed should start: the seed hit its deadline
 	// or waited out an echo timeout (the server is not answering).
 	Halt string `json:"halt,omitempty"`
+	// Replay is the command line that runs this seed again
+	// (ReplayCommand).
+	Replay string `json:"replay"`
+	// Shape is the size of the seed's history (what shrinking reduces).
+	Shape Shape `json:"shape"`
+	// Choices are every random decision the seed made (choices.go).
+	Choices []int `json:"-"`
+	// StepStarts are where each scheduler step's choices begin in Choices.
+	StepStarts []int `json:"-"`
+}
+
+// Shape is the size of a seed's history: the scheduler steps it ran,
+// windows, pages (setup's and created), devices, injected faults, the
+// commands its windows sent and its choices.
+type Shape struct {
+	Steps    int `json:"steps"`
+	Windows  int `json:"windows"`
+	Pages    int `json:"pages"`
+	Devices  int `json:"devices"`
+	Faults   int `json:"faults"`
+	Commands int `json:"commands"`
+	Choices  int `json:"choices"`
 }
 
 // Failed reports whether a checker failed.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/conformance"
@@ -40,6 +41,7 @@ type conformanceFlags struct {
 	tokens                                           []string
 	junit, jsonOut, outDir                           string
 	echoTimeout, seedTimeout                         time.Duration
+	shrinkFlags
 }
 
 func newConformanceRunCmd() *cobra.Command {
@@ -62,7 +64,18 @@ Seeds run from --seed (default 0) to --seed + --seeds - 1, the same
 numbering as conformance.Options. Off a terminal, a progress line goes to
 stderr every few seconds.
 
---seed S replays one seed exactly.
+--seed S replays one seed exactly. Every failing seed is printed with the
+complete command that replays it (text, JSON "replay", JUnit, timeline),
+tokens as $KBKIT_TOKEN placeholders.
+
+The first failing seed is shrunk (--shrink, on unless --choices is given;
+--shrink=false: off): its history (steps, windows, pages, devices, faults,
+the scheduler's choices) is reduced to a small one that still fails the
+same checker, within --shrink-budget, each candidate run up to
+--shrink-runs times. It prints the before/after counts and the command
+that replays the shrunk history (--choices FILE, written beside the
+timelines in --html DIR, else in --out DIR), and with --html its timeline
+(seed-N-choices.html).
 
 --html DIR writes a timeline of every failing seed (seed-N.html, one
 self-contained page each; --html-all: of every seed): a lane per window,
@@ -76,7 +89,7 @@ The run never hangs: a window that gets no echo it is owed within
 ends within --seed-timeout, checks included (a seed that hits it fails).
 Either stops the run: no further seed starts, so against a server that
 stops answering or echoing the run ends within 2 x --seed-timeout
-(4 minutes by default).
+(4 minutes by default), and a shrink within --shrink-budget after that.
 
 A checker that no seed gave anything to check (e.g. dedup without lost
 responses, refetch without dropped echoes) is named on stderr as skipped;
@@ -86,10 +99,17 @@ Exit status: 0 every checker passed, 1 a checker failed (or, with
 --strict, was skipped), 2 the run could not proceed.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			f.seedSet = c.Flags().Changed("seed")
+			f.shrinkSet = c.Flags().Changed("shrink")
 			return runConformance(c, f)
 		},
 	}
-	fl := cmd.Flags()
+	addConformanceRunFlags(cmd.Flags(), &f)
+	return cmd
+}
+
+// addConformanceRunFlags defines conformance run's flags on fl (the
+// replay test parses a printed replay line with them).
+func addConformanceRunFlags(fl *pflag.FlagSet, f *conformanceFlags) {
 	fl.IntVar(&f.seeds, "seeds", 10, "number of seeds to run: --seed, --seed+1, ...")
 	fl.Int64Var(&f.seed, "seed", 0, "the first seed; alone (without --seeds) it replays exactly this seed")
 	fl.IntVar(&f.windows, "windows", 4, "windows per seed")
@@ -113,7 +133,18 @@ Exit status: 0 every checker passed, 1 a checker failed (or, with
 	fl.BoolVar(&f.htmlAll, "html-all", false, "with --html: a timeline of every seed, passing ones too")
 	fl.StringVar(&f.broken, "broken-server", "", "put the target behind a proxy that breaks one guarantee ("+strings.Join(conformance.BrokenVariants(), ", ")+"): to see the checkers and the timeline catch a bug")
 	_ = fl.MarkHidden("broken-server")
-	return cmd
+	addShrinkFlags(fl, &f.shrinkFlags)
+}
+
+// options are the run's conformance.Options as the flags give them
+// (f.seeds as runConformance settles it; no Logf or Progress).
+func (f conformanceFlags) options() conformance.Options {
+	return conformance.Options{
+		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
+		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, HTMLDir: f.htmlDir, HTMLAll: f.htmlAll, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
+		Choices: f.choices, ChoicesFile: f.choicesFile,
+		Where: conformance.Where{Server: f.server, Tokens: len(f.tokens), Instances: f.instances, Topology: f.topology, Broken: f.broken},
+	}
 }
 
 func runConformance(c *cobra.Command, f conformanceFlags) error {
@@ -126,6 +157,10 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	f.server, f.tokens = client.ServerFromEnv(f.server, f.tokens)
 	if f.htmlAll && f.htmlDir == "" {
 		fmt.Fprintln(stderr, "kbkit conformance run: --html-all needs --html DIR")
+		return exitError{exitErrored}
+	}
+	if err := f.readChoices(); err != nil {
+		fmt.Fprintln(stderr, "kbkit conformance run:", err)
 		return exitError{exitErrored}
 	}
 	if f.htmlDir != "" {
@@ -178,12 +213,9 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	tty := report.IsTerminal(stderr)
 	start := time.Now()
 	progress := newSeedProgress(stderr, tty, f.seeds, start)
-	opts := conformance.Options{
-		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
-		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, HTMLDir: f.htmlDir, HTMLAll: f.htmlAll, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
-		Logf:     func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
-		Progress: progress.seed,
-	}
+	opts := f.options()
+	opts.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+	opts.Progress = progress.seed
 	stopTicker := progress.tick()
 	reports, err := conformance.RunSeeds(ctx, target, opts)
 	stopTicker()
@@ -202,6 +234,9 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		if r.Err != "" {
 			fmt.Fprintf(stderr, "kbkit conformance run: seed %d could not run: %s\n", r.Seed, cannotRun(errors.New(r.Err)))
 		}
+	}
+	if err == nil {
+		shrinkFirstFailure(ctx, table, stderr, target, opts, f.shrinkFlags, reports)
 	}
 	if f.jsonOut != "" {
 		if err := writeSeedJSON(f.jsonOut, out, reports); err != nil {
@@ -311,7 +346,7 @@ func summarize(w io.Writer, reports []conformance.SeedReport, took time.Duration
 			h = h[len(h)-40:]
 		}
 		fmt.Fprintf(w, "  history (last %d events):\n    %s\n", len(h), strings.Join(h, "\n    "))
-		fmt.Fprintf(w, "  replay: kbkit conformance run --seed %d\n", r.Seed)
+		fmt.Fprintf(w, "  replay: %s\n", r.Replay)
 	}
 }
 
@@ -344,13 +379,13 @@ func writeSeedJUnit(path string, reports []conformance.SeedReport) error {
 			jc := report.JUnitCase{Name: fmt.Sprintf("seed=%d", r.Seed), Classname: "conformance." + name,
 				Time: report.Seconds(r.Duration)}
 			if r.Err != "" {
-				jc.Error = &report.JUnitMsg{Message: "the seed could not run", Body: report.XMLText(r.Err)}
+				jc.Error = &report.JUnitMsg{Message: "the seed could not run", Body: report.XMLText(r.Err + "\n\nreplay: " + r.Replay)}
 				s.Errors++
 			}
 			for _, c := range r.Checks {
 				if c.Name == name && !c.Passed {
 					jc.Failure = &report.JUnitMsg{Message: name + " failed",
-						Body: report.XMLText(c.Detail + "\n\nhistory:\n" + strings.Join(r.History, "\n"))}
+						Body: report.XMLText(c.Detail + "\n\nreplay: " + r.Replay + "\n\nhistory:\n" + strings.Join(r.History, "\n"))}
 					s.Failures++
 				}
 			}

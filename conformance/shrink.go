@@ -1,0 +1,326 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// ShrinkOptions bound a Shrink.
+type ShrinkOptions struct {
+	// Budget bounds the whole shrink, its final replays included
+	// (default 2m). What is found by then is the result.
+	Budget time.Duration
+	// Runs is how often a candidate is run before it is taken to pass
+	// (default 2): a failure that depends on timing may need a second
+	// chance. The shrunk history is replayed as often at the end.
+	Runs int
+	// ChoicesFile is where the shrunk history's choices are written
+	// (WriteChoices; "" = nowhere); the replay command names it.
+	ChoicesFile string
+	// Logf receives a line per accepted candidate (nil = silent).
+	Logf func(format string, args ...any)
+}
+
+// Shrunk is the outcome of a Shrink.
+type Shrunk struct {
+	Seed    int64
+	Checker string // the checker every accepted candidate failed
+	Before  Shape
+	After   Shape
+	// Options replay the shrunk history (Choices set; ChoicesFile when
+	// ShrinkOptions had one): ReplayCommand(Options, Seed) is its line.
+	Options Options
+	// Report is the last replay of the shrunk history (a failing one, if
+	// any failed): its Timeline is the shrunk seed's page.
+	Report SeedReport
+	// Replays and Failed count the final replays and how many of them
+	// failed Checker again.
+	Replays, Failed int
+	Runs            int // seed runs the shrink made, replays included
+	Took            time.Duration
+	// Exhausted: the budget ended the shrink before no candidate was
+	// left to try; the result is smaller than the seed, not minimal.
+	Exhausted bool
+}
+
+// Replay is the command line that replays the shrunk history.
+func (s Shrunk) Replay() string { return ReplayCommand(s.Options, s.Seed) }
+
+// ShrinkChecker is the checker a shrink of rep holds fixed: its first
+// failing checker other than protocol (a broken guarantee more specific
+// than a stall), else protocol; "" if none failed.
+func ShrinkChecker(rep SeedReport) string {
+	first := ""
+	for _, c := range rep.Checks {
+		if c.Passed {
+			continue
+		}
+		if c.Name != CheckProtocol {
+			return c.Name
+		}
+		if first == "" {
+			first = c.Name
+		}
+	}
+	return first
+}
+
+// Shrink reduces the history of rep, a failing seed run under opts
+// against target, to a smaller one that still fails the same checker
+// (ShrinkChecker): fewer scheduler steps, windows, pages and devices, no
+// faults, then the recorded choices themselves (a step's choices dropped,
+// single choices set to their simplest), as Hypothesis shrinks its choice
+// sequence, so every candidate is a history the scheduler could draw. A
+// candidate is taken when one of its ShrinkOptions.Runs runs fails the
+// checker; the candidate runs against the same target, one at a time.
+func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so ShrinkOptions) (Shrunk, error) {
+	opts.defaults()
+	if so.Budget <= 0 {
+		so.Budget = 2 * time.Minute
+	}
+	if so.Runs <= 0 {
+		so.Runs = 2
+	}
+	if so.Logf == nil {
+		so.Logf = func(string, ...any) {}
+	}
+	checker := ShrinkChecker(rep)
+	if checker == "" {
+		return Shrunk{}, fmt.Errorf("seed %d did not fail: nothing to shrink", rep.Seed)
+	}
+	if len(rep.Choices) == 0 {
+		return Shrunk{}, fmt.Errorf("seed %d recorded no choices: nothing to shrink", rep.Seed)
+	}
+	start := time.Now()
+	cur := opts
+	cur.Seeds, cur.Parallel, cur.Trace, cur.Progress = 1, 1, false, nil
+	cur.HTMLDir, cur.HTMLAll, cur.OutDir, cur.ChoicesFile = "", false, "", ""
+	cur.Logf = func(string, ...any) {}
+	cur.Choices = rep.Choices
+	bctx, cancel := context.WithDeadline(ctx, start.Add(so.Budget))
+	defer cancel()
+	k := &shrinker{ctx: bctx, target: target, seed: rep.Seed, checker: checker, runs: so.Runs, cur: cur, best: rep, logf: so.Logf}
+	for k.round() {
+	}
+	out := Shrunk{Seed: rep.Seed, Checker: checker, Before: rep.Shape, Options: k.cur, Runs: k.n, Exhausted: bctx.Err() != nil}
+	if so.ChoicesFile != "" {
+		if err := WriteChoices(so.ChoicesFile, k.cur, rep.Seed, k.cur.Choices); err != nil {
+			return out, fmt.Errorf("write the shrunk choices: %w", err)
+		}
+		out.Options.ChoicesFile = so.ChoicesFile
+	}
+	// The replays run under the caller's context: the budget may be spent.
+	final := out.Options
+	final.HTMLDir, final.OutDir, final.Logf = opts.HTMLDir, opts.OutDir, opts.Logf
+	out.Report = k.best
+	for range so.Runs {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		r := RunSeed(ctx, target, final, rep.Seed)
+		out.Runs++
+		out.Replays++
+		if r.Err == "" && failedChecker(r, checker) {
+			out.Failed++
+			out.Report = r
+		} else if out.Failed == 0 {
+			out.Report = r
+		}
+	}
+	out.After = out.Report.Shape
+	out.Took = time.Since(start)
+	return out, nil
+}
+
+func failedChecker(r SeedReport, name string) bool {
+	for _, c := range r.Checks {
+		if c.Name == name && !c.Passed {
+			return true
+		}
+	}
+	return false
+}
+
+// shrinker holds the smallest failing history found so far.
+type shrinker struct {
+	ctx     context.Context
+	target  Target
+	seed    int64
+	checker string
+	runs    int
+	cur     Options    // the smallest failing history: its options and choices
+	best    SeedReport // a failing run of cur
+	n       int        // seed runs made
+	logf    func(format string, args ...any)
+}
+
+// try runs candidate c up to k.runs times; if one run fails the checker,
+// c (with the choices that run made) becomes the current history.
+func (k *shrinker) try(c Options, what string) bool {
+	for range k.runs {
+		if k.ctx.Err() != nil {
+			return false
+		}
+		r := RunSeed(k.ctx, k.target, c, k.seed)
+		k.n++
+		if r.Err != "" {
+			return false // could not run (or the budget ended it): not a failure
+		}
+		if failedChecker(r, k.checker) {
+			if !simpler(r, k.best) {
+				return false // fails, but is no smaller (e.g. a simpler choice made a command)
+			}
+			c.Choices = r.Choices
+			k.cur, k.best = c, r
+			k.logf("shrink seed %d: %s: %s still fails (%d steps, %d windows, %d commands, %d choices)",
+				k.seed, what, k.checker, r.Shape.Steps, r.Shape.Windows, r.Shape.Commands, r.Shape.Choices)
+			return true
+		}
+	}
+	return false
+}
+
+// simpler orders histories as the shrink reduces them: by steps, windows,
+// pages, devices, faults, commands and choices, in that order, then by the
+// sum of the choices (Hypothesis' shortlex order, roughly).
+func simpler(a, b SeedReport) bool {
+	x, y := a.Shape, b.Shape
+	if c := slices.Compare([]int{x.Steps, x.Windows, x.Pages, x.Devices, x.Faults, x.Commands, x.Choices},
+		[]int{y.Steps, y.Windows, y.Pages, y.Devices, y.Faults, y.Commands, y.Choices}); c != 0 {
+		return c < 0
+	}
+	sum := func(cs []int) (n int) {
+		for _, c := range cs {
+			n += c
+		}
+		return n
+	}
+	return sum(a.Choices) < sum(b.Choices)
+}
+
+// round runs every pass once and reports whether one made progress (and
+// the budget is not spent).
+func (k *shrinker) round() bool {
+	progress := false
+	for _, pass := range []func() bool{k.steps, k.windows, k.pages, k.devices, k.noFaults, k.dropSteps, k.zeroChoices} {
+		if pass() {
+			progress = true
+		}
+		if k.ctx.Err() != nil {
+			return false
+		}
+	}
+	return progress
+}
+
+// steps finds the fewest scheduler steps that still fail (a binary
+// search: the choices of fewer steps are a prefix of the same list).
+func (k *shrinker) steps() bool {
+	lo, hi, progress := 1, k.cur.Steps, false
+	for lo < hi && k.ctx.Err() == nil {
+		mid := (lo + hi) / 2
+		c := k.cur
+		c.Steps = mid
+		if k.try(c, fmt.Sprintf("%d steps", mid)) {
+			hi, progress = mid, true
+		} else {
+			lo = mid + 1
+		}
+	}
+	return progress
+}
+
+// shape tries each smaller value of one dimension, smallest first.
+func (k *shrinker) shape(name string, get func(*Options) *int) bool {
+	for v := 1; v < *get(&k.cur); v++ {
+		c := k.cur
+		*get(&c) = v
+		if k.try(c, fmt.Sprintf("%d %s", v, name)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (k *shrinker) windows() bool {
+	return k.shape("windows", func(o *Options) *int { return &o.Windows })
+}
+
+func (k *shrinker) pages() bool { return k.shape("pages", func(o *Options) *int { return &o.Pages }) }
+
+func (k *shrinker) devices() bool {
+	return k.shape("devices", func(o *Options) *int { return &o.Devices })
+}
+
+func (k *shrinker) noFaults() bool {
+	if !k.cur.Faults {
+		return false
+	}
+	c := k.cur
+	c.Faults = false
+	return k.try(c, "no faults")
+}
+
+// dropSteps removes one scheduler step at a time, its choices with it,
+// from the last to the first.
+func (k *shrinker) dropSteps() bool {
+	progress := false
+	for i := len(k.best.StepStarts) - 1; i >= 0 && k.cur.Steps > 1 && k.ctx.Err() == nil; i-- {
+		starts := k.best.StepStarts
+		if i >= len(starts) {
+			i = len(starts) - 1
+			if i < 0 {
+				break
+			}
+		}
+		end := len(k.cur.Choices)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		if starts[i] > end || end > len(k.cur.Choices) {
+			continue
+		}
+		c := k.cur
+		c.Steps--
+		c.Choices = slices.Concat(k.cur.Choices[:starts[i]], k.cur.Choices[end:])
+		if k.try(c, fmt.Sprintf("without step %d", i)) {
+			progress = true
+		}
+	}
+	return progress
+}
+
+// zeroChoices sets single choices to their simplest value (no fault, the
+// first window, the commonest branch): the fault draws before the first
+// step first, then the rest from the last.
+func (k *shrinker) zeroChoices() bool {
+	first := len(k.cur.Choices)
+	if len(k.best.StepStarts) > 0 {
+		first = k.best.StepStarts[0]
+	}
+	var order []int
+	for i := 0; i < first; i++ {
+		order = append(order, i)
+	}
+	for i := len(k.cur.Choices) - 1; i >= first; i-- {
+		order = append(order, i)
+	}
+	progress := false
+	for _, i := range order {
+		if k.ctx.Err() != nil {
+			break
+		}
+		if i >= len(k.cur.Choices) || k.cur.Choices[i] == 0 {
+			continue
+		}
+		c := k.cur
+		c.Choices = slices.Clone(k.cur.Choices)
+		c.Choices[i] = 0
+		if k.try(c, fmt.Sprintf("choice %d simplest", i)) {
+			progress = true
+		}
+	}
+	return progress
+}
