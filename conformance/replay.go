@@ -67,7 +67,7 @@ func ReplayCommand(opts Options, seed int64) string {
 		if w.Instances > 0 && w.Instances != DefaultInstances {
 			args = append(args, "--instances", fmt.Sprint(w.Instances))
 		}
-		if w.Topology != "" {
+		if w.Topology != "" && w.Topology != "single" {
 			args = append(args, "--topology", shellQuote(w.Topology))
 		}
 	}

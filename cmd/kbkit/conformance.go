@@ -177,6 +177,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		if f.topology != "" {
 			popts.Topology = pgprovider.Topology(f.topology)
 		}
+		f.topology = string(popts.Topology) // $KBKIT_PG_TOPOLOGY too, for the replay line
 		pg, err := pgprovider.Start(ctx, popts)
 		if err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run:", err)

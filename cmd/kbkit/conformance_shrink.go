@@ -69,6 +69,9 @@ func shrinkFirstFailure(ctx context.Context, w, stderr io.Writer, target conform
 		dir = opts.OutDir
 	}
 	file := filepath.Join(dir, fmt.Sprintf("seed-%d.choices.json", rep.Seed))
+	if abs, err := filepath.Abs(file); err == nil {
+		file = abs // the replay line runs from any directory
+	}
 	fmt.Fprintf(stderr, "kbkit conformance run: shrinking seed %d (%s failed) for at most %s\n",
 		rep.Seed, conformance.ShrinkChecker(*rep), f.shrinkBudget)
 	res, err := conformance.Shrink(ctx, target, opts, *rep, conformance.ShrinkOptions{
