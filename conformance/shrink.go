@@ -9,8 +9,8 @@ import (
 
 // ShrinkOptions bound a Shrink.
 type ShrinkOptions struct {
-	// Budget bounds the whole shrink, its final replays included
-	// (default 2m). What is found by then is the result.
+	// Budget bounds the search (default 2m): what is found by then is the
+	// result, replayed Runs times after it (each within SeedTimeout).
 	Budget time.Duration
 	// Runs is how often a candidate is run before it is taken to pass
 	// (default 2): a failure that depends on timing may need a second
@@ -99,6 +99,9 @@ func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so
 	cur.HTMLDir, cur.HTMLAll, cur.OutDir, cur.ChoicesFile = "", false, "", ""
 	cur.Logf = func(string, ...any) {}
 	cur.Choices = rep.Choices
+	if n := rep.Shape.Steps; n > 0 && n < cur.Steps {
+		cur.Steps = n // the seed stopped drawing steps early (an echo timeout)
+	}
 	bctx, cancel := context.WithDeadline(ctx, start.Add(so.Budget))
 	defer cancel()
 	k := &shrinker{ctx: bctx, target: target, seed: rep.Seed, checker: checker, runs: so.Runs, cur: cur, best: rep, logf: so.Logf}
