@@ -343,6 +343,9 @@ func (s *sim) writeTimeline(rep *SeedReport) {
 	if rep.Err != "" {
 		t.Title = fmt.Sprintf("kbkit conformance: seed %d could not run", s.seed)
 	}
+	if s.opts.Choices != nil {
+		t.Title += fmt.Sprintf(" (replayed from %d choices)", len(s.opts.Choices))
+	}
 	st := rep.Stats
 	t.Summary = fmt.Sprintf("%d windows, %d pages, %d devices, %d steps in %s: %d commands (%d committed, %d rejected), %d refetches, %d dropped / %d duplicated / %d reordered echoes, %d socket cuts, %d lost answers, %d restarts",
 		len(s.wins), len(s.pages), len(s.devices), s.opts.Steps, time.Since(s.start).Round(time.Millisecond), st.Commands, st.Committed, st.Rejected,

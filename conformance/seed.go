@@ -172,6 +172,20 @@ type SeedReport struct {
 	Choices []int `json:"-"`
 	// StepStarts are where each scheduler step's choices begin in Choices.
 	StepStarts []int `json:"-"`
+	// Shrunk is the outcome of shrinking this seed, if it was shrunk.
+	Shrunk *ShrinkSummary `json:"shrunk,omitempty"`
+}
+
+// ShrinkSummary is what a report says of a seed's shrink (Shrunk.Summary).
+type ShrinkSummary struct {
+	Checker string `json:"checker"`
+	Before  Shape  `json:"before"`
+	After   Shape  `json:"after"`
+	// Failed of Replays replays of the shrunk history failed Checker.
+	Failed   int    `json:"failed"`
+	Replays  int    `json:"replays"`
+	Replay   string `json:"replay"`
+	Timeline string `json:"timeline,omitempty"`
 }
 
 // Shape is the size of a seed's history: the scheduler steps it ran,

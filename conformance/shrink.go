@@ -19,6 +19,12 @@ type ShrinkOptions struct {
 	// ChoicesFile is where the shrunk history's choices are written
 	// (WriteChoices; "" = nowhere); the replay command names it.
 	ChoicesFile string
+	// Fresh, if set, gives each run a target of its own (and the func
+	// that stops it), as a replay gets: a broken server whose breakage
+	// depends on what it saw before (no-answer counts calls) must not
+	// carry one candidate's state into the next. nil: every run drives
+	// the target Shrink was given.
+	Fresh func() (Target, func(), error)
 	// Logf receives a line per accepted candidate (nil = silent).
 	Logf func(format string, args ...any)
 }
@@ -47,6 +53,12 @@ type Shrunk struct {
 
 // Replay is the command line that replays the shrunk history.
 func (s Shrunk) Replay() string { return ReplayCommand(s.Options, s.Seed) }
+
+// Summary is the shrink as a seed's report states it.
+func (s Shrunk) Summary() *ShrinkSummary {
+	return &ShrinkSummary{Checker: s.Checker, Before: s.Before, After: s.After, Failed: s.Failed, Replays: s.Replays,
+		Replay: s.Replay(), Timeline: s.Report.Timeline}
+}
 
 // ShrinkChecker is the checker a shrink of rep holds fixed: its first
 // failing checker other than protocol (a broken guarantee more specific
@@ -90,9 +102,6 @@ func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so
 	if checker == "" {
 		return Shrunk{}, fmt.Errorf("seed %d did not fail: nothing to shrink", rep.Seed)
 	}
-	if len(rep.Choices) == 0 {
-		return Shrunk{}, fmt.Errorf("seed %d recorded no choices: nothing to shrink", rep.Seed)
-	}
 	start := time.Now()
 	cur := opts
 	cur.Seeds, cur.Parallel, cur.Trace, cur.Progress = 1, 1, false, nil
@@ -104,7 +113,18 @@ func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so
 	}
 	bctx, cancel := context.WithDeadline(ctx, start.Add(so.Budget))
 	defer cancel()
-	k := &shrinker{ctx: bctx, target: target, seed: rep.Seed, checker: checker, runs: so.Runs, cur: cur, best: rep, logf: so.Logf}
+	run := func(ctx context.Context, o Options) SeedReport {
+		if so.Fresh == nil {
+			return RunSeed(ctx, target, o, rep.Seed)
+		}
+		t, stop, err := so.Fresh()
+		if err != nil {
+			return SeedReport{Seed: rep.Seed, Err: err.Error()}
+		}
+		defer stop()
+		return RunSeed(ctx, t, o, rep.Seed)
+	}
+	k := &shrinker{ctx: bctx, run: run, seed: rep.Seed, checker: checker, runs: so.Runs, cur: cur, best: rep, logf: so.Logf}
 	for k.round() {
 	}
 	out := Shrunk{Seed: rep.Seed, Checker: checker, Before: rep.Shape, Options: k.cur, Runs: k.n, Exhausted: bctx.Err() != nil}
@@ -122,7 +142,7 @@ func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}
-		r := RunSeed(ctx, target, final, rep.Seed)
+		r := run(ctx, final)
 		out.Runs++
 		out.Replays++
 		if r.Err == "" && failedChecker(r, checker) {
@@ -149,7 +169,7 @@ func failedChecker(r SeedReport, name string) bool {
 // shrinker holds the smallest failing history found so far.
 type shrinker struct {
 	ctx     context.Context
-	target  Target
+	run     func(context.Context, Options) SeedReport // one run of the seed
 	seed    int64
 	checker string
 	runs    int
@@ -166,7 +186,7 @@ func (k *shrinker) try(c Options, what string) bool {
 		if k.ctx.Err() != nil {
 			return false
 		}
-		r := RunSeed(k.ctx, k.target, c, k.seed)
+		r := k.run(k.ctx, c)
 		k.n++
 		if r.Err != "" {
 			return false // could not run (or the budget ended it): not a failure

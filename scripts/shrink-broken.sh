@@ -37,7 +37,8 @@ flags() {
 	drop-derived | lose-cells) echo --steps 200 --echo-timeout 1s ;;
 	drop-rejected-outcomes) echo --faults --steps 150 --echo-timeout 1s ;;
 	no-own-echo | renumber | ack-seq) echo --echo-timeout 300ms --seed-timeout 20s ;;
-	no-answer) echo --echo-timeout 300ms --seed-timeout 8s ;;
+	# One seed: the proxy counts the calls of every seed it serves.
+	no-answer) echo --seeds 1 --echo-timeout 300ms --seed-timeout 8s ;;
 	refuse-sockets) echo --windows 2 --echo-timeout 300ms --seed-timeout 20s ;;
 	*) echo --echo-timeout 1s ;;
 	esac

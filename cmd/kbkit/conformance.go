@@ -202,7 +202,10 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		defer e.Close()
 		target = e
 	}
+	var fresh func() (conformance.Target, func(), error) // a shrink's target per run (nil: target)
 	if f.broken != "" {
+		base := target
+		fresh = func() (conformance.Target, func(), error) { return conformance.Broken(base, f.broken) }
 		b, stopProxy, err := conformance.Broken(target, f.broken)
 		if err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run:", err)
@@ -237,7 +240,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		}
 	}
 	if err == nil {
-		shrinkFirstFailure(ctx, table, stderr, target, opts, f.shrinkFlags, reports)
+		shrinkFirstFailure(ctx, table, stderr, target, fresh, opts, f.shrinkFlags, reports)
 	}
 	if f.jsonOut != "" {
 		if err := writeSeedJSON(f.jsonOut, out, reports); err != nil {
@@ -386,7 +389,7 @@ func writeSeedJUnit(path string, reports []conformance.SeedReport) error {
 			for _, c := range r.Checks {
 				if c.Name == name && !c.Passed {
 					jc.Failure = &report.JUnitMsg{Message: name + " failed",
-						Body: report.XMLText(c.Detail + "\n\nreplay: " + r.Replay + "\n\nhistory:\n" + strings.Join(r.History, "\n"))}
+						Body: report.XMLText(c.Detail + "\n\nreplay: " + r.Replay + shrunkReplay(r) + "\n\nhistory:\n" + strings.Join(r.History, "\n"))}
 					s.Failures++
 				}
 			}

@@ -149,8 +149,11 @@ func TestConformanceRunReplaysAndShrinks(t *testing.T) {
 	if first.Replay != seedLine {
 		t.Errorf("JSON replay %q, text %q", first.Replay, seedLine)
 	}
-	if b, _ := os.ReadFile(junit); !strings.Contains(string(b), "replay: "+seedLine) {
-		t.Errorf("the JUnit failure lacks the replay line")
+	if first.Shrunk == nil || first.Shrunk.Replay != shrunkLine || first.Shrunk.Checker != checker {
+		t.Errorf("the JSON line lacks the shrink (%+v)", first.Shrunk)
+	}
+	if b, _ := os.ReadFile(junit); !strings.Contains(string(b), "replay: "+seedLine) || !strings.Contains(string(b), shrunkLine) {
+		t.Errorf("the JUnit failure lacks the replay lines")
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "seed-1.html")); !strings.Contains(string(b), html.EscapeString(seedLine)) {
 		t.Errorf("the timeline lacks the replay line")

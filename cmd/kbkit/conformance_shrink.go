@@ -47,9 +47,10 @@ func (f *conformanceFlags) readChoices() error {
 }
 
 // shrinkFirstFailure shrinks the first seed that failed a checker (if
-// shrinking is on) and prints the before/after counts and the replay of
-// the shrunk history to w.
-func shrinkFirstFailure(ctx context.Context, w, stderr io.Writer, target conformance.Target, opts conformance.Options, f shrinkFlags, reports []conformance.SeedReport) {
+// shrinking is on), prints the before/after counts and the replay of the
+// shrunk history to w, and puts them in the seed's report (Shrunk).
+func shrinkFirstFailure(ctx context.Context, w, stderr io.Writer, target conformance.Target, fresh func() (conformance.Target, func(), error),
+	opts conformance.Options, f shrinkFlags, reports []conformance.SeedReport) {
 	on := f.shrink && (f.shrinkSet || opts.Choices == nil)
 	if !on || f.shrinkBudget <= 0 {
 		return
@@ -75,13 +76,14 @@ func shrinkFirstFailure(ctx context.Context, w, stderr io.Writer, target conform
 	fmt.Fprintf(stderr, "kbkit conformance run: shrinking seed %d (%s failed) for at most %s\n",
 		rep.Seed, conformance.ShrinkChecker(*rep), f.shrinkBudget)
 	res, err := conformance.Shrink(ctx, target, opts, *rep, conformance.ShrinkOptions{
-		Budget: f.shrinkBudget, Runs: f.shrinkRuns, ChoicesFile: file,
+		Budget: f.shrinkBudget, Runs: f.shrinkRuns, ChoicesFile: file, Fresh: fresh,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "kbkit conformance run: "+format+"\n", args...) },
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "kbkit conformance run: shrink: %v\n", err)
 		return
 	}
+	rep.Shrunk = res.Summary() // in the seed's JSON line and JUnit failure
 	printShrunk(w, res)
 }
 
@@ -106,4 +108,12 @@ func printShrunk(w io.Writer, res conformance.Shrunk) {
 		fmt.Fprintf(w, "  timeline: %s\n", res.Report.Timeline)
 	}
 	fmt.Fprintf(w, "  replay: %s\n", res.Replay())
+}
+
+// shrunkReplay is the JUnit line of a shrunk seed's replay ("" if none).
+func shrunkReplay(r conformance.SeedReport) string {
+	if r.Shrunk == nil {
+		return ""
+	}
+	return fmt.Sprintf("\nshrunk (%s, %d steps, %d windows): %s", r.Shrunk.Checker, r.Shrunk.After.Steps, r.Shrunk.After.Windows, r.Shrunk.Replay)
 }
