@@ -5,6 +5,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
+	"path/filepath"
 )
 
 // chooser makes every random decision of a seed and records it as a
@@ -125,6 +126,9 @@ func WriteChoices(path string, opts Options, seed int64, choices []int) error {
 	b, err := json.Marshal(ChoiceFile{Seed: seed, Steps: opts.Steps, Windows: opts.Windows, Pages: opts.Pages,
 		Devices: opts.Devices, Faults: opts.Faults, Choices: choices})
 	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)

@@ -32,7 +32,7 @@ type ShrinkOptions struct {
 // Shrunk is the outcome of a Shrink.
 type Shrunk struct {
 	Seed    int64
-	Checker string // the checker every accepted candidate failed
+	Checker string // the checker every accepted candidate failed (see ShrinkChecker)
 	Before  Shape
 	After   Shape
 	// Options replay the shrunk history (Choices set; ChoicesFile when
@@ -60,9 +60,10 @@ func (s Shrunk) Summary() *ShrinkSummary {
 		Replay: s.Replay(), Timeline: s.Report.Timeline}
 }
 
-// ShrinkChecker is the checker a shrink of rep holds fixed: its first
-// failing checker other than protocol (a broken guarantee more specific
-// than a stall), else protocol; "" if none failed.
+// ShrinkChecker is the checker a shrink of rep prefers to hold fixed: its
+// first failing checker other than protocol (a broken guarantee more
+// specific than a stall), else protocol; "" if none failed. Shrink takes
+// it among the checkers that fail again when the seed is replayed alone.
 func ShrinkChecker(rep SeedReport) string {
 	first := ""
 	for _, c := range rep.Checks {
@@ -81,10 +82,12 @@ func ShrinkChecker(rep SeedReport) string {
 
 // Shrink reduces the history of rep, a failing seed run under opts
 // against target, to a smaller one that still fails the same checker
-// (ShrinkChecker): fewer scheduler steps, windows, pages and devices, no
-// faults, then the recorded choices themselves (a step's choices dropped,
-// single choices set to their simplest), as Hypothesis shrinks its choice
-// sequence, so every candidate is a history the scheduler could draw. A
+// (one rep failed that fails again when the seed is replayed alone,
+// ShrinkChecker's preference): fewer windows, scheduler steps (the last
+// ones, then blocks of steps with their choices), pages and devices, no
+// faults, then single choices set to their simplest, as Hypothesis
+// shrinks its choice sequence, so every candidate is a history the
+// scheduler could draw. A
 // candidate is taken when one of its ShrinkOptions.Runs runs fails the
 // checker; the candidate runs against the same target, one at a time.
 func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so ShrinkOptions) (Shrunk, error) {
@@ -124,7 +127,13 @@ func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so
 		defer stop()
 		return RunSeed(ctx, t, o, rep.Seed)
 	}
-	k := &shrinker{ctx: bctx, run: run, seed: rep.Seed, checker: checker, runs: so.Runs, cur: cur, best: rep, logf: so.Logf}
+	// Hold fixed a checker the seed fails again when replayed alone: one
+	// that failed only by timing (beside other seeds) would not recur.
+	again := run(bctx, cur)
+	if c := ShrinkChecker(bothFailed(rep, again)); c != "" {
+		checker = c
+	}
+	k := &shrinker{ctx: bctx, run: run, seed: rep.Seed, checker: checker, runs: so.Runs, cur: cur, best: rep, n: 1, logf: so.Logf}
 	for k.round() {
 	}
 	out := Shrunk{Seed: rep.Seed, Checker: checker, Before: rep.Shape, Options: k.cur, Runs: k.n, Exhausted: bctx.Err() != nil}
@@ -155,6 +164,18 @@ func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so
 	out.After = out.Report.Shape
 	out.Took = time.Since(start)
 	return out, nil
+}
+
+// bothFailed is a with only the checks that failed in b too.
+func bothFailed(a, b SeedReport) SeedReport {
+	var checks []CheckResult
+	for _, c := range a.Checks {
+		if !c.Passed && failedChecker(b, c.Name) {
+			checks = append(checks, c)
+		}
+	}
+	a.Checks = checks
+	return a
 }
 
 func failedChecker(r SeedReport, name string) bool {
@@ -223,11 +244,16 @@ func simpler(a, b SeedReport) bool {
 	return sum(a.Choices) < sum(b.Choices)
 }
 
-// round runs every pass once and reports whether one made progress (and
-// the budget is not spent).
+// round runs the structural passes once and, only if none made progress,
+// the pass over single choices (the costliest); it reports whether a pass
+// made progress (and the budget is not spent).
 func (k *shrinker) round() bool {
 	progress := false
-	for _, pass := range []func() bool{k.steps, k.windows, k.pages, k.devices, k.noFaults, k.dropSteps, k.zeroChoices} {
+	// Windows before steps: a history of fewer windows needs more steps for
+	// the same commands, and a long one has the steps to spare. Steps
+	// before pages: fewer pages may need more steps (no-answer counts
+	// calls, and setup makes four a page).
+	for _, pass := range []func() bool{k.windows, k.steps, k.dropSteps, k.pages, k.devices, k.noFaults} {
 		if pass() {
 			progress = true
 		}
@@ -235,7 +261,10 @@ func (k *shrinker) round() bool {
 			return false
 		}
 	}
-	return progress
+	if !progress {
+		progress = k.zeroChoices()
+	}
+	return progress && k.ctx.Err() == nil
 }
 
 // steps finds the fewest scheduler steps that still fail (a binary
@@ -286,30 +315,34 @@ func (k *shrinker) noFaults() bool {
 	return k.try(c, "no faults")
 }
 
-// dropSteps removes one scheduler step at a time, its choices with it,
-// from the last to the first.
+// dropSteps removes scheduler steps with their choices: blocks of half
+// the steps, a quarter, ... down to single steps, each block tried from
+// the last steps to the first (as Hypothesis deletes blocks of choices).
 func (k *shrinker) dropSteps() bool {
 	progress := false
-	for i := len(k.best.StepStarts) - 1; i >= 0 && k.cur.Steps > 1 && k.ctx.Err() == nil; i-- {
-		starts := k.best.StepStarts
-		if i >= len(starts) {
-			i = len(starts) - 1
-			if i < 0 {
-				break
+	for size := len(k.best.StepStarts) / 2; size >= 1; size /= 2 {
+		for i := len(k.best.StepStarts) - size; i >= 0 && k.ctx.Err() == nil; i -= size {
+			starts := k.best.StepStarts
+			if i+size > len(starts) || k.cur.Steps-size < 1 {
+				continue
 			}
-		}
-		end := len(k.cur.Choices)
-		if i+1 < len(starts) {
-			end = starts[i+1]
-		}
-		if starts[i] > end || end > len(k.cur.Choices) {
-			continue
-		}
-		c := k.cur
-		c.Steps--
-		c.Choices = slices.Concat(k.cur.Choices[:starts[i]], k.cur.Choices[end:])
-		if k.try(c, fmt.Sprintf("without step %d", i)) {
-			progress = true
+			end := len(k.cur.Choices)
+			if i+size < len(starts) {
+				end = starts[i+size]
+			}
+			if starts[i] > end || end > len(k.cur.Choices) {
+				continue
+			}
+			c := k.cur
+			c.Steps -= size
+			c.Choices = slices.Concat(k.cur.Choices[:starts[i]], k.cur.Choices[end:])
+			what := fmt.Sprintf("without step %d", i)
+			if size > 1 {
+				what = fmt.Sprintf("without steps %d-%d", i, i+size-1)
+			}
+			if k.try(c, what) {
+				progress = true
+			}
 		}
 	}
 	return progress

@@ -37,8 +37,9 @@ flags() {
 	drop-derived | lose-cells) echo --steps 200 --echo-timeout 1s ;;
 	drop-rejected-outcomes) echo --faults --steps 150 --echo-timeout 1s ;;
 	no-own-echo | renumber | ack-seq) echo --echo-timeout 300ms --seed-timeout 20s ;;
-	# One seed: the proxy counts the calls of every seed it serves.
-	no-answer) echo --seeds 1 --echo-timeout 300ms --seed-timeout 8s ;;
+	# One seed: the proxy counts the calls of every seed it serves; each
+	# failing candidate waits out its --seed-timeout.
+	no-answer) echo --seeds 1 --echo-timeout 300ms --seed-timeout 4s --shrink-budget 4m ;;
 	refuse-sockets) echo --windows 2 --echo-timeout 300ms --seed-timeout 20s ;;
 	*) echo --echo-timeout 1s ;;
 	esac

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -73,8 +74,14 @@ func shrinkFirstFailure(ctx context.Context, w, stderr io.Writer, target conform
 	if abs, err := filepath.Abs(file); err == nil {
 		file = abs // the replay line runs from any directory
 	}
-	fmt.Fprintf(stderr, "kbkit conformance run: shrinking seed %d (%s failed) for at most %s\n",
-		rep.Seed, conformance.ShrinkChecker(*rep), f.shrinkBudget)
+	var failed []string
+	for _, c := range rep.Checks {
+		if !c.Passed {
+			failed = append(failed, c.Name)
+		}
+	}
+	fmt.Fprintf(stderr, "kbkit conformance run: shrinking seed %d (failed: %s) for at most %s\n",
+		rep.Seed, strings.Join(failed, ", "), f.shrinkBudget)
 	res, err := conformance.Shrink(ctx, target, opts, *rep, conformance.ShrinkOptions{
 		Budget: f.shrinkBudget, Runs: f.shrinkRuns, ChoicesFile: file, Fresh: fresh,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "kbkit conformance run: "+format+"\n", args...) },
