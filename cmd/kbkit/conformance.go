@@ -66,7 +66,7 @@ stderr every few seconds.
 
 --seed S replays one seed exactly. Every failing seed is printed with the
 complete command that replays it (text, JSON "replay", JUnit, timeline),
-tokens as $KBKIT_TOKEN placeholders.
+tokens as placeholders ($KBKIT_TOKEN; several: $KBKIT_TOKEN_1, ...).
 
 The first failing seed is shrunk (--shrink, on unless --choices is given;
 --shrink=false: off): its history (steps, windows, pages, devices, faults,

@@ -25,7 +25,7 @@ type shrinkFlags struct {
 }
 
 func addShrinkFlags(fl *pflag.FlagSet, f *shrinkFlags) {
-	fl.BoolVar(&f.shrink, "shrink", true, "shrink the first failing seed to a small history that fails the same checker (default on, off with --choices)")
+	fl.BoolVar(&f.shrink, "shrink", true, "shrink the first failing seed to a small history that fails the same checker (a --choices replay only when given)")
 	fl.DurationVar(&f.shrinkBudget, "shrink-budget", 2*time.Minute, "time bound of the shrink's search, after which the shrunk history is replayed --shrink-runs times (0: no shrink)")
 	fl.IntVar(&f.shrinkRuns, "shrink-runs", 2, "runs of a shrink candidate before it counts as passing (failures that depend on timing)")
 	fl.StringVar(&f.choicesFile, "choices", "", "replay the scheduler's choices from FILE (a shrink writes it) instead of drawing them from --seed")
