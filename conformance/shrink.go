@@ -296,8 +296,24 @@ func (k *shrinker) shape(name string, get func(*Options) *int) bool {
 	return false
 }
 
+// windows tries fewer windows, each count also on one page: window i
+// edits page i mod pages, so two windows race on a page only when they
+// share it.
 func (k *shrinker) windows() bool {
-	return k.shape("windows", func(o *Options) *int { return &o.Windows })
+	for v := 1; v < k.cur.Windows; v++ {
+		c := k.cur
+		c.Windows = v
+		if k.try(c, fmt.Sprintf("%d windows", v)) {
+			return true
+		}
+		if v > 1 && c.Pages > 1 {
+			c.Pages = 1
+			if k.try(c, fmt.Sprintf("%d windows on 1 page", v)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (k *shrinker) pages() bool { return k.shape("pages", func(o *Options) *int { return &o.Pages }) }
