@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -28,6 +29,10 @@ type ShrinkOptions struct {
 	// Logf receives a line per accepted candidate (nil = silent).
 	Logf func(format string, args ...any)
 }
+
+// ErrNotReproduced: the seed to shrink failed no checker again when
+// replayed alone, so there is no failure to hold fixed.
+var ErrNotReproduced = errors.New("conformance: the failure did not recur")
 
 // Shrunk is the outcome of a Shrink.
 type Shrunk struct {
@@ -129,12 +134,32 @@ func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so
 	}
 	// Hold fixed a checker the seed fails again when replayed alone: one
 	// that failed only by timing (beside other seeds) would not recur.
-	again := run(bctx, cur)
-	if c := ShrinkChecker(bothFailed(rep, again)); c != "" {
-		checker = c
+	replays := 0
+	for checker = ""; checker == "" && replays < so.Runs && bctx.Err() == nil; replays++ {
+		checker = ShrinkChecker(bothFailed(rep, run(bctx, cur)))
 	}
-	k := &shrinker{ctx: bctx, run: run, seed: rep.Seed, checker: checker, runs: so.Runs, cur: cur, best: rep, n: 1, logf: so.Logf}
-	for k.round() {
+	if checker == "" {
+		return Shrunk{Seed: rep.Seed, Runs: replays, Took: time.Since(start)},
+			fmt.Errorf("%w: seed %d passed %d replays alone (it failed beside other seeds, or by timing)", ErrNotReproduced, rep.Seed, replays)
+	}
+	// Two searches from the seed, windows first (half the budget) and
+	// steps first: neither order finds the smaller history for every
+	// server (no-answer needs its commands, so fewer windows need more
+	// steps; renumber fails in one step with four windows, in forty with
+	// one). The simpler result then gets its single choices shrunk too.
+	half, cancelHalf := context.WithDeadline(bctx, start.Add(so.Budget/2))
+	defer cancelHalf()
+	k1 := &shrinker{ctx: half, run: run, seed: rep.Seed, checker: checker, runs: so.Runs, cur: cur, best: rep, logf: so.Logf, windowsFirst: true}
+	for k1.round(false) {
+	}
+	k := &shrinker{ctx: bctx, run: run, seed: rep.Seed, checker: checker, runs: so.Runs, cur: cur, best: rep, logf: so.Logf}
+	for k.round(false) {
+	}
+	k.n += k1.n + replays
+	if simpler(k1.best, k.best) {
+		k.cur, k.best, k.windowsFirst = k1.cur, k1.best, true
+	}
+	for k.round(true) {
 	}
 	out := Shrunk{Seed: rep.Seed, Checker: checker, Before: rep.Shape, Options: k.cur, Runs: k.n, Exhausted: bctx.Err() != nil}
 	if so.ChoicesFile != "" {
@@ -198,6 +223,8 @@ type shrinker struct {
 	best    SeedReport // a failing run of cur
 	n       int        // seed runs made
 	logf    func(format string, args ...any)
+	// windowsFirst: shrink the windows before the steps.
+	windowsFirst bool
 }
 
 // try runs candidate c up to k.runs times; if one run fails the checker,
@@ -244,16 +271,18 @@ func simpler(a, b SeedReport) bool {
 	return sum(a.Choices) < sum(b.Choices)
 }
 
-// round runs the structural passes once and, only if none made progress,
-// the pass over single choices (the costliest); it reports whether a pass
-// made progress (and the budget is not spent).
-func (k *shrinker) round() bool {
+// round runs the structural passes once and, with choices, if none made
+// progress, the pass over single choices (the costliest); it reports
+// whether a pass made progress (and the budget is not spent).
+func (k *shrinker) round(choices bool) bool {
 	progress := false
-	// Windows before steps: a history of fewer windows needs more steps for
-	// the same commands, and a long one has the steps to spare. Steps
-	// before pages: fewer pages may need more steps (no-answer counts
-	// calls, and setup makes four a page).
-	for _, pass := range []func() bool{k.windows, k.steps, k.dropSteps, k.pages, k.devices, k.noFaults} {
+	// Steps before pages: fewer pages may need more steps (no-answer
+	// counts calls, and setup makes four a page).
+	passes := []func() bool{k.steps, k.windows, k.dropSteps, k.pages, k.devices, k.noFaults}
+	if k.windowsFirst {
+		passes[0], passes[1] = k.windows, k.steps
+	}
+	for _, pass := range passes {
 		if pass() {
 			progress = true
 		}
@@ -261,7 +290,7 @@ func (k *shrinker) round() bool {
 			return false
 		}
 	}
-	if !progress {
+	if !progress && choices {
 		progress = k.zeroChoices()
 	}
 	return progress && k.ctx.Err() == nil

@@ -327,7 +327,7 @@ func summarize(w io.Writer, reports []conformance.SeedReport, took time.Duration
 	fmt.Fprintf(w, "sent by type: %s\n", strings.Join(sent, ", "))
 	for _, r := range reports {
 		if r.Err != "" {
-			fmt.Fprintf(w, "\nseed %d could not run: %s\n", r.Seed, r.Err)
+			fmt.Fprintf(w, "\nseed %d could not run: %s\n  replay: %s\n", r.Seed, r.Err, r.Replay)
 			continue
 		}
 		if !r.Failed() {

@@ -47,8 +47,8 @@ func (f *conformanceFlags) readChoices() error {
 	return nil
 }
 
-// shrinkFirstFailure shrinks the first seed that failed a checker (if
-// shrinking is on), prints the before/after counts and the replay of the
+// shrinkFirstFailure shrinks the first seed that failed a checker and
+// fails one again alone (if shrinking is on), prints the before/after counts and the replay of the
 // shrunk history to w, and puts them in the seed's report (Shrunk).
 func shrinkFirstFailure(ctx context.Context, w, stderr io.Writer, target conformance.Target, fresh func() (conformance.Target, func(), error),
 	opts conformance.Options, f shrinkFlags, reports []conformance.SeedReport) {
@@ -56,16 +56,28 @@ func shrinkFirstFailure(ctx context.Context, w, stderr io.Writer, target conform
 	if !on || f.shrinkBudget <= 0 {
 		return
 	}
-	var rep *conformance.SeedReport
+	// The first failing seed that fails again alone (one that failed only
+	// beside the others, e.g. by another seed's restart, cannot be shrunk),
+	// within the one budget.
+	deadline := time.Now().Add(f.shrinkBudget)
 	for i := range reports {
-		if reports[i].Err == "" && reports[i].Failed() {
-			rep = &reports[i]
-			break
+		if reports[i].Err != "" || !reports[i].Failed() || ctx.Err() != nil {
+			continue
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		err := shrinkSeed(ctx, w, stderr, target, fresh, opts, f, left, &reports[i])
+		if !errors.Is(err, conformance.ErrNotReproduced) {
+			return
 		}
 	}
-	if rep == nil {
-		return
-	}
+}
+
+// shrinkSeed shrinks one failing seed within budget (shrinkFirstFailure).
+func shrinkSeed(ctx context.Context, w, stderr io.Writer, target conformance.Target, fresh func() (conformance.Target, func(), error),
+	opts conformance.Options, f shrinkFlags, budget time.Duration, rep *conformance.SeedReport) error {
 	dir := opts.HTMLDir
 	if dir == "" {
 		dir = opts.OutDir
@@ -81,17 +93,18 @@ func shrinkFirstFailure(ctx context.Context, w, stderr io.Writer, target conform
 		}
 	}
 	fmt.Fprintf(stderr, "kbkit conformance run: shrinking seed %d (failed: %s) for at most %s\n",
-		rep.Seed, strings.Join(failed, ", "), f.shrinkBudget)
+		rep.Seed, strings.Join(failed, ", "), budget.Round(time.Second))
 	res, err := conformance.Shrink(ctx, target, opts, *rep, conformance.ShrinkOptions{
-		Budget: f.shrinkBudget, Runs: f.shrinkRuns, ChoicesFile: file, Fresh: fresh,
+		Budget: budget, Runs: f.shrinkRuns, ChoicesFile: file, Fresh: fresh,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "kbkit conformance run: "+format+"\n", args...) },
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "kbkit conformance run: shrink: %v\n", err)
-		return
+		return err
 	}
 	rep.Shrunk = res.Summary() // in the seed's JSON line and JUnit failure
 	printShrunk(w, res)
+	return nil
 }
 
 // printShrunk prints a shrink's outcome: the checker, the before/after
