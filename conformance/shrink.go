@@ -92,9 +92,11 @@ func ShrinkChecker(rep SeedReport) string {
 // ones, then blocks of steps with their choices), pages and devices, no
 // faults, then single choices set to their simplest, as Hypothesis
 // shrinks its choice sequence, so every candidate is a history the
-// scheduler could draw. A
-// candidate is taken when one of its ShrinkOptions.Runs runs fails the
-// checker; the candidate runs against the same target, one at a time.
+// scheduler could draw. A candidate is taken when one of its
+// ShrinkOptions.Runs runs fails the checker and it is simpler (see
+// simpler); candidates run one at a time against the same target (or a
+// fresh one each, ShrinkOptions.Fresh). A seed that fails nothing again
+// alone is ErrNotReproduced.
 func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so ShrinkOptions) (Shrunk, error) {
 	opts.defaults()
 	if so.Budget <= 0 {
