@@ -54,6 +54,13 @@ fuzz:
 conformance:
 	$(GO) run ./cmd/kbkit conformance run --seeds 20 --faults --junit conformance-junit.xml
 
+# A failing seed against every --broken-server variant, shrunk: the
+# before/after table (steps/windows/pages/devices/faults/commands) and
+# whether each shrunk replay fails again. ~10 minutes on 2 cores.
+.PHONY: shrink-broken
+shrink-broken:
+	OUT=$(OUT) scripts/shrink-broken.sh
+
 # kbkit in one minute: a server, windows of two devices editing at once
 # (with faults) and the convergence checkers, a load run, the counters.
 demo:

@@ -33,7 +33,7 @@ func (s *sim) drawOn(d kbcore.Doc) kbcore.Command {
 	var nodes []kbcore.Node
 	d.Walk(func(n kbcore.Node) bool { nodes = append(nodes, n); return true })
 	pick := func() string {
-		if len(nodes) == 0 || s.rng.IntN(12) == 0 {
+		if len(nodes) == 0 || s.rng.OneIn(12) {
 			return "ghost-" + fmt.Sprint(s.rng.IntN(3))
 		}
 		// Bias to the first nodes so that windows race on the same ones.
@@ -75,7 +75,7 @@ func (s *sim) drawOn(d kbcore.Doc) kbcore.Command {
 		text := "x"
 		if node, ok := d.Node(n); ok {
 			text = node.Text + s.piece()
-			if s.rng.IntN(15) == 0 {
+			if s.rng.OneIn(15) {
 				text += " see [[" + s.titles[s.rng.IntN(len(s.titles))] + "]]"
 			}
 		}

@@ -189,7 +189,6 @@ func TestForeignClientMessagesMatchSchemas(t *testing.T) {
 	}
 }
 
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // A client that stops answering is a protocol finding that names it, the
 // seed still ends, and its process group is killed.

@@ -344,6 +344,9 @@ func (s *sim) writeTimeline(rep *SeedReport) {
 	if rep.Err != "" {
 		t.Title = fmt.Sprintf("kbkit conformance: seed %d could not run", s.seed)
 	}
+	if s.opts.Choices != nil {
+		t.Title += fmt.Sprintf(" (replayed from %d choices)", len(s.opts.Choices))
+	}
 	st := rep.Stats
 	t.Summary = fmt.Sprintf("%d windows, %d pages, %d devices, %d steps in %s: %d commands (%d committed, %d rejected), %d refetches, %d dropped / %d duplicated / %d reordered echoes, %d socket cuts, %d lost answers, %d restarts",
 		len(s.wins), len(s.pages), len(s.devices), s.opts.Steps, time.Since(s.start).Round(time.Millisecond), st.Commands, st.Committed, st.Rejected,
@@ -351,8 +354,7 @@ func (s *sim) writeTimeline(rep *SeedReport) {
 	if rep.Err != "" {
 		t.Summary += ". Error: " + rep.Err
 	}
-	t.Replay = fmt.Sprintf("kbkit conformance run --seed %d --windows %d --pages %d --devices %d --steps %d%s",
-		s.seed, s.opts.Windows, s.opts.Pages, s.opts.Devices, s.opts.Steps, faultsFlag(s.opts.Faults))
+	t.Replay = ReplayCommand(s.opts, s.seed)
 	for _, c := range rep.Checks {
 		t.Checks = append(t.Checks, timeline.Check{Name: c.Name, Passed: c.Passed, Skipped: c.Skipped, Detail: c.Detail})
 		if c.Passed {
@@ -362,7 +364,11 @@ func (s *sim) writeTimeline(rep *SeedReport) {
 			t.AddFinding(c.Name, f)
 		}
 	}
-	path := filepath.Join(s.opts.HTMLDir, fmt.Sprintf("seed-%d.html", s.seed))
+	name := fmt.Sprintf("seed-%d.html", s.seed)
+	if s.opts.Choices != nil {
+		name = fmt.Sprintf("seed-%d-choices.html", s.seed) // a replayed (e.g. shrunk) history beside the seed's own
+	}
+	path := filepath.Join(s.opts.HTMLDir, name)
 	f, err := os.Create(path)
 	if err != nil {
 		s.opts.Logf("seed %d: timeline: %v", s.seed, err)

@@ -42,20 +42,13 @@ func Run(t *testing.T, target Target, opts Options) []SeedReport {
 					}
 				}
 				if r.Failed() {
-					t.Logf("faults: %s\nhistory (last 60 events):\n%s\nreplay with: kbkit conformance run --seed %d --windows %d --pages %d --steps %d%s",
-						r.Faults, tail(r.History, 60), seed, o.Windows, o.Pages, o.Steps, faultsFlag(o.Faults))
+					t.Logf("faults: %s\nhistory (last 60 events):\n%s\nreplay with: %s",
+						r.Faults, tail(r.History, 60), r.Replay)
 				}
 			})
 		}
 	})
 	return reports
-}
-
-func faultsFlag(on bool) string {
-	if on {
-		return " --faults"
-	}
-	return ""
 }
 
 func tail(lines []string, n int) string {

@@ -37,7 +37,7 @@ type Options struct {
 	HTMLDir string
 	HTMLAll bool
 	// Clients are command lines of client adapters (spec/ADAPTER.md
-	// section 6): each opens one foreign window per seed, on page k mod
+	// section 7): each opens one foreign window per seed, on page k mod
 	// Pages, beside the Windows of the kit (foreign.go).
 	Clients []string
 	// ClientStderr receives the client adapters' stderr (nil: os.Stderr).
@@ -45,6 +45,16 @@ type Options struct {
 	// ClientFaults, when set, are the fault rates of the foreign windows'
 	// proxies instead of the seed's drawn ones (tests aim them at a bug).
 	ClientFaults *Faults
+	// Choices replays a recorded choice list (choices.go) instead of
+	// drawing from the seed: a list cut short or altered still runs (a
+	// missing choice is the simplest). nil draws from the seed.
+	Choices []int
+	// ChoicesFile is the file Choices were read from, for the replay
+	// command (ReplayCommand).
+	ChoicesFile string
+	// Where is the target the run drives, as the replay command must name
+	// it (the CLI fills it in; replay.go).
+	Where Where
 	// Trace sends every history line to Logf as it happens.
 	Trace bool
 	// Logf receives progress and history lines (nil = silent).
@@ -73,7 +83,7 @@ func (o *Options) defaults() {
 		o.Parallel = 4
 	}
 	if o.EchoTimeout <= 0 {
-		o.EchoTimeout = 10 * time.Second
+		o.EchoTimeout = DefaultEchoTimeout
 	}
 	if o.SeedTimeout <= 0 {
 		o.SeedTimeout = DefaultSeedTimeout
@@ -168,6 +178,42 @@ type SeedReport struct {
 	Halt string `json:"halt,omitempty"`
 	// Clients is what each foreign window was given and saw.
 	Clients []ClientCoverage `json:"clients,omitempty"`
+	// Replay is the command line that runs this seed again
+	// (ReplayCommand).
+	Replay string `json:"replay"`
+	// Shape is the size of the seed's history (what shrinking reduces).
+	Shape Shape `json:"shape"`
+	// Choices are every random decision the seed made (choices.go).
+	Choices []int `json:"-"`
+	// StepStarts are where each scheduler step's choices begin in Choices.
+	StepStarts []int `json:"-"`
+	// Shrunk is the outcome of shrinking this seed, if it was shrunk.
+	Shrunk *ShrinkSummary `json:"shrunk,omitempty"`
+}
+
+// ShrinkSummary is what a report says of a seed's shrink (Shrunk.Summary).
+type ShrinkSummary struct {
+	Checker string `json:"checker"`
+	Before  Shape  `json:"before"`
+	After   Shape  `json:"after"`
+	// Failed of Replays replays of the shrunk history failed Checker.
+	Failed   int    `json:"failed"`
+	Replays  int    `json:"replays"`
+	Replay   string `json:"replay"`
+	Timeline string `json:"timeline,omitempty"`
+}
+
+// Shape is the size of a seed's history: the scheduler steps it ran,
+// windows, pages (setup's and created), devices, injected faults, the
+// commands its windows sent and its choices.
+type Shape struct {
+	Steps    int `json:"steps"`
+	Windows  int `json:"windows"`
+	Pages    int `json:"pages"`
+	Devices  int `json:"devices"`
+	Faults   int `json:"faults"`
+	Commands int `json:"commands"`
+	Choices  int `json:"choices"`
 }
 
 // Failed reports whether a checker failed.

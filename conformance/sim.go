@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	mrand "math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -41,7 +40,7 @@ type sim struct {
 	ctx         context.Context
 	opts        Options
 	seed        int64
-	rng         *mrand.Rand
+	rng         *chooser // every random decision (choices.go)
 	faults      Faults
 	target      Target
 	nonce       string
@@ -69,6 +68,7 @@ type sim struct {
 	failover    chan error          // a failover in progress (failover.go)
 	rec         *recorder           // the seed's timeline (record.go; nil: none)
 	foreign     []*foreignWin       // windows of client adapters (foreign.go)
+	steps       int                 // scheduler steps run
 }
 
 type deviceInfo struct {
@@ -107,7 +107,7 @@ func (s *sim) newID() string {
 	return uuid.NewSHA1(uuid.NameSpaceOID, []byte(fmt.Sprintf("%s:%d:%d", s.nonce, s.seed, s.idSeq))).String()
 }
 
-func (s *sim) chance(p float64) bool { return p > 0 && s.rng.Float64() < p }
+func (s *sim) chance(p float64) bool { return s.rng.Chance(p) }
 
 // RunSeeds runs opts.Seeds seeds against target and returns the reports of
 // the seeds that ran. An error means the run could not proceed at all.
@@ -208,7 +208,7 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 	defer cancel()
 	s := &sim{
 		ctx: sctx, opts: opts, seed: seed, target: target,
-		rng:   mrand.New(mrand.NewPCG(uint64(seed), 0x6b626b6974)),
+		rng:   newChooser(seed, opts.Choices),
 		nonce: hex.EncodeToString(nonce), known: map[string]int64{}, ops: map[string]*op{},
 		start: time.Now(), found: map[string][]string{}, exercised: map[string]int{}, types: map[string]int{},
 	}
@@ -217,9 +217,8 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 	rep.Faults = s.faults.String()
 	defer s.close()
 	finish := func(phase string, err error) SeedReport {
-		rep.Stats, rep.Types, rep.Duration, rep.History = s.stats, s.types, time.Since(s.start), s.hist
-		rep.Faults = s.faults.String() + s.stats.counted()
-		rep.Clients = s.foreignCoverage()
+		s.conclude(&rep)
+		rep.History = s.hist
 		if ctx.Err() == nil && sctx.Err() != nil {
 			// The seed's own deadline, not the caller's: the server did
 			// not let it finish. A protocol finding, and the run halts.
@@ -248,6 +247,8 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 			s.logf("steps stopped at %d of %d: %s", i, opts.Steps, s.halt)
 			break
 		}
+		s.steps++
+		s.rng.mark()
 		if err := s.step(i); err != nil {
 			return finish("the scheduler's steps", err)
 		}
@@ -261,15 +262,26 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 		// (the seed could not run) cut the checks short.
 		return finish("the checks", sctx.Err())
 	}
-	rep.Stats, rep.Types, rep.Halt = s.stats, s.types, s.halt
-	rep.Faults = s.faults.String() + s.stats.counted()
-	rep.Clients = s.foreignCoverage()
-	rep.Duration = time.Since(s.start)
+	s.conclude(&rep)
+	rep.Halt = s.halt
 	if rep.Failed() {
 		rep.History = s.hist
 	}
 	s.writeTimeline(&rep)
 	return rep
+}
+
+// conclude puts what the seed did into its report.
+func (s *sim) conclude(rep *SeedReport) {
+	rep.Stats, rep.Types, rep.Duration = s.stats, s.types, time.Since(s.start)
+	rep.Faults = s.faults.String() + s.stats.counted()
+	rep.Clients = s.foreignCoverage()
+	rep.Replay = ReplayCommand(s.opts, s.seed)
+	rep.Choices, rep.StepStarts = s.rng.Choices(), append([]int(nil), s.rng.marks...)
+	st := s.stats
+	rep.Shape = Shape{Steps: s.steps, Windows: len(s.wins), Pages: len(s.pages), Devices: len(s.devices),
+		Faults:   st.Dropped + st.Duplicated + st.Reordered + st.Cuts + st.LostResp + st.Restarts + st.Failovers,
+		Commands: st.Commands, Choices: len(rep.Choices)}
 }
 
 // timedOut is the verdict on a seed that hit its deadline: a protocol
@@ -299,10 +311,10 @@ func (s *sim) drawFaults() {
 		Cut: pick(0.02), LoseResponse: pick(0.06),
 	}
 	if _, ok := s.target.(Restarter); ok {
-		s.faults.RestartInstance = s.rng.IntN(3) == 0
+		s.faults.RestartInstance = s.rng.OneIn(3)
 	}
 	if r, ok := s.target.(PostgresRestarter); ok && r.CanRestartPostgres() {
-		s.faults.RestartPostgres = s.rng.IntN(10) == 0
+		s.faults.RestartPostgres = s.rng.OneIn(10)
 	}
 	if f, ok := s.target.(Failoverer); ok && f.CanFailover() {
 		s.faults.Failover = true // every seed: not drawn, so other draws replay
@@ -338,7 +350,7 @@ func (s *sim) step(i int) error {
 	case r < 37:
 		s.local(w)
 	case r < 61:
-		if s.opts.Bursts && s.rng.IntN(3) == 0 {
+		if s.opts.Bursts && s.rng.OneIn(3) {
 			return s.burst()
 		}
 		return s.send(w)
@@ -434,7 +446,7 @@ func (s *sim) local(w *win) {
 func (s *sim) undoRedo(w *win) {
 	ids := []string{s.newID(), s.newID(), s.newID(), s.newID()}
 	var acts []kbcore.Action
-	if s.rng.IntN(3) == 0 {
+	if s.rng.OneIn(3) {
 		acts = w.w.Redo(ids)
 		s.logf("w%d redo -> %v", w.idx, acts)
 		s.rec.undo(w, "redo", acts)
@@ -470,7 +482,7 @@ func (s *sim) pageOp(w *win) error {
 		if s.merged[into] {
 			return nil
 		}
-		regret = s.rng.IntN(2) == 0
+		regret = s.rng.OneIn(2)
 		c = kbcore.Command{ID: s.newID(), Type: kbcore.TypeMergePage, Payload: mustJSON(map[string]any{"into": s.pages[into]})}
 	default:
 		if len(s.pages) >= s.opts.Pages+2 {
@@ -600,7 +612,7 @@ func (s *sim) fault(step int) error {
 				return fmt.Errorf("%w: restart Postgres: %v", ErrCannotRun, err)
 			}
 		}
-	case s.faults.RestartInstance && s.rng.IntN(4) == 0:
+	case s.faults.RestartInstance && s.rng.OneIn(4):
 		if r, ok := s.target.(Restarter); ok {
 			i := s.rng.IntN(len(s.target.Endpoints()))
 			s.logf("restarting instance %d (fault)", i)

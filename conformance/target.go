@@ -17,6 +17,10 @@
 // Every run is a pure function of its seed and the server's answers: the
 // scheduler sends one command at a time and delivers echoes in the order it
 // draws, so a failing seed replays exactly against a deterministic server.
+// Every random decision is a recorded choice (choices.go): a run replays
+// from a choice list (Options.Choices), and Shrink reduces a failing seed
+// to a small history that fails the same checker (shrink.go);
+// ReplayCommand is the command line that runs a seed again.
 package conformance
 
 import (

@@ -73,6 +73,10 @@ TL=$WORK/tl/seed-1.html
 grep -q "timeline: $TL" "$WORK/conformance.txt" || die "the report does not name the timeline"
 FINDING=$("$CHECK" finding "$TL" exactly-once acknowledged) || die "the timeline has no exactly-once finding linked to events"
 say "seed 1 failed as it should; timeline $(wc -c <"$TL") bytes, exactly-once finding $FINDING ($(( $(date +%s) - t0 ))s)"
+# The run shrinks the failing seed and writes the shrunk history's page.
+STL=$WORK/tl/seed-1-choices.html
+[ -s "$STL" ] && grep -q "timeline: $STL" "$WORK/conformance.txt" || die "no timeline of the shrunk seed named in the report"
+grep -q "replayed from [0-9]* choices" "$STL" || die "the shrunk seed's timeline does not say it replays a choice list"
 
 chrome --window-size=1400,1000 --dump-dom "file://$TL#f$FINDING" >"$WORK/tl-dom.html" || die "chromium --dump-dom of the timeline failed"
 "$CHECK" timeline "$WORK/tl-dom.html" "$FINDING" >&2 || die "the timeline's rendered DOM"

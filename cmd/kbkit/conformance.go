@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/conformance"
@@ -43,6 +44,7 @@ type conformanceFlags struct {
 	tokens, clients                                  []string
 	junit, jsonOut, outDir                           string
 	echoTimeout, seedTimeout                         time.Duration
+	shrinkFlags
 }
 
 func newConformanceRunCmd() *cobra.Command {
@@ -65,7 +67,18 @@ Seeds run from --seed (default 0) to --seed + --seeds - 1, the same
 numbering as conformance.Options. Off a terminal, a progress line goes to
 stderr every few seconds.
 
---seed S replays one seed exactly.
+--seed S replays one seed exactly. Every failing seed is printed with the
+complete command that replays it (text, JSON "replay", JUnit, timeline),
+tokens as placeholders ($KBKIT_TOKEN; several: $KBKIT_TOKEN_1, ...).
+
+The first failing seed is shrunk (--shrink, on unless --choices is given;
+--shrink=false: off): its history (steps, windows, pages, devices, faults,
+the scheduler's choices) is reduced to a small one that still fails the
+same checker, within --shrink-budget, each candidate run up to
+--shrink-runs times. It prints the before/after counts and the command
+that replays the shrunk history (--choices FILE, written beside the
+timelines in --html DIR, else in --out DIR), and with --html its timeline
+(seed-N-choices.html).
 
 --client "CMD ARGS" (repeatable) drives another team's client through the
 client suite of the adapter protocol (spec/ADAPTER.md section 7): one
@@ -90,7 +103,7 @@ The run never hangs: a window that gets no echo it is owed within
 ends within --seed-timeout, checks included (a seed that hits it fails).
 Either stops the run: no further seed starts, so against a server that
 stops answering or echoing the run ends within 2 x --seed-timeout
-(4 minutes by default).
+(4 minutes by default), and a shrink within --shrink-budget after that.
 
 A checker that no seed gave anything to check (e.g. dedup without lost
 responses, refetch without dropped echoes) is named on stderr as skipped;
@@ -100,10 +113,17 @@ Exit status: 0 every checker passed, 1 a checker failed (or, with
 --strict, was skipped), 2 the run could not proceed.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			f.seedSet = c.Flags().Changed("seed")
+			f.shrinkSet = c.Flags().Changed("shrink")
 			return runConformance(c, f)
 		},
 	}
-	fl := cmd.Flags()
+	addConformanceRunFlags(cmd.Flags(), &f)
+	return cmd
+}
+
+// addConformanceRunFlags defines conformance run's flags on fl (the
+// replay test parses a printed replay line with them).
+func addConformanceRunFlags(fl *pflag.FlagSet, f *conformanceFlags) {
 	fl.IntVar(&f.seeds, "seeds", 10, "number of seeds to run: --seed, --seed+1, ...")
 	fl.Int64Var(&f.seed, "seed", 0, "the first seed; alone (without --seeds) it replays exactly this seed")
 	fl.IntVar(&f.windows, "windows", 4, "windows per seed")
@@ -131,7 +151,20 @@ Exit status: 0 every checker passed, 1 a checker failed (or, with
 	fl.BoolVar(&f.htmlAll, "html-all", false, "with --html: a timeline of every seed, passing ones too")
 	fl.StringVar(&f.broken, "broken-server", "", "put the target behind a proxy that breaks one guarantee ("+strings.Join(conformance.BrokenVariants(), ", ")+"): to see the checkers and the timeline catch a bug")
 	_ = fl.MarkHidden("broken-server")
-	return cmd
+	addShrinkFlags(fl, &f.shrinkFlags)
+}
+
+// options are the run's conformance.Options as the flags give them
+// (f.seeds as runConformance settles it; no Logf or Progress).
+func (f conformanceFlags) options() conformance.Options {
+	return conformance.Options{
+		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
+		Clients: f.clients, Parallel: f.parallel,
+		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, HTMLDir: f.htmlDir, HTMLAll: f.htmlAll, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
+		Choices: f.choices, ChoicesFile: f.choicesFile,
+		Where: conformance.Where{Server: f.server, Tokens: len(f.tokens), Instances: f.instances, Topology: f.topology, Broken: f.broken,
+			RestartCommand: f.restartCmd, PostgresRestartCommand: f.pgRestartCmd},
+	}
 }
 
 func runConformance(c *cobra.Command, f conformanceFlags) error {
@@ -155,6 +188,10 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		fmt.Fprintln(stderr, "kbkit conformance run: --html-all needs --html DIR")
 		return exitError{exitErrored}
 	}
+	if err := f.readChoices(); err != nil {
+		fmt.Fprintln(stderr, "kbkit conformance run:", err)
+		return exitError{exitErrored}
+	}
 	if f.htmlDir != "" {
 		if err := os.MkdirAll(f.htmlDir, 0o755); err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run: --html:", err)
@@ -174,6 +211,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		if f.topology != "" {
 			popts.Topology = pgprovider.Topology(f.topology)
 		}
+		f.topology = string(popts.Topology) // $KBKIT_PG_TOPOLOGY too, for the replay line
 		pg, err := pgprovider.Start(ctx, popts)
 		if err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run:", err)
@@ -198,7 +236,10 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		defer e.Close()
 		target = e
 	}
+	var fresh func() (conformance.Target, func(), error) // a shrink's target per run (nil: target)
 	if f.broken != "" {
+		base := target
+		fresh = func() (conformance.Target, func(), error) { return conformance.Broken(base, f.broken) }
 		b, stopProxy, err := conformance.Broken(target, f.broken)
 		if err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run:", err)
@@ -210,13 +251,9 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	tty := report.IsTerminal(stderr)
 	start := time.Now()
 	progress := newSeedProgress(stderr, tty, f.seeds, start)
-	opts := conformance.Options{
-		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
-		Clients: f.clients, Parallel: f.parallel,
-		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, HTMLDir: f.htmlDir, HTMLAll: f.htmlAll, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
-		Logf:     func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
-		Progress: progress.seed,
-	}
+	opts := f.options()
+	opts.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+	opts.Progress = progress.seed
 	stopTicker := progress.tick()
 	reports, err := conformance.RunSeeds(ctx, target, opts)
 	stopTicker()
@@ -241,6 +278,9 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		if r.Err != "" {
 			fmt.Fprintf(stderr, "kbkit conformance run: seed %d could not run: %s\n", r.Seed, cannotRun(errors.New(r.Err)))
 		}
+	}
+	if err == nil {
+		shrinkFirstFailure(ctx, table, stderr, target, fresh, opts, f.shrinkFlags, reports)
 	}
 	if f.jsonOut != "" {
 		if err := writeSeedJSON(f.jsonOut, out, reports); err != nil {
@@ -363,7 +403,7 @@ func summarize(w io.Writer, reports []conformance.SeedReport, took time.Duration
 	fmt.Fprintf(w, "sent by type: %s\n", strings.Join(sent, ", "))
 	for _, r := range reports {
 		if r.Err != "" {
-			fmt.Fprintf(w, "\nseed %d could not run: %s\n", r.Seed, r.Err)
+			fmt.Fprintf(w, "\nseed %d could not run: %s\n  replay: %s\n", r.Seed, r.Err, r.Replay)
 			continue
 		}
 		if !r.Failed() {
@@ -386,7 +426,7 @@ func summarize(w io.Writer, reports []conformance.SeedReport, took time.Duration
 			h = h[len(h)-40:]
 		}
 		fmt.Fprintf(w, "  history (last %d events):\n    %s\n", len(h), strings.Join(h, "\n    "))
-		fmt.Fprintf(w, "  replay: kbkit conformance run --seed %d\n", r.Seed)
+		fmt.Fprintf(w, "  replay: %s\n", r.Replay)
 	}
 }
 
@@ -419,13 +459,13 @@ func writeSeedJUnit(path string, reports []conformance.SeedReport) error {
 			jc := report.JUnitCase{Name: fmt.Sprintf("seed=%d", r.Seed), Classname: "conformance." + name,
 				Time: report.Seconds(r.Duration)}
 			if r.Err != "" {
-				jc.Error = &report.JUnitMsg{Message: "the seed could not run", Body: report.XMLText(r.Err)}
+				jc.Error = &report.JUnitMsg{Message: "the seed could not run", Body: report.XMLText(r.Err + "\n\nreplay: " + r.Replay)}
 				s.Errors++
 			}
 			for _, c := range r.Checks {
 				if c.Name == name && !c.Passed {
 					jc.Failure = &report.JUnitMsg{Message: name + " failed",
-						Body: report.XMLText(c.Detail + "\n\nhistory:\n" + strings.Join(r.History, "\n"))}
+						Body: report.XMLText(c.Detail + "\n\nreplay: " + r.Replay + shrunkReplay(r) + "\n\nhistory:\n" + strings.Join(r.History, "\n"))}
 					s.Failures++
 				}
 			}

@@ -62,7 +62,7 @@ func TestConformanceRunEndsAgainstAStalledServer(t *testing.T) {
 			defer cancel()
 			start := time.Now()
 			code, out, errs := kbkitContext(ctx, t, "", "conformance", "run", "--broken-server", tc.variant, "--instances", "1",
-				"--seeds", "20", "--echo-timeout", "500ms", "--seed-timeout", seedTimeout.String(), "--out", t.TempDir())
+				"--seeds", "20", "--echo-timeout", "500ms", "--seed-timeout", seedTimeout.String(), "--out", t.TempDir(), "--shrink=false")
 			t.Logf("exit %d after %s", code, time.Since(start).Round(time.Millisecond))
 			if code != exitFailed {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFailed, out, errs)
