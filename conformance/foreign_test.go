@@ -189,7 +189,6 @@ func TestForeignClientMessagesMatchSchemas(t *testing.T) {
 	}
 }
 
-
 // A client that stops answering is a protocol finding that names it, the
 // seed still ends, and its process group is killed.
 func TestForeignClientThatStopsAnswering(t *testing.T) {
