@@ -349,6 +349,11 @@ func (s *sim) drawIntent(fw *foreignWin) (adapter.IntentRequest, bool) {
 		}
 		return req, true
 	}
+	if c, ok := s.drawPageIntent(fw); ok {
+		fw.given[c.ID] = c
+		req.Intent, req.ID, req.Payload = c.Type, c.ID, c.Payload
+		return req, true
+	}
 	for range 8 {
 		c := s.drawOn(fw.doc)
 		if !fw.intents[c.Type] {
@@ -543,6 +548,11 @@ func (s *sim) foreignAnswer(fw *foreignWin, r proxyRec) {
 	}
 	if r.rej == nil && r.seq > s.known[o.page] {
 		s.known[o.page] = r.seq
+	}
+	if r.rej == nil && derivesOnOtherPages[o.cmd.Type] {
+		// As for a reference window's (delivery.go): derived commands
+		// land on other pages, titles change, a page is merged.
+		s.refreshHeads(s.kitClient())
 	}
 }
 

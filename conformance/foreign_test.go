@@ -124,6 +124,42 @@ func TestForeignClientPasses(t *testing.T) {
 	}
 }
 
+// A client that declares page operations (the example client with
+// --page-intents: rename-page and set-aliases) is given them, performs
+// them under faults beside a reference window on its page, and every
+// checker holds; the coverage names them. Without the flag it declares
+// none and is given none (TestForeignClientPasses draws as before).
+func TestForeignClientPageIntents(t *testing.T) {
+	cl := exampleClient(t) + " --page-intents"
+	opts := Options{Windows: 1, Clients: []string{cl}, Faults: true, Steps: 80, EchoTimeout: 5 * time.Second}
+	intents := map[string]int{}
+	renamed := 0
+	for _, r := range runForeign(t, opts, 0, 1, 2, 3) {
+		for _, c := range r.Checks {
+			if !c.Passed {
+				t.Errorf("seed %d: %s failed:\n%s\n%s", r.Seed, c.Name, c.Detail, tail(r.History, 40))
+			}
+		}
+		for _, c := range r.Clients {
+			for k, n := range c.Intents {
+				intents[k] += n
+			}
+		}
+		renamed += r.Types["rename-page"] + r.Types["set-aliases"]
+	}
+	for _, in := range []string{"rename-page", "set-aliases"} {
+		if intents[in] == 0 {
+			t.Errorf("no %s intent was given in 4 seeds: %v", in, intents)
+		}
+	}
+	if intents["merge-page"] != 0 {
+		t.Errorf("merge-page was given to a client that does not declare it: %v", intents)
+	}
+	if renamed == 0 {
+		t.Errorf("the client performed no page operation (none reached the server): %v", intents)
+	}
+}
+
 // Each bug of the example client (examples/client-js/window.mjs, BROKEN)
 // breaks one guarantee; the checker named must catch it in a few seeds.
 func TestForeignClientBugsAreCaught(t *testing.T) {

@@ -22,9 +22,14 @@ const (
 )
 
 // Intents a client may declare in init_ok: the command types the
-// simulator draws for a window, and undo and redo.
+// simulator draws for a window (node commands and page operations), and
+// undo and redo. restore and restore-page are no intents: a window issues
+// them when its user undoes a delete or a merge.
 var Intents = []string{"edit-text", "create-after", "move-node", "indent", "outdent", "delete",
-	"set-cell", "set-outputs", "undo", "redo"}
+	"set-cell", "set-outputs", "rename-page", "set-aliases", "merge-page", "undo", "redo"}
+
+// PageIntents are the intents among Intents that act on the page itself.
+var PageIntents = []string{"rename-page", "set-aliases", "merge-page"}
 
 // OpenRequest opens a window of the client on a page.
 type OpenRequest struct {

@@ -16,11 +16,14 @@ import { parseArgs } from "node:util";
 import { BROKEN, ClientWindow } from "./window.mjs";
 
 // The intents this client performs (spec/ADAPTER.md section 7).
+// With --page-intents it also declares the page operations its reducer
+// folds (rename-page, set-aliases).
 const INTENTS = ["create-after", "edit-text", "move-node", "indent", "outdent", "delete", "set-cell", "set-outputs", "undo", "redo"];
 
-const { values } = parseArgs({ options: { broken: { type: "string" }, help: { type: "boolean", short: "h" } } });
+const { values } = parseArgs({ options: { broken: { type: "string" }, "page-intents": { type: "boolean" }, help: { type: "boolean", short: "h" } } });
+if (values["page-intents"]) INTENTS.push("rename-page", "set-aliases");
 if (values.help) {
-  console.error("usage: node adapter.mjs [--broken BUG]\nbugs:\n" + Object.entries(BROKEN).map(([k, v]) => `  ${k}: ${v}`).join("\n"));
+  console.error("usage: node adapter.mjs [--broken BUG] [--page-intents]\nbugs:\n" + Object.entries(BROKEN).map(([k, v]) => `  ${k}: ${v}`).join("\n"));
   process.exit(0);
 }
 const broken = values.broken ?? "";

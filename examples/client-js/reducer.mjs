@@ -1,7 +1,9 @@
 // The part of the kbkit reducer (spec/README.md sections 1-3) this client
 // needs: the commands it lets its user make (create-after, edit-text,
 // move-node, indent, outdent, delete, set-cell, set-outputs) and restore
-// (the inverse of delete, for undo), each with its inverse. A command of
+// (the inverse of delete, for undo), and the page operations rename-page and
+// set-aliases (which adapter.mjs declares with --page-intents), each with
+// its inverse. A command of
 // any other type, arriving as an echo, is not applied here: the window
 // refetches the page instead (window.mjs).
 //
@@ -11,7 +13,8 @@
 
 import { generateKeyBetween } from "fractional-indexing";
 
-export const SUPPORTED = new Set(["create-after", "edit-text", "move-node", "indent", "outdent", "delete", "set-cell", "set-outputs", "restore"]);
+export const SUPPORTED = new Set(["create-after", "edit-text", "move-node", "indent", "outdent", "delete", "set-cell", "set-outputs", "restore",
+  "rename-page", "set-aliases"]);
 
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 const CELL = /^[A-Z]{1,3}[1-9][0-9]{0,5}$/;
@@ -131,6 +134,26 @@ function node(doc, id) {
   return n;
 }
 
+// pageTitle normalizes a title or alias as kbcore does (NFC, runs of
+// white space as one space, trimmed) and rejects control characters.
+function pageTitle(s, what) {
+  const t = s.normalize("NFC").replace(/\s+/gu, " ").trim();
+  if (/[\u0000-\u001f\u007f]/u.test(t)) reject("invalid-payload", `${what} ${JSON.stringify(t)} contains a control character`);
+  return t;
+}
+
+function normalizeAliases(list) {
+  if (!Array.isArray(list)) reject("invalid-payload", "aliases must be a list");
+  const out = [];
+  for (const a of list) {
+    if (typeof a !== "string") reject("invalid-payload", "an alias must be a string");
+    const t = pageTitle(a, "alias");
+    if (t === "") reject("invalid-payload", "an alias is empty");
+    if (!out.includes(t)) out.push(t);
+  }
+  return out;
+}
+
 function withNode(doc, n) {
   const nodes = new Map(doc.nodes);
   nodes.set(n.id, n);
@@ -188,6 +211,20 @@ const handlers = {
     if (kind === "code") n.outputs = [];
     if (kind === "table") n.cells = {};
     return [withNode(doc, n), [{ type: "delete", payload: { node: id } }]];
+  },
+  "rename-page"(doc, cmd, p) {
+    const title = pageTitle(str(p, "title"), "title");
+    if (title === "") reject("title-empty", "rename-page: the title is empty");
+    const old = doc.page;
+    let aliases;
+    if (p.aliases != null) aliases = normalizeAliases(p.aliases);
+    else aliases = [...new Set([...(old.aliases ?? []), old.title])].filter((a) => a !== title);
+    return [{ nodes: doc.nodes, page: { ...old, title, aliases } }, [{ type: "rename-page", payload: { title: old.title, aliases: old.aliases ?? [] } }]];
+  },
+  "set-aliases"(doc, cmd, p) {
+    if (p.aliases == null) reject("invalid-payload", "aliases is missing");
+    const aliases = normalizeAliases(p.aliases);
+    return [{ nodes: doc.nodes, page: { ...doc.page, aliases } }, [{ type: "set-aliases", payload: { aliases: doc.page.aliases ?? [] } }]];
   },
   "edit-text"(doc, cmd, p) {
     const text = str(p, "text");

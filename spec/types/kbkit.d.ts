@@ -290,7 +290,7 @@ export interface ErrorReply { type: "error"; in_reply_to: number | null; code: 1
 // networking to url (the kit's fault proxy), driven by user intents.
 export type ClientIntent =
   | "edit-text" | "create-after" | "move-node" | "indent" | "outdent" | "delete" | "set-cell" | "set-outputs"
-  | "undo" | "redo";
+  | "rename-page" | "set-aliases" | "merge-page" | "undo" | "redo";
 export interface Toast { code: string; id?: string }
 export interface ClientState {
   /** The seq of the server document. */

@@ -1,0 +1,52 @@
+package conformance
+
+import (
+	"fmt"
+
+	"github.com/subspace/kbkit/kbcore"
+)
+
+// Page operations as intents of a foreign window (spec/ADAPTER.md section
+// 7): drawn only for a client that declared one of them, so that a client
+// that declares none, and a run without clients, draw as before.
+
+// derivesOnOtherPages are the command types whose acceptance changes
+// other pages (derived commands, titles, a merge): the scheduler then
+// learns every page's head and title again.
+var derivesOnOtherPages = map[string]bool{kbcore.TypeRenamePage: true, kbcore.TypeMergePage: true, kbcore.TypeRestorePage: true}
+
+// drawPageIntent draws, one time in 8, a page operation fw's client
+// declared, as pageOp (sim.go) draws one for a reference window: a new
+// title, new aliases, or a merge into another page of the seed. A merged
+// page gets none. Undoing a merge (undo issues restore-page) is the
+// client's undo intent.
+func (s *sim) drawPageIntent(fw *foreignWin) (kbcore.Command, bool) {
+	var declared []string
+	for _, t := range []string{kbcore.TypeRenamePage, kbcore.TypeSetAliases, kbcore.TypeMergePage} {
+		if fw.intents[t] && (t != kbcore.TypeMergePage || len(s.pages) > 1) {
+			declared = append(declared, t)
+		}
+	}
+	if len(declared) == 0 || s.merged[fw.page] || s.rng.IntN(8) != 0 {
+		return kbcore.Command{}, false
+	}
+	var p map[string]any
+	t := declared[s.rng.IntN(len(declared))]
+	switch t {
+	case kbcore.TypeRenamePage:
+		p = map[string]any{"title": fmt.Sprintf("S%d-%s P%d r%d", s.seed, s.nonce, fw.page, s.idSeq)}
+	case kbcore.TypeSetAliases:
+		aliases := []string{}
+		for n := s.rng.IntN(3); n > 0; n-- {
+			aliases = append(aliases, fmt.Sprintf("S%d-%s P%d a%d", s.seed, s.nonce, fw.page, s.idSeq+n))
+		}
+		p = map[string]any{"aliases": aliases}
+	default:
+		into := (fw.page + 1 + s.rng.IntN(len(s.pages)-1)) % len(s.pages)
+		if s.merged[into] {
+			return kbcore.Command{}, false
+		}
+		p = map[string]any{"into": s.pages[into]}
+	}
+	return kbcore.Command{ID: s.newID(), Type: t, Payload: mustJSON(p)}, true
+}
