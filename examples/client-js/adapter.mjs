@@ -17,11 +17,11 @@ import { BROKEN, ClientWindow } from "./window.mjs";
 
 // The intents this client performs (spec/ADAPTER.md section 7).
 // With --page-intents it also declares the page operations its reducer
-// folds (rename-page, set-aliases).
+// folds (rename-page, set-aliases, merge-page).
 const INTENTS = ["create-after", "edit-text", "move-node", "indent", "outdent", "delete", "set-cell", "set-outputs", "undo", "redo"];
 
 const { values } = parseArgs({ options: { broken: { type: "string" }, "page-intents": { type: "boolean" }, help: { type: "boolean", short: "h" } } });
-if (values["page-intents"]) INTENTS.push("rename-page", "set-aliases");
+if (values["page-intents"]) INTENTS.push("rename-page", "set-aliases", "merge-page");
 if (values.help) {
   console.error("usage: node adapter.mjs [--broken BUG] [--page-intents]\nbugs:\n" + Object.entries(BROKEN).map(([k, v]) => `  ${k}: ${v}`).join("\n"));
   process.exit(0);

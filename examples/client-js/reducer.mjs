@@ -1,9 +1,10 @@
 // The part of the kbkit reducer (spec/README.md sections 1-3) this client
 // needs: the commands it lets its user make (create-after, edit-text,
 // move-node, indent, outdent, delete, set-cell, set-outputs) and restore
-// (the inverse of delete, for undo), and the page operations rename-page and
-// set-aliases (which adapter.mjs declares with --page-intents), each with
-// its inverse. A command of
+// (the inverse of delete, for undo), and the page operations rename-page,
+// set-aliases and merge-page (which adapter.mjs declares with
+// --page-intents) with restore-page (the inverse of a merge), each with its
+// inverse. A command of
 // any other type, arriving as an echo, is not applied here: the window
 // refetches the page instead (window.mjs).
 //
@@ -14,7 +15,7 @@
 import { generateKeyBetween } from "fractional-indexing";
 
 export const SUPPORTED = new Set(["create-after", "edit-text", "move-node", "indent", "outdent", "delete", "set-cell", "set-outputs", "restore",
-  "rename-page", "set-aliases"]);
+  "rename-page", "set-aliases", "merge-page", "restore-page"]);
 
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 const CELL = /^[A-Z]{1,3}[1-9][0-9]{0,5}$/;
@@ -311,6 +312,25 @@ const handlers = {
     }
     return [d, roots.map((id) => ({ type: "delete", payload: { node: id } }))];
   },
+  "merge-page"(doc, cmd, p) {
+    const into = str(p, "into");
+    if (into === "") reject("invalid-payload", "into is missing");
+    if (into === doc.page.id) reject("merge-into-self", `page "${into}" cannot merge into itself`);
+    if (doc.page.merged_into) reject("already-merged", `page "${doc.page.id}" was already merged`);
+    const records = [];
+    for (const root of children(doc, null)) records.push(...subtree(doc, root).map(record));
+    return [{ nodes: new Map(), page: { ...doc.page, merged_into: into } },
+      [{ type: "restore-page", payload: { page: doc.page.id, nodes: records } }]];
+  },
+  "restore-page"(doc, cmd, p) {
+    if (p.page !== doc.page.id) reject("invalid-payload", `restore-page: payload.page is not this page`);
+    if (!Array.isArray(p.nodes)) reject("invalid-payload", "restore-page: nodes must be a list");
+    if (!doc.page.merged_into) reject("not-merged", `page "${doc.page.id}" is not merged`);
+    const into = doc.page.merged_into;
+    let d = { nodes: doc.nodes, page: { ...doc.page, merged_into: null } };
+    if (p.nodes.length > 0) [d] = handlers.restore(d, cmd, p);
+    return [d, [{ type: "merge-page", payload: { into } }]];
+  },
 };
 
 // apply returns {doc, inverse} (the commands that revert it, without ids)
@@ -320,7 +340,7 @@ export function apply(doc, cmd) {
   const h = handlers[cmd.type];
   if (!h) return { unsupported: true };
   if (!doc.page.title) return { rejected: { code: "page-not-found", message: "the page is unborn" } };
-  if (doc.page.merged_into) return { rejected: { code: "page-merged", message: "the page was merged" } };
+  if (doc.page.merged_into && cmd.type !== "merge-page" && cmd.type !== "restore-page") return { rejected: { code: "page-merged", message: "the page was merged" } };
   const p = cmd.payload;
   if (p === null || typeof p !== "object" || Array.isArray(p)) return { rejected: { code: "invalid-payload", message: "payload is not an object" } };
   try {
