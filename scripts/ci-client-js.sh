@@ -49,6 +49,7 @@ run() {
 }
 run alone --client "$CLIENT" --seeds 20 --faults
 run mixed --windows 2 --client "$CLIENT" --client "$CLIENT" --seeds 20 --faults
+run page-intents --windows 2 --client "$CLIENT --page-intents" --client "$CLIENT --page-intents" --seeds 10 --faults
 
 DIR=conformance/adapters/typescript
 (cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error && rm -rf build && npx --no-install tsc -p .) ||
