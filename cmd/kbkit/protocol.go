@@ -25,6 +25,7 @@ type protocolOptions struct {
 	token        string
 	otherToken   string
 	revokeToken  string
+	freshToken   string
 	run          string
 	junit        string
 	json         string
@@ -104,6 +105,7 @@ run (server unreachable, token refused, bad flags).`,
 	f.StringVar(&o.server, "server", "", "base URL of the server under test, e.g. http://127.0.0.1:8080 (default $KBKIT_URL)")
 	f.StringVar(&o.token, "token", "", "device token (default $KBKIT_TOKEN)")
 	f.StringVar(&o.otherToken, "other-token", "", "a device token of another workspace: enables the cross-workspace checks (default $KBKIT_OTHER_TOKEN)")
+	f.StringVar(&o.freshToken, "fresh-token", "", "a device token the suite presents only once, right after a burst of unknown tokens (protocol/hostile-lockout) (default $KBKIT_FRESH_TOKEN)")
 	f.StringVar(&o.revokeToken, "revoke-token", "", "a device token the suite may revoke (kb.revoke): enables protocol/hostile-revoke; the device is unusable afterwards (default $KBKIT_REVOKE_TOKEN)")
 	f.StringVar(&o.run, "run", "", "run only the checks whose id matches this regular expression")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
@@ -152,6 +154,9 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 	if o.otherToken == "" {
 		o.otherToken = os.Getenv("KBKIT_OTHER_TOKEN")
 	}
+	if o.freshToken == "" {
+		o.freshToken = os.Getenv("KBKIT_FRESH_TOKEN")
+	}
 	if o.revokeToken == "" {
 		o.revokeToken = os.Getenv("KBKIT_REVOKE_TOKEN")
 	}
@@ -186,7 +191,7 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 		jsonOut = jsonFile
 	}
 
-	env := &protocol.Env{BaseURL: o.server, Token: o.token, OtherToken: o.otherToken, RevokeToken: o.revokeToken,
+	env := &protocol.Env{BaseURL: o.server, Token: o.token, OtherToken: o.otherToken, RevokeToken: o.revokeToken, FreshToken: o.freshToken,
 		MaxBody: o.maxBody, EventTimeout: o.eventTimeout}
 	switch {
 	case o.restartCmd != "":

@@ -280,8 +280,11 @@ func (s *Store) PairDevice(ctx context.Context, workspace string) (PairedDevice,
 			uuid.NewString(), workspace).Scan(&dev.WorkspaceID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO devices (workspace_id, id, token_hash) VALUES ($1, $2, $3)`,
-			dev.WorkspaceID, dev.DeviceID, hashToken(token))
+		if _, err := tx.Exec(ctx, `INSERT INTO devices (workspace_id, id, token_hash) VALUES ($1, $2, $3)`,
+			dev.WorkspaceID, dev.DeviceID, hashToken(token)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, PairChannel, pairedPayload(hashToken(token), dev.Device))
 		return err
 	})
 	if err != nil {
