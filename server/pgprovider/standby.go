@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/subspace/kbkit/internal/procs"
 )
 
 // Topology is the shape of a local provider's servers.
@@ -300,10 +302,11 @@ func (rs *replicaSet) failover(ctx context.Context, opts FailoverOptions) (Failo
 			return rep, fmt.Errorf("pgprovider: stall replication: %w", err)
 		}
 	}
-	// The machine is gone: every process at once (the postmaster's process
-	// group), then its disk.
+	// The machine is gone: every process at once (the postmaster and each
+	// backend, the stalled WAL sender included: each is its own session),
+	// then its disk.
 	if old.cmd != nil {
-		_ = syscall.Kill(-old.cmd.Process.Pid, syscall.SIGKILL)
+		procs.KillTree(old.cmd.Process.Pid)
 		<-old.exited
 		old.cmd = nil
 	}
