@@ -96,6 +96,22 @@ failover:
 	@mkdir -p $(OUT)
 	$(GO) run ./cmd/kbkit pg failover-test --topology $(TOPOLOGY) --json $(OUT)/failover-$(TOPOLOGY).json
 
+.PHONY: partition
+
+# Faults of the link between the server instances and Postgres under load
+# (kbkit pg partition-test): a toxiproxy proxy on loopback drops every
+# byte (blackhole, timeout), slows (latency), throttles (bandwidth),
+# resets (reset_peer) or flaps it for HOLD, then heals. Prints per fault
+# acknowledged, lost, duplicated, rejected, the time to the first answer
+# and the longest call (bounded by the server's --db-timeout) and the
+# recovery after the heal; exit 1 on any finding. FAULTS="blackhole latency"
+# runs some.
+HOLD ?= 6s
+FAULTS ?=
+partition:
+	@mkdir -p $(OUT)
+	$(GO) run ./cmd/kbkit pg partition-test --hold $(HOLD) $(foreach f,$(FAULTS),--fault $(f)) --json $(OUT)/partition.json
+
 .PHONY: k6 k6-smoke bench-k6
 
 # k6 with kbkit's extension built in (k6/x/kbkit, the Go module in k6/):

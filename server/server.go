@@ -20,6 +20,9 @@ import (
 // message.
 const DefaultMaxBody = 256 << 10
 
+// DefaultDBTimeout bounds the database work of one call (Options.DBTimeout).
+const DefaultDBTimeout = 5 * time.Second
+
 // RateLimit is a per-device token bucket: PerSecond calls refill it, up to
 // Burst. Every procedure call takes one token (a batch of n calls takes
 // n). PerSecond 0 turns the limit off.
@@ -50,6 +53,12 @@ type Options struct {
 	// at once, a paired one joins it (tokens.go). The duration itself is
 	// not used: the notifications keep the cache true.
 	AuthCacheTTL time.Duration
+	// DBTimeout bounds the database work of one call (default 5s;
+	// negative: none). Past it the call is answered 503
+	// SERVICE_UNAVAILABLE, retryable: a partition from Postgres (packets
+	// dropped, a link too slow) is answered within it instead of hanging,
+	// and a command whose COMMIT got no answer is retried with its id.
+	DBTimeout time.Duration
 	// Limits bound what one client can hold or cost (limits.go); the zero
 	// value takes DefaultLimits.
 	Limits Limits
@@ -110,6 +119,12 @@ func New(st *store.Store, hub *dispatch.Hub, opts Options) *Server {
 	}
 	if opts.AuthCacheTTL == 0 {
 		opts.AuthCacheTTL = 30 * time.Second
+	}
+	if opts.DBTimeout == 0 {
+		opts.DBTimeout = DefaultDBTimeout
+	}
+	if opts.DBTimeout > 0 && st != nil {
+		st.SetTxTimeout(opts.DBTimeout)
 	}
 	if opts.now == nil {
 		opts.now = time.Now

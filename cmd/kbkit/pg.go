@@ -23,6 +23,7 @@ func newPgCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newPgUpCmd())
 	cmd.AddCommand(newPgFailoverTestCmd())
+	cmd.AddCommand(newPgPartitionTestCmd())
 	return cmd
 }
 

@@ -31,6 +31,7 @@ import (
 
 	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/loadgen/netfault"
 	"github.com/subspace/kbkit/server/pgprovider"
 	"github.com/subspace/kbkit/server/store"
 	"github.com/subspace/kbkit/target"
@@ -70,6 +71,12 @@ type Config struct {
 	// Settle bounds the wait for commands in flight and for every window
 	// to converge once the load ends (default 10s).
 	Settle time.Duration
+	// Fault, when set, replaces the failover by a fault of the link
+	// between the server instances and Postgres (a netfault proxy on
+	// loopback) held for Hold (default 3s), then healed; the topology is
+	// then single by default (partition.go).
+	Fault string
+	Hold  time.Duration
 	// Seed seeds the writers' choices.
 	Seed int64
 	// Logf receives progress messages.
@@ -79,12 +86,25 @@ type Config struct {
 func (c *Config) defaults() error {
 	if c.Topology == "" {
 		c.Topology = pgprovider.TopologySyncStandby
+		if c.Fault != "" {
+			c.Topology = pgprovider.TopologySingle
+		}
 	}
 	t, err := pgprovider.ParseTopology(string(c.Topology))
 	if err != nil {
 		return err
 	}
-	if !t.HasStandby() {
+	if c.Fault != "" {
+		if _, err := netfault.Parse(c.Fault); err != nil {
+			return err
+		}
+		if c.Hold < 0 {
+			return errors.New("failover: --hold must not be negative")
+		}
+		if c.Hold == 0 {
+			c.Hold = 3 * time.Second
+		}
+	} else if !t.HasStandby() {
 		return fmt.Errorf("failover: topology %s has no standby to fail over to (use %s or %s)", t, pgprovider.TopologySyncStandby, pgprovider.TopologyAsyncStandby)
 	}
 	c.Topology = t
@@ -154,6 +174,9 @@ type run struct {
 	seen     map[slot]string
 	reused   map[slot]bool
 	failed   []span // attempts that were not decided
+	answered []span // every attempt, answered or failed (partition.go)
+	// faultAt, healAt: when the link fault began and ended (partition.go).
+	faultAt, healAt time.Time
 	attempts int
 	rejected []string
 	refused  []string // answers that are neither a decision nor retryable
@@ -216,7 +239,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	target, err := target.NewEmbedded(ctx, dsn, target.EmbeddedOptions{Instances: cfg.Instances, Postgres: pg})
+	serverDSN, restartable := dsn, pg
+	var links *faultLinks
+	if cfg.Fault != "" {
+		if links, err = newFaultLinks(dsn); err != nil {
+			return nil, err
+		}
+		defer links.close()
+		serverDSN, restartable = links.dsn, nil
+	}
+	target, err := target.NewEmbedded(ctx, serverDSN, target.EmbeddedOptions{Instances: cfg.Instances, Postgres: restartable})
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +265,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer r.closeWindows()
-	res, err := r.load(ctx, pg, db)
+	res, err := r.load(ctx, pg, db, links)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +332,7 @@ func setupCommand(ctx context.Context, c *client.Client, env kbcore.Envelope) er
 
 // load runs the writers, fails over after Before, keeps the load on until
 // After past the promotion, lets everything settle and checks the log.
-func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store) (*Result, error) {
+func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store, links *faultLinks) (*Result, error) {
 	cfg := r.cfg
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	// Commands in flight when the load stops are still decided, within
@@ -342,6 +374,10 @@ func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store) 
 	foDone := make(chan struct{})
 	go func() {
 		defer close(foDone)
+		if links != nil {
+			foErr = r.partition(ctx, links, db)
+			return
+		}
 		rep, foErr = pg.Failover(ctx, fo)
 	}()
 	// Promotion, then After of load (the reseed may still run).
@@ -380,6 +416,9 @@ func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store) 
 	res.Timeline = Timeline{Stalled: sub(stallAt, r.begin), Lost: sub(rep.Lost, r.begin), Promoted: sub(promotedAt, r.begin),
 		Reseeded: sub(rep.Reseeded, r.begin), LoadEnd: sub(r.loadEnd, r.begin)}
 	res.LostPrimary, res.NewPrimary = rep.LostPrimary, rep.NewPrimary
+	if links != nil {
+		r.faultFigures(res)
+	}
 	return res, nil
 }
 
@@ -491,6 +530,7 @@ func (r *run) attempt(from, to time.Time, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.attempts++
+	r.answered = append(r.answered, span{from, to})
 	if err != nil {
 		r.failed = append(r.failed, span{from, to})
 		r.lastFail = to

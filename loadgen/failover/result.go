@@ -74,6 +74,17 @@ type Result struct {
 	// issued before it still pending; -1 unless every window converged.
 	PromotionToConverged float64 `json:"promotion_to_converged_s"`
 
+	// For a link fault (Config.Fault) instead of a failover: the fault,
+	// how long it was held, the time from the fault to the first answer
+	// of a call in flight then or made during it, the longest such call
+	// and its bound
+	// (AnswerBound). The promotion figures are then from the heal.
+	Fault              string  `json:"fault,omitempty"`
+	Hold               float64 `json:"hold_s,omitempty"`
+	FaultToFirstAnswer float64 `json:"fault_to_first_answer_s,omitempty"`
+	LongestAnswer      float64 `json:"longest_answer_s,omitempty"`
+	AnswerBound        float64 `json:"answer_bound_s,omitempty"`
+
 	Timeline    Timeline `json:"timeline"`
 	LostPrimary string   `json:"lost_primary"`
 	NewPrimary  string   `json:"new_primary"`

@@ -86,7 +86,9 @@ type Outcome struct {
 // Store is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
-	mu   sync.Mutex
+	// txTimeout bounds a group transaction (nanoseconds; 0: groupTimeout).
+	txTimeout atomic.Int64
+	mu        sync.Mutex
 	// cache holds page documents by page id, valid for the seq they carry;
 	// under the page lock a cached doc is used only if its seq is current.
 	cache map[string]cachedDoc
