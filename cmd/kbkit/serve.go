@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/subspace/kbkit/server"
@@ -205,7 +207,13 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) (er
 	if burst <= 0 {
 		burst = max(1, int(2*o.rate))
 	}
+	// The Go runtime's and the process's own figures beside the server's
+	// (goroutines, resident memory, open descriptors: kbkit pg soak reads
+	// them).
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := server.New(st, hub, server.Options{
+		Registry:  reg,
 		RateLimit: server.RateLimit{PerSecond: o.rate, Burst: burst},
 		MaxBody:   o.maxBody,
 		Logger:    log,

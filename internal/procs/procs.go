@@ -166,3 +166,42 @@ func within(path, dir string) bool {
 	path = strings.TrimSuffix(path, " (deleted)")
 	return path == dir || strings.HasPrefix(path, dir+"/")
 }
+
+// Usage is what one process holds at a moment.
+type Usage struct {
+	// RSS is the resident set size in bytes.
+	RSS int64
+	// FDs counts open file descriptors; Sockets those that are sockets
+	// (its open connections: TCP to clients and Postgres, and listeners).
+	FDs, Sockets int
+}
+
+// UsageOf reads pid's resident memory and descriptors from /proc.
+func UsageOf(pid int) (Usage, error) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	b, err := os.ReadFile(dir + "/status")
+	if err != nil {
+		return Usage{}, err
+	}
+	var u Usage
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				u.RSS = kb << 10
+			}
+		}
+	}
+	ents, err := os.ReadDir(dir + "/fd")
+	if err != nil {
+		return Usage{}, err
+	}
+	for _, e := range ents {
+		u.FDs++
+		if l, err := os.Readlink(dir + "/fd/" + e.Name()); err == nil && strings.HasPrefix(l, "socket:") {
+			u.Sockets++
+		}
+	}
+	return u, nil
+}

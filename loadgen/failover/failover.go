@@ -77,6 +77,22 @@ type Config struct {
 	// then single by default (partition.go).
 	Fault string
 	Hold  time.Duration
+	// Soak, when set with Fault, is how long the faults go on: each of
+	// Faults in turn (default every one) for Hold, then Gap (default
+	// 20s) of a healthy link; the server runs as ServerBinary serve (a
+	// process of its own, sampled every SampleEvery) and what was
+	// acknowledged is checked and forgotten every AuditEvery (soak.go).
+	Soak         time.Duration
+	Faults       []string
+	Gap          time.Duration
+	ServerBinary string
+	SampleEvery  time.Duration
+	AuditEvery   time.Duration
+	// Warmup: samples before it are not judged (default a fifth of Soak).
+	Warmup time.Duration
+	// MaxNodes caps the nodes of each writer (default none; a soak sets
+	// 12): past it a writer only edits, so its page stops growing.
+	MaxNodes int
 	// Seed seeds the writers' choices.
 	Seed int64
 	// Logf receives progress messages.
@@ -84,6 +100,11 @@ type Config struct {
 }
 
 func (c *Config) defaults() error {
+	if c.Soak > 0 {
+		if err := c.soakDefaults(); err != nil {
+			return err
+		}
+	}
 	if c.Topology == "" {
 		c.Topology = pgprovider.TopologySyncStandby
 		if c.Fault != "" {
@@ -177,10 +198,11 @@ type run struct {
 	answered []span // every attempt, answered or failed (partition.go)
 	// faultAt, healAt: when the link fault began and ended (partition.go).
 	faultAt, healAt time.Time
-	attempts int
-	rejected []string
-	refused  []string // answers that are neither a decision nor retryable
-	lastFail time.Time
+	soak            soakState // soak.go
+	attempts        int
+	rejected        []string
+	refused         []string // answers that are neither a decision nor retryable
+	lastFail        time.Time
 
 	nAcks atomic.Int64
 	// promoted is closed once promotedAt and heads (each page's head seq
@@ -248,11 +270,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer links.close()
 		serverDSN, restartable = links.dsn, nil
 	}
-	target, err := target.NewEmbedded(ctx, serverDSN, target.EmbeddedOptions{Instances: cfg.Instances, Postgres: restartable})
-	if err != nil {
-		return nil, err
-	}
-	defer target.Close()
 	// The run's own view of the database, for the heads at the promotion
 	// and the log at the end; it finds the new primary like the servers.
 	db, err := store.Open(ctx, dsn)
@@ -260,12 +277,35 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer db.Close()
+	var tgt target.Target
+	var proc *serverProcess
+	if cfg.ServerBinary != "" {
+		if proc, err = startServerProcess(ctx, cfg.ServerBinary, serverDSN, db); err != nil {
+			return nil, err
+		}
+		defer proc.stop()
+		tgt = proc
+	} else {
+		e, err := target.NewEmbedded(ctx, serverDSN, target.EmbeddedOptions{Instances: cfg.Instances, Postgres: restartable})
+		if err != nil {
+			return nil, err
+		}
+		defer e.Close()
+		tgt = e
+	}
 
-	if err := r.setup(ctx, target); err != nil {
+	if err := r.setup(ctx, tgt); err != nil {
 		return nil, err
 	}
 	defer r.closeWindows()
+	var stopSoak func(*Result)
+	if cfg.Soak > 0 {
+		stopSoak = r.soakWatch(ctx, proc, db)
+	}
 	res, err := r.load(ctx, pg, db, links)
+	if stopSoak != nil {
+		stopSoak(res)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +314,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 // setup pairs a device per writer, creates the pages and opens the
 // windows.
-func (r *run) setup(ctx context.Context, target *target.Embedded) error {
+func (r *run) setup(ctx context.Context, target target.Target) error {
 	cfg := r.cfg
 	tokens, err := target.Devices(ctx, cfg.Writers)
 	if err != nil {
@@ -374,6 +414,10 @@ func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store, 
 	foDone := make(chan struct{})
 	go func() {
 		defer close(foDone)
+		if links != nil && cfg.Soak > 0 {
+			foErr = r.soakFaults(ctx, links, db)
+			return
+		}
 		if links != nil {
 			foErr = r.partition(ctx, links, db)
 			return
@@ -416,7 +460,7 @@ func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store, 
 	res.Timeline = Timeline{Stalled: sub(stallAt, r.begin), Lost: sub(rep.Lost, r.begin), Promoted: sub(promotedAt, r.begin),
 		Reseeded: sub(rep.Reseeded, r.begin), LoadEnd: sub(r.loadEnd, r.begin)}
 	res.LostPrimary, res.NewPrimary = rep.LostPrimary, rep.NewPrimary
-	if links != nil {
+	if links != nil && cfg.Soak == 0 {
 		r.faultFigures(res)
 	}
 	return res, nil

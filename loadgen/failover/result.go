@@ -85,6 +85,9 @@ type Result struct {
 	LongestAnswer      float64 `json:"longest_answer_s,omitempty"`
 	AnswerBound        float64 `json:"answer_bound_s,omitempty"`
 
+	// Soak: the figures of a soak (Config.Soak).
+	Soak *SoakFigures `json:"soak,omitempty"`
+
 	Timeline    Timeline `json:"timeline"`
 	LostPrimary string   `json:"lost_primary"`
 	NewPrimary  string   `json:"new_primary"`

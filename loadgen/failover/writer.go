@@ -211,7 +211,7 @@ func (w *writer) next() kbcore.Command {
 	defer w.mu.Unlock()
 	w.n++
 	id := uuid.NewString()
-	if len(w.nodes) == 0 || w.rng.IntN(10) < 3 {
+	if len(w.nodes) == 0 || (w.rng.IntN(10) < 3 && (w.r.cfg.MaxNodes <= 0 || len(w.nodes) < w.r.cfg.MaxNodes)) {
 		p := map[string]any{"text": fmt.Sprintf("w%d c%d", w.idx, w.n)}
 		if len(w.nodes) > 0 {
 			p["after"] = w.nodes[len(w.nodes)-1]
