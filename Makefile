@@ -91,10 +91,15 @@ bench-floor:
 # time from the promotion to the first write and to every window
 # converged; exit 1 if anything acknowledged was lost. TOPOLOGY=async-standby
 # is the contrast (it loses acknowledged commands: exit 1 is its point).
+# SCENARIO=split-brain keeps the old primary alive, cut off by a fault
+# layer from the standby and from one instance, and prints beside these
+# figures the commits only the old primary holds and how many of them a
+# client was told of (0: the instances are fenced).
 TOPOLOGY ?= sync-standby
+SCENARIO ?=
 failover:
 	@mkdir -p $(OUT)
-	$(GO) run ./cmd/kbkit pg failover-test --topology $(TOPOLOGY) --json $(OUT)/failover-$(TOPOLOGY).json
+	$(GO) run ./cmd/kbkit pg failover-test --topology $(TOPOLOGY) $(if $(SCENARIO),--scenario $(SCENARIO)) --json $(OUT)/failover-$(TOPOLOGY)$(if $(SCENARIO),-$(SCENARIO)).json
 
 .PHONY: partition
 

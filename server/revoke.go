@@ -71,14 +71,14 @@ func (v *revocations) listen(ctx context.Context) error {
 	}
 	v.ready.Store(true)
 	for {
-		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second) // a partition is noticed within 2 s + 2 s
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil || !pgconn.Timeout(err) || conn.IsClosed() {
 				return err
 			}
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			err = conn.Ping(pctx)
 			cancel()
 			if err != nil {

@@ -44,6 +44,8 @@ func (s *Server) authenticate(ctx context.Context, addr, token string) (store.De
 	}
 	gen := s.revoke.gen.Load()
 	s.metrics.tokenLookups.Inc()
+	ctx, cancel := s.dbContext(ctx) // a lookup is database work too
+	defer cancel()
 	d, err := s.st.Authenticate(ctx, token)
 	if err != nil {
 		if !errors.Is(err, store.ErrUnauthorized) {
@@ -129,4 +131,19 @@ func (c *authCache) dropDevice(deviceID string) {
 			delete(c.m, k)
 		}
 	}
+}
+
+// dbContext bounds database work done outside a call by Options.DBTimeout.
+func (s *Server) dbContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.opts.DBTimeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.opts.DBTimeout)
+}
+
+// pageWorkspace is store.PageWorkspace within Options.DBTimeout.
+func (s *Server) pageWorkspace(ctx context.Context, pageID string) (string, error) {
+	ctx, cancel := s.dbContext(ctx)
+	defer cancel()
+	return s.st.PageWorkspace(ctx, pageID)
 }

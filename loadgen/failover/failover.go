@@ -77,6 +77,11 @@ type Config struct {
 	// then single by default (partition.go).
 	Fault string
 	Hold  time.Duration
+	// Scenario: "" (the primary's machine is lost) or ScenarioSplitBrain
+	// (fencing.go); NoFence runs the instances without store fencing (to
+	// show what it prevents).
+	Scenario string
+	NoFence  bool
 	// Soak, when set with Fault, is how long the faults go on: each of
 	// Faults in turn (default every one) for Hold, then Gap (default
 	// 20s) of a healthy link; the server runs as ServerBinary serve (a
@@ -114,6 +119,14 @@ func (c *Config) defaults() error {
 	t, err := pgprovider.ParseTopology(string(c.Topology))
 	if err != nil {
 		return err
+	}
+	switch c.Scenario {
+	case "", ScenarioSplitBrain:
+	default:
+		return fmt.Errorf("failover: unknown scenario %q (%q or %q)", c.Scenario, "", ScenarioSplitBrain)
+	}
+	if c.Scenario == ScenarioSplitBrain && t != pgprovider.TopologySyncStandby {
+		return fmt.Errorf("failover: the %s scenario needs %s", ScenarioSplitBrain, pgprovider.TopologySyncStandby)
 	}
 	if c.Fault != "" {
 		if _, err := netfault.Parse(c.Fault); err != nil {
@@ -199,10 +212,13 @@ type run struct {
 	// faultAt, healAt: when the link fault began and ended (partition.go).
 	faultAt, healAt time.Time
 	soak            soakState // soak.go
-	attempts        int
-	rejected        []string
-	refused         []string // answers that are neither a decision nor retryable
-	lastFail        time.Time
+	// split brain (fencing.go): the links, and the new primary's store.
+	split      *splitLinks
+	newPrimary *store.Store
+	attempts   int
+	rejected   []string
+	refused    []string // answers that are neither a decision nor retryable
+	lastFail   time.Time
 
 	nAcks atomic.Int64
 	// promoted is closed once promotedAt and heads (each page's head seq
@@ -279,7 +295,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer db.Close()
 	var tgt target.Target
 	var proc *serverProcess
-	if cfg.ServerBinary != "" {
+	if cfg.Scenario == ScenarioSplitBrain {
+		if r.split, err = newSplitLinks(ctx, pg, dsn, cfg.Instances); err != nil {
+			return nil, err
+		}
+		defer r.split.close()
+		e, err := target.NewEmbedded(ctx, dsn, target.EmbeddedOptions{Instances: cfg.Instances, DSNs: r.split.dsns, Fence: !cfg.NoFence})
+		if err != nil {
+			return nil, err
+		}
+		defer e.Close()
+		tgt = e
+	} else if cfg.ServerBinary != "" {
 		if proc, err = startServerProcess(ctx, cfg.ServerBinary, serverDSN, db); err != nil {
 			return nil, err
 		}
@@ -414,6 +441,10 @@ func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store, 
 	foDone := make(chan struct{})
 	go func() {
 		defer close(foDone)
+		if r.split != nil {
+			rep, foErr = r.splitBrain(ctx, pg)
+			return
+		}
 		if links != nil && cfg.Soak > 0 {
 			foErr = r.soakFaults(ctx, links, db)
 			return
@@ -446,6 +477,9 @@ func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store, 
 	settleBy := time.Now().Add(cfg.Settle)
 	stopTimer := time.AfterFunc(cfg.Settle, stopOps)
 	wg.Wait()
+	if r.newPrimary != nil {
+		db = r.newPrimary // split brain: the old primary is still up
+	}
 	final, err := r.logs(context.WithoutCancel(ctx), db)
 	if err != nil {
 		stopTimer.Stop()
@@ -460,6 +494,9 @@ func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store, 
 	res.Timeline = Timeline{Stalled: sub(stallAt, r.begin), Lost: sub(rep.Lost, r.begin), Promoted: sub(promotedAt, r.begin),
 		Reseeded: sub(rep.Reseeded, r.begin), LoadEnd: sub(r.loadEnd, r.begin)}
 	res.LostPrimary, res.NewPrimary = rep.LostPrimary, rep.NewPrimary
+	if r.split != nil {
+		r.splitFigures(context.WithoutCancel(ctx), res, final)
+	}
 	if links != nil && cfg.Soak == 0 {
 		r.faultFigures(res)
 	}

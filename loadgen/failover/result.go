@@ -85,6 +85,8 @@ type Result struct {
 	LongestAnswer      float64 `json:"longest_answer_s,omitempty"`
 	AnswerBound        float64 `json:"answer_bound_s,omitempty"`
 
+	// SplitBrain: the figures of the split-brain scenario (fencing.go).
+	SplitBrain *SplitBrain `json:"split_brain,omitempty"`
 	// Soak: the figures of a soak (Config.Soak).
 	Soak *SoakFigures `json:"soak,omitempty"`
 
@@ -325,6 +327,15 @@ func Text(w io.Writer, r *Result) {
 		{"slowest command", fmt.Sprintf("%s (issue to committed answer, retries included)", secs(r.SlowestCommand))},
 		{"promotion -> first successful write", secs(r.PromotionToFirstWrite)},
 		{"promotion -> every window converged", secs(r.PromotionToConverged)},
+	}
+	if sb := r.SplitBrain; sb != nil {
+		fence := "on (store.OpenOptions.Fence)"
+		if !sb.Fenced {
+			fence = "OFF (--no-fence)"
+		}
+		rows = append(rows, [2]string{"split brain: fencing", fence},
+			[2]string{"commits only the old primary holds", fmt.Sprint(sb.OldPrimaryOnly)},
+			[2]string{"  of them told to clients", fmt.Sprint(sb.ToldClients)})
 	}
 	for _, row := range rows {
 		fmt.Fprintf(w, "  %-37s %s\n", row[0], row[1])

@@ -284,6 +284,9 @@ func (r *run) soakWatch(ctx context.Context, proc *serverProcess, db *store.Stor
 			if err := r.audit(wctx, db); err != nil && wctx.Err() == nil {
 				r.cfg.logf("soak: audit: %v (retried at the next)", err)
 			}
+			for _, w := range r.writers {
+				w.reopen()
+			}
 		}
 	})
 	return func(res *Result) {

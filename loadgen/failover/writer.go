@@ -315,3 +315,15 @@ func jsonOf(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
 }
+
+// reopen replaces the window by a new one at the same state when nothing
+// is pending, as a client reopening its page: kbcore.Window keeps every
+// own command's inverse for undo without bound, which a soak of hours
+// would otherwise count as the generator's growth.
+func (w *writer) reopen() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.w != nil && len(w.w.Pending()) == 0 && !w.w.Awaiting() {
+		w.w = kbcore.NewWindow(w.w.Server(), w.w.Seq())
+	}
+}

@@ -198,11 +198,11 @@ func (l *Link) Close() {
 	l.proxy.Stop()
 }
 
-// ThroughLinks rewrites a postgres:// DSN so that each of its hosts is
-// reached through the link listening for it: links maps host:port to
-// the link. A host without a link is an error.
+// ThroughLinks rewrites a DSN (postgres:// or host=... port=...) so that
+// each of its hosts is reached through the link listening for it: links
+// maps host:port to the link. A host without a link is an error.
 func ThroughLinks(dsn string, links map[string]*Link) (string, error) {
-	pre, hosts, post, err := splitHosts(dsn)
+	hosts, err := Upstreams(dsn)
 	if err != nil {
 		return "", err
 	}
@@ -218,13 +218,72 @@ func ThroughLinks(dsn string, links map[string]*Link) (string, error) {
 		}
 		hosts[i] = l.Addr
 	}
+	return WithHosts(dsn, hosts)
+}
+
+// Upstreams lists the host:port of each host of a DSN.
+func Upstreams(dsn string) ([]string, error) {
+	if !strings.Contains(dsn, "://") {
+		return kvHosts(dsn)
+	}
+	_, hosts, _, err := splitHosts(dsn)
+	return hosts, err
+}
+
+// WithHosts is dsn with hosts (host:port each) in place of its own.
+func WithHosts(dsn string, hosts []string) (string, error) {
+	if !strings.Contains(dsn, "://") {
+		var hs, ps []string
+		for _, h := range hosts {
+			host, port, ok := strings.Cut(h, ":")
+			if !ok {
+				return "", fmt.Errorf("netfault: %q has no port", h)
+			}
+			hs, ps = append(hs, host), append(ps, port)
+		}
+		var out []string
+		for _, f := range strings.Fields(dsn) {
+			switch {
+			case strings.HasPrefix(f, "host="):
+				f = "host=" + strings.Join(hs, ",")
+			case strings.HasPrefix(f, "port="):
+				f = "port=" + strings.Join(ps, ",")
+			}
+			out = append(out, f)
+		}
+		return strings.Join(out, " "), nil
+	}
+	pre, _, post, err := splitHosts(dsn)
+	if err != nil {
+		return "", err
+	}
 	return pre + strings.Join(hosts, ",") + post, nil
 }
 
-// Upstreams lists the host:port of each host of a postgres:// DSN.
-func Upstreams(dsn string) ([]string, error) {
-	_, hosts, _, err := splitHosts(dsn)
-	return hosts, err
+// kvHosts reads host=a,b port=p,q of a keyword/value DSN (values without
+// spaces or quotes, as pgprovider writes them).
+func kvHosts(dsn string) ([]string, error) {
+	var hs, ps []string
+	for _, f := range strings.Fields(dsn) {
+		if v, ok := strings.CutPrefix(f, "host="); ok {
+			hs = strings.Split(v, ",")
+		}
+		if v, ok := strings.CutPrefix(f, "port="); ok {
+			ps = strings.Split(v, ",")
+		}
+	}
+	if len(hs) == 0 || len(ps) == 0 || (len(ps) != 1 && len(ps) != len(hs)) {
+		return nil, fmt.Errorf("netfault: %q: want host= and port= (one, or one per host)", dsn)
+	}
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		p := ps[0]
+		if len(ps) > 1 {
+			p = ps[i]
+		}
+		out[i] = h + ":" + p
+	}
+	return out, nil
 }
 
 // splitHosts cuts postgres://user@h1:p1,h2:p2/db?x into its hosts and what

@@ -130,6 +130,11 @@ func TestThroughLinks(t *testing.T) {
 	if err != nil || got != "postgres://u@127.0.0.1:7000,127.0.0.1:7001/db?target_session_attrs=read-write" {
 		t.Errorf("multi-host: got %q, %v", got, err)
 	}
+	got, err = ThroughLinks("host=127.0.0.1,127.0.0.1 port=5432,5433 user=postgres target_session_attrs=read-write dbname='x'",
+		map[string]*Link{"127.0.0.1:5432": l, "127.0.0.1:5433": m})
+	if err != nil || got != "host=127.0.0.1,127.0.0.1 port=7000,7001 user=postgres target_session_attrs=read-write dbname='x'" {
+		t.Errorf("keyword DSN: got %q, %v", got, err)
+	}
 	if _, err := ThroughLinks("postgres://u@127.0.0.1:5433/db", map[string]*Link{"127.0.0.1:5432": l}); err == nil {
 		t.Error("a host without a link was accepted")
 	}

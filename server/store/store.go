@@ -88,6 +88,7 @@ type Store struct {
 	pool *pgxpool.Pool
 	// txTimeout bounds a group transaction (nanoseconds; 0: groupTimeout).
 	txTimeout atomic.Int64
+	fence     fence // fence.go
 	mu        sync.Mutex
 	// cache holds page documents by page id, valid for the seq they carry;
 	// under the page lock a cached doc is used only if its seq is current.
@@ -174,6 +175,11 @@ type cachedDoc struct {
 
 // Open connects, applies pending migrations and returns a Store.
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	return OpenWith(ctx, dsn, OpenOptions{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -201,6 +207,19 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil
 	}
 	cfg.BeforeClose = func(c *pgx.Conn) { s.backends.Delete(c.PgConn().PID()) }
+	if o.Fence {
+		cfg.PrepareConn = s.fence.prepare
+		// A new connection skips an unfit server for the DSN's next host.
+		prev := cfg.ConnConfig.ValidateConnect
+		cfg.ConnConfig.ValidateConnect = func(ctx context.Context, pc *pgconn.PgConn) error {
+			if prev != nil {
+				if err := prev(ctx, pc); err != nil {
+					return err
+				}
+			}
+			return validateFit(ctx, pc)
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
