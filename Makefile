@@ -125,10 +125,11 @@ partition:
 # ($(OUT)/soak.html); exit 1 if any grew by more than 10 % after the
 # warm-up or any acknowledged command was lost. CI runs DURATION=2m.
 DURATION ?= 30m
+WARMUP ?=
 soak:
 	@mkdir -p $(OUT)
 	$(GO) build -o $(OUT)/kbkit-soak ./cmd/kbkit
-	$(OUT)/kbkit-soak pg soak --duration $(DURATION) --json $(OUT)/soak.json --html $(OUT)/soak.html
+	$(OUT)/kbkit-soak pg soak --duration $(DURATION) $(if $(WARMUP),--warmup $(WARMUP)) --json $(OUT)/soak.json --html $(OUT)/soak.html
 
 .PHONY: k6 k6-smoke bench-k6
 

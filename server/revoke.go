@@ -61,11 +61,13 @@ func (v *revocations) listen(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := v.recheck(ctx); err != nil {
+	dctx, cancel := v.s.dbContext(ctx)
+	defer cancel()
+	if err := v.recheck(dctx); err != nil {
 		return err
 	}
 	if v.s.opts.AuthCacheTTL > 0 {
-		if err := v.s.auth.load(ctx, v.s.st); err != nil {
+		if err := v.s.auth.load(dctx, v.s.st); err != nil {
 			return err
 		}
 	}

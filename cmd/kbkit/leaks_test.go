@@ -43,6 +43,18 @@ func noLeftovers(t *testing.T, dir, after string) {
 	if err != nil {
 		t.Skip(err)
 	}
+	// And every child of this process (kbkit serve of a soak runs with
+	// this binary's working directory).
+	all, _ := procs.All()
+	mine := map[int]bool{}
+	for _, pid := range procs.Descendants(os.Getpid()) {
+		mine[pid] = true
+	}
+	for _, p := range all {
+		if mine[p.PID] && p.State != "Z" {
+			left = append(left, p)
+		}
+	}
 	var lines []string
 	for _, p := range left {
 		lines = append(lines, p.String())
@@ -52,10 +64,11 @@ func noLeftovers(t *testing.T, dir, after string) {
 	}
 }
 
-// TestFailoverLeavesNoProcess: kbkit pg failover-test (every topology;
-// the stall stops the primary's WAL sender with SIGSTOP) and the failover
-// seeds of kbkit conformance run end every process they started or
-// stopped.
+// TestFailoverLeavesNoProcess: kbkit pg failover-test (every topology
+// and the split-brain scenario; the stall stops the primary's WAL sender
+// with SIGSTOP), kbkit pg partition-test, kbkit pg soak (its server a
+// process of its own) and the failover seeds of kbkit conformance run end
+// every process they started or stopped.
 func TestFailoverLeavesNoProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts Postgres clusters")
@@ -70,6 +83,31 @@ func TestFailoverLeavesNoProcess(t *testing.T) {
 			noLeftovers(t, dir, "kbkit pg failover-test --topology "+topology)
 		})
 	}
+	t.Run("failover-test split-brain", func(t *testing.T) {
+		dir := harnessDir(t)
+		code, out, errs := kbkit(t, "", "pg", "failover-test", "--scenario", "split-brain", "--writers", "4", "--before", "1s", "--after", "2s")
+		if code == exitErrored {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+		}
+		noLeftovers(t, dir, "kbkit pg failover-test --scenario split-brain (the old primary kept alive)")
+	})
+	t.Run("partition-test", func(t *testing.T) {
+		dir := harnessDir(t)
+		code, out, errs := kbkit(t, "", "pg", "partition-test", "--fault", "blackhole", "--hold", "1s", "--writers", "4", "--before", "1s", "--after", "1s")
+		if code != exitOK {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+		}
+		noLeftovers(t, dir, "kbkit pg partition-test")
+	})
+	t.Run("soak", func(t *testing.T) {
+		dir := harnessDir(t)
+		// The server runs as this test binary's serve (TestMain).
+		code, out, errs := kbkit(t, "", "pg", "soak", "--duration", "15s", "--gap", "4s", "--hold", "2s", "--writers", "3", "--sample", "1s")
+		if code == exitErrored {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+		}
+		noLeftovers(t, dir, "kbkit pg soak")
+	})
 	t.Run("conformance run failover seeds", func(t *testing.T) {
 		dir := harnessDir(t)
 		code, out, errs := kbkit(t, "", "conformance", "run", "--seeds", "2", "--faults", "--topology", "sync-standby", "--steps", "60", "--out", t.TempDir())

@@ -41,8 +41,10 @@ converge and the rest of what was acknowledged is found in the log.
 It fails (exit 1) if any command acknowledged is lost, misplaced or
 duplicated, any valid command rejected, or any series grew by more
 than 10 % from the first quarter after the warm-up (--warmup, default
-a fifth of --duration) to the last (medians; counts may grow by 3
-whatever their size). --html writes the charts. Exit 2: could not run.`,
+a fifth of --duration) to the last (medians of the samples taken on a
+healthy link, 5 s or more after a heal: a fault's reconnections are not
+a leak; counts may grow by 3 whatever their size). --html writes the
+charts. Exit 2: could not run.`,
 		Example: `  kbkit pg soak --duration 30m --html out/soak.html
   kbkit pg soak --duration 2m --gap 10s`,
 		Args: cobra.NoArgs,

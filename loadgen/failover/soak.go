@@ -190,6 +190,9 @@ func (r *run) soakFaults(ctx context.Context, links *faultLinks, db *store.Store
 			break
 		}
 		f, _ := netfault.Parse(cfg.Faults[i%len(cfg.Faults)])
+		r.mu.Lock()
+		r.soak.faultOn = true
+		r.mu.Unlock()
 		if err := links.apply(f); err != nil {
 			return err
 		}
@@ -198,6 +201,7 @@ func (r *run) soakFaults(ctx context.Context, links *faultLinks, db *store.Store
 		links.heal()
 		r.mu.Lock()
 		r.soak.faults++
+		r.soak.faultOn, r.soak.quietFrom = false, time.Now().Add(settleAfterHeal)
 		r.mu.Unlock()
 	}
 	healed := time.Now()
@@ -218,7 +222,10 @@ type ProcSample struct {
 
 // Sample is one moment of a soak, in seconds from the load's start.
 type Sample struct {
-	At        float64    `json:"at_s"`
+	At float64 `json:"at_s"`
+	// Fault: taken during a fault or within settleAfterHeal of its heal
+	// (plotted, not judged).
+	Fault     bool       `json:"fault,omitempty"`
 	Server    ProcSample `json:"server"`
 	Generator ProcSample `json:"generator"`
 }
@@ -246,8 +253,14 @@ type SoakFigures struct {
 	Series   []Series `json:"series"`
 }
 
+// settleAfterHeal: samples this soon after a heal are not judged (the
+// reconnections of a fault are not a leak).
+const settleAfterHeal = 5 * time.Second
+
 // soakState is kept in run.soak.
 type soakState struct {
+	faultOn                              bool
+	quietFrom                            time.Time
 	faults, audits                       int
 	acked, found, lost, misplaced, dupls int
 	reused                               int
@@ -307,6 +320,7 @@ func (r *run) sample(proc *serverProcess) {
 		s.Generator = ProcSample{RSS: u.RSS, FDs: u.FDs, Sockets: u.Sockets, Goroutines: runtime.NumGoroutine()}
 	}
 	r.mu.Lock()
+	s.Fault = r.soak.faultOn || time.Now().Before(r.soak.quietFrom)
 	r.soak.samples = append(r.soak.samples, s)
 	r.mu.Unlock()
 }
@@ -459,11 +473,12 @@ var seriesOf = []struct {
 }
 
 // judge compares, for each series, the median of the first quarter of the
-// samples after warmup with the median of the last quarter.
+// samples after warmup taken on a healthy link with the median of the
+// last quarter.
 func judge(samples []Sample, warmup float64) []Series {
 	var after []Sample
 	for _, s := range samples {
-		if s.At >= warmup {
+		if s.At >= warmup && !s.Fault {
 			after = append(after, s)
 		}
 	}

@@ -31,6 +31,9 @@ var ErrFenced = fmt.Errorf("%w: fenced: the database server is not a primary wit
 // fenceEvery is how long a server's verdict is trusted.
 const fenceEvery = 250 * time.Millisecond
 
+// fenceCheckTimeout bounds one check of a server.
+const fenceCheckTimeout = 2 * time.Second
+
 const sqlFit = `SELECT NOT pg_is_in_recovery() AND (current_setting('synchronous_standby_names') = '' OR EXISTS (
 	SELECT 1 FROM pg_stat_replication WHERE state = 'streaming' AND sync_state IN ('sync', 'quorum')))`
 
@@ -54,7 +57,12 @@ func (f *fence) prepare(ctx context.Context, c *pgx.Conn) (bool, error) {
 	f.mu.Unlock()
 	if !ok || time.Since(v.at) > fenceEvery {
 		var fit bool
-		if err := c.QueryRow(ctx, sqlFit).Scan(&fit); err != nil {
+		// A connection cut off by a partition must not hold its caller (or
+		// its pool slot) longer than this.
+		cctx, cancel := context.WithTimeout(ctx, fenceCheckTimeout)
+		err := c.QueryRow(cctx, sqlFit).Scan(&fit)
+		cancel()
+		if err != nil {
 			return false, classify(err)
 		}
 		v = fenceVerdict{fit: fit, at: time.Now()}
