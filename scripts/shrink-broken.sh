@@ -71,7 +71,7 @@ for v in $variants; do
 	# Porcupine's pages land in the working directory).
 	code=0
 	(cd "$dir/$v" && eval "\"$kbkit\" $replay") >"$dir/$v.replay.log" 2>&1 || code=$?
-	fails=$(awk -v c="$checker" '$1 == c { print $3; exit }' "$dir/$v.replay.log")
+	fails=$(awk -v c="$checker" '$1 == c { print $4; exit }' "$dir/$v.replay.log")
 	verdict="exit $code"
 	[ "$code" = 1 ] && [ "${fails:-0}" -gt 0 ] && verdict=fails
 	printf '%-24s %4s %-16s %-22s %-22s %-7s %s\n' "$v" "$seed" "$checker" "$(row before)" "$(row after)" "$verdict" "$took"

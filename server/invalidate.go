@@ -126,7 +126,7 @@ func (v *invalidator) listen(ctx context.Context) error {
 	}
 	v.readyOnce.Do(func() { close(v.ready) })
 	for {
-		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second) // a partition is noticed within 2 s + 2 s
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		if err != nil {
@@ -134,7 +134,7 @@ func (v *invalidator) listen(ctx context.Context) error {
 				return err
 			}
 			// Idle: check the connection is alive.
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			err = conn.Ping(pctx)
 			cancel()
 			if err != nil {
@@ -155,14 +155,16 @@ func (v *invalidator) listen(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		entries, err := v.s.st.Log(ctx, pageID, seq-1, 1)
+		lctx, cancel := v.s.dbContext(ctx)
+		entries, err := v.s.st.Log(lctx, pageID, seq-1, 1)
+		cancel()
 		if err != nil || len(entries) == 0 || entries[0].Seq != seq || !directoryTypes[entries[0].Cmd.Type] {
 			if err != nil {
 				v.s.log.Debug("invalidations: reading a notified command", "page_id", pageID, "seq", seq, "err", err)
 			}
 			continue
 		}
-		ws, err := v.s.st.PageWorkspace(ctx, pageID)
+		ws, err := v.s.pageWorkspace(ctx, pageID)
 		if err != nil {
 			continue
 		}

@@ -26,6 +26,9 @@ type metrics struct {
 	refused *prometheus.CounterVec
 	// panics counts recovered panics (each a server bug).
 	panics prometheus.Counter
+	// tokenLookups counts tokens looked up in the database (the token
+	// cache did not have them).
+	tokenLookups prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
@@ -55,6 +58,10 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 	m.panics = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kbkit_recovered_panics_total",
 		Help: "Panics recovered in goroutines handling client input (each a server bug; the call got INTERNAL_SERVER_ERROR).",
+	}))
+	m.tokenLookups = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kbkit_token_lookups_total",
+		Help: "Bearer tokens looked up in the database because the token cache did not hold them (a valid token is served from the cache).",
 	}))
 	m.commands = register(reg, m.commands)
 	m.commitSeconds = register(reg, m.commitSeconds)

@@ -121,6 +121,11 @@ func (s *Server) call(ctx context.Context, dev store.Device, path string, input 
 		return nil, cerr
 	}
 	defer release()
+	if s.opts.DBTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opts.DBTimeout)
+		defer cancel()
+	}
 	if s.beforeCall != nil {
 		s.beforeCall(path)
 	}

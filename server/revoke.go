@@ -13,7 +13,8 @@ import (
 	"github.com/subspace/kbkit/server/store"
 )
 
-// revocations LISTENs on store.RevokeChannel: a revoked device is dropped
+// revocations LISTENs on store.RevokeChannel and store.PairChannel: a
+// paired device joins the token cache (tokens.go), a revoked device is dropped
 // from the auth cache and its open WebSockets are closed (1008 "device
 // revoked") on every instance, within the notification's latency. The
 // auth cache is used only while the LISTEN is in place; when it is lost,
@@ -55,27 +56,40 @@ func (v *revocations) listen(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{store.RevokeChannel}.Sanitize()); err != nil {
+	for _, ch := range []string{store.RevokeChannel, store.PairChannel} {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	dctx, cancel := v.s.dbContext(ctx)
+	defer cancel()
+	if err := v.recheck(dctx); err != nil {
 		return err
 	}
-	if err := v.recheck(ctx); err != nil {
-		return err
+	if v.s.opts.AuthCacheTTL > 0 {
+		if err := v.s.auth.load(dctx, v.s.st); err != nil {
+			return err
+		}
 	}
 	v.ready.Store(true)
 	for {
-		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second) // a partition is noticed within 2 s + 2 s
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil || !pgconn.Timeout(err) || conn.IsClosed() {
 				return err
 			}
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			err = conn.Ping(pctx)
 			cancel()
 			if err != nil {
 				return err
 			}
+			continue
+		}
+		if n.Channel == store.PairChannel {
+			v.s.paired(n.Payload)
 			continue
 		}
 		v.s.revoked(n.Payload)
@@ -127,18 +141,12 @@ func (s *Server) revoked(deviceID string) {
 	}
 }
 
-func (c *authCache) clear() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m = nil
-}
-
-func (c *authCache) dropDevice(deviceID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, e := range c.m {
-		if e.dev.DeviceID == deviceID {
-			delete(c.m, k)
-		}
+// paired adds a device paired on any instance to the token cache.
+func (s *Server) paired(payload string) {
+	h, d, err := store.ParsePaired(payload)
+	if err != nil {
+		s.log.Warn("paired notification ignored", "err", err)
+		return
 	}
+	s.auth.put(h, d)
 }

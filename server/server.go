@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -21,6 +19,9 @@ import (
 // DefaultMaxBody is the default limit of a request body or WebSocket
 // message.
 const DefaultMaxBody = 256 << 10
+
+// DefaultDBTimeout bounds the database work of one call (Options.DBTimeout).
+const DefaultDBTimeout = 5 * time.Second
 
 // RateLimit is a per-device token bucket: PerSecond calls refill it, up to
 // Burst. Every procedure call takes one token (a batch of n calls takes
@@ -46,10 +47,18 @@ type Options struct {
 	// WriteTimeout bounds one WebSocket write (default 10s); a client that
 	// does not read is disconnected.
 	WriteTimeout time.Duration
-	// AuthCacheTTL is how long a verified token is remembered (default 30s;
-	// negative: never). A revoked device leaves the cache at once
-	// (revoke.go).
+	// AuthCacheTTL turns the token cache on (the default) or, negative,
+	// off. While its LISTEN connection is in place the cache holds every
+	// device, so a valid token costs no query; a revoked device leaves it
+	// at once, a paired one joins it (tokens.go). The duration itself is
+	// not used: the notifications keep the cache true.
 	AuthCacheTTL time.Duration
+	// DBTimeout bounds the database work of one call (default 5s;
+	// negative: none). Past it the call is answered 503
+	// SERVICE_UNAVAILABLE, retryable: a partition from Postgres (packets
+	// dropped, a link too slow) is answered within it instead of hanging,
+	// and a command whose COMMIT got no answer is retried with its id.
+	DBTimeout time.Duration
 	// Limits bound what one client can hold or cost (limits.go); the zero
 	// value takes DefaultLimits.
 	Limits Limits
@@ -110,6 +119,12 @@ func New(st *store.Store, hub *dispatch.Hub, opts Options) *Server {
 	}
 	if opts.AuthCacheTTL == 0 {
 		opts.AuthCacheTTL = 30 * time.Second
+	}
+	if opts.DBTimeout == 0 {
+		opts.DBTimeout = DefaultDBTimeout
+	}
+	if opts.DBTimeout > 0 && st != nil {
+		st.SetTxTimeout(opts.DBTimeout)
 	}
 	if opts.now == nil {
 		opts.now = time.Now
@@ -213,69 +228,6 @@ func bearer(r *http.Request) (string, bool) {
 		return "", false
 	}
 	return strings.TrimSpace(tok), true
-}
-
-// authenticate finds the device of a token: UNAUTHORIZED when none has it,
-// TOO_MANY_REQUESTS when the remote address addr made too many attempts
-// with unknown tokens (the token is then not looked up).
-func (s *Server) authenticate(ctx context.Context, addr, token string) (store.Device, *callError) {
-	if token == "" {
-		return store.Device{}, errorf(CodeUnauthorized, "missing bearer token (Authorization: Bearer TOKEN, or connectionParams {token} on a WebSocket)")
-	}
-	s.revoke.start()
-	key := sha256.Sum256([]byte(token))
-	cache := s.opts.AuthCacheTTL > 0 && s.revoke.ready.Load()
-	if cache {
-		if d, ok := s.auth.get(key, s.opts.now()); ok {
-			return d, nil
-		}
-	}
-	if cerr := s.authGuard.check(addr); cerr != nil {
-		s.metrics.refused.WithLabelValues("auth_failures").Inc()
-		return store.Device{}, cerr
-	}
-	gen := s.revoke.gen.Load()
-	d, err := s.st.Authenticate(ctx, token)
-	if err != nil {
-		if errors.Is(err, store.ErrUnauthorized) {
-			s.authGuard.failed(addr)
-			return store.Device{}, errorf(CodeUnauthorized, "unknown device token")
-		}
-		return store.Device{}, storeError(err)
-	}
-	if cache && s.revoke.gen.Load() == gen {
-		s.auth.put(key, d, s.opts.now().Add(s.opts.AuthCacheTTL))
-	}
-	return d, nil
-}
-
-type authCache struct {
-	mu sync.Mutex
-	m  map[[32]byte]authEntry
-}
-
-type authEntry struct {
-	dev     store.Device
-	expires time.Time
-}
-
-func (c *authCache) get(key [32]byte, now time.Time) (store.Device, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[key]
-	if !ok || now.After(e.expires) {
-		return store.Device{}, false
-	}
-	return e.dev, true
-}
-
-func (c *authCache) put(key [32]byte, d store.Device, expires time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) > 10000 {
-		c.m = map[[32]byte]authEntry{}
-	}
-	c.m[key] = authEntry{dev: d, expires: expires}
 }
 
 // ---- rate limiting ----

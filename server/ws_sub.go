@@ -48,7 +48,7 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 		if cerr != nil {
 			return cerr
 		}
-		ws, err := c.s.st.PageWorkspace(c.ctx, pageID)
+		ws, err := c.s.pageWorkspace(c.ctx, pageID)
 		if err != nil || ws != c.dev.WorkspaceID {
 			if err == nil {
 				err = store.ErrForbidden

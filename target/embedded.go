@@ -39,6 +39,12 @@ type EmbeddedOptions struct {
 	// WriteTimeout is the instances' WebSocket write timeout (zero: the
 	// default).
 	WriteTimeout time.Duration
+	// DSNs, when set, gives instance i its own DSN (DSNs[i]): the same
+	// database reached another way (through a fault layer of its own).
+	DSNs []string
+	// Fence makes each instance use only a primary with its synchronous
+	// standby attached (store.OpenOptions.Fence).
+	Fence bool
 }
 
 // Embedded is a Target running kbkit's reference server in process, on
@@ -72,7 +78,7 @@ func NewEmbedded(ctx context.Context, dsn string, opts EmbeddedOptions) (*Embedd
 	}
 	e := &Embedded{dsn: dsn, opts: opts}
 	for i := 0; i < opts.Instances; i++ {
-		in, err := e.start(ctx, "127.0.0.1:0")
+		in, err := e.start(ctx, "127.0.0.1:0", i)
 		if err != nil {
 			e.Close()
 			return nil, fmt.Errorf("%w: start instance %d: %v", ErrCannotRun, i, err)
@@ -82,8 +88,12 @@ func NewEmbedded(ctx context.Context, dsn string, opts EmbeddedOptions) (*Embedd
 	return e, nil
 }
 
-func (e *Embedded) start(ctx context.Context, addr string) (*instance, error) {
-	st, err := store.Open(ctx, e.dsn)
+func (e *Embedded) start(ctx context.Context, addr string, i int) (*instance, error) {
+	dsn := e.dsn
+	if i < len(e.opts.DSNs) {
+		dsn = e.opts.DSNs[i]
+	}
+	st, err := store.OpenWith(ctx, dsn, store.OpenOptions{Fence: e.opts.Fence})
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +188,7 @@ func (e *Embedded) RestartInstance(ctx context.Context, i int) error {
 	var err error
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
 		var in *instance
-		if in, err = e.start(ctx, old.addr); err == nil {
+		if in, err = e.start(ctx, old.addr, i); err == nil {
 			e.inst[i] = in
 			return nil
 		}

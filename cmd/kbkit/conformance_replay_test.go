@@ -220,6 +220,6 @@ func failing(r conformance.SeedReport) []string {
 
 // checkerFailed reads the summary table: checker's failed column > 0.
 func checkerFailed(out, checker string) bool {
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(checker) + `\s+\d+\s+([1-9]\d*)`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(checker) + `\s+\d+\s+\d+\s+([1-9]\d*)`).FindStringSubmatch(out)
 	return m != nil
 }

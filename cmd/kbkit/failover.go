@@ -69,6 +69,9 @@ a window that did not converge), 2 the run could not be made.`,
 				return exitError{exitErrored}
 			}
 			cfg.Topology = t
+			if cfg.Scenario == failover.ScenarioSplitBrain {
+				cfg.NoReseed = true // the old primary keeps its address
+			}
 			// 0 in the Config is "the default"; an explicit 0 is "none".
 			if c.Flags().Changed("stall") && cfg.Stall == 0 {
 				cfg.Stall = -1
@@ -112,6 +115,8 @@ a window that did not converge), 2 the run could not be made.`,
 	fl.DurationVar(&cfg.Stall, "stall", 300*time.Millisecond, "how long the replication link lags before the primary is lost (0: no stall)")
 	fl.DurationVar(&cfg.Detect, "detect", time.Second, "time from the loss to the promotion (a failover manager noticing; 0: at once): no primary meanwhile")
 	fl.BoolVar(&cfg.NoReseed, "no-reseed", false, "do not seed a new standby after the promotion")
+	fl.StringVar(&cfg.Scenario, "scenario", "", "\"\" (the primary's machine is lost) or split-brain (the old primary stays alive, cut off by a fault layer from the standby and from the first instance; no reseed)")
+	fl.BoolVar(&cfg.NoFence, "no-fence", false, "split-brain: run the instances without fencing (store.OpenOptions.Fence), to see what it prevents")
 	fl.DurationVar(&cfg.Settle, "settle", 10*time.Second, "bound on the wait for commands in flight and convergence after the load")
 	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the writers' choices")
 	fl.StringVar(&jsonOut, "json", "", "also write the result as JSON to this file")

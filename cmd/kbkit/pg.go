@@ -23,6 +23,8 @@ func newPgCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newPgUpCmd())
 	cmd.AddCommand(newPgFailoverTestCmd())
+	cmd.AddCommand(newPgPartitionTestCmd())
+	cmd.AddCommand(newPgSoakCmd())
 	return cmd
 }
 

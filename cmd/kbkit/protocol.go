@@ -26,6 +26,7 @@ type protocolOptions struct {
 	otherToken   string
 	token2       string
 	revokeToken  string
+	freshToken   string
 	run          string
 	junit        string
 	json         string
@@ -108,6 +109,7 @@ run (server unreachable, token refused, bad flags).`,
 	f.StringVar(&o.token, "token", "", "device token (default $KBKIT_TOKEN)")
 	f.StringVar(&o.otherToken, "other-token", "", "a device token of another workspace: enables the cross-workspace checks (default $KBKIT_OTHER_TOKEN)")
 	f.StringVar(&o.token2, "token2", "", "a second device token of the --token's workspace: enables protocol/hostile-id-other-device (default $KBKIT_TOKEN2)")
+	f.StringVar(&o.freshToken, "fresh-token", "", "a device token the suite presents only once, right after a burst of unknown tokens (protocol/hostile-lockout) (default $KBKIT_FRESH_TOKEN)")
 	f.StringVar(&o.revokeToken, "revoke-token", "", "a device token the suite may revoke (kb.revoke): enables protocol/hostile-revoke; the device is unusable afterwards (default $KBKIT_REVOKE_TOKEN)")
 	f.StringVar(&o.run, "run", "", "run only the checks whose id matches this regular expression")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
@@ -156,6 +158,9 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 	if o.otherToken == "" {
 		o.otherToken = os.Getenv("KBKIT_OTHER_TOKEN")
 	}
+	if o.freshToken == "" {
+		o.freshToken = os.Getenv("KBKIT_FRESH_TOKEN")
+	}
 	if o.revokeToken == "" {
 		o.revokeToken = os.Getenv("KBKIT_REVOKE_TOKEN")
 	}
@@ -193,7 +198,7 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 		jsonOut = jsonFile
 	}
 
-	env := &protocol.Env{BaseURL: o.server, Token: o.token, Token2: o.token2, OtherToken: o.otherToken, RevokeToken: o.revokeToken,
+	env := &protocol.Env{BaseURL: o.server, Token: o.token, Token2: o.token2, OtherToken: o.otherToken, RevokeToken: o.revokeToken, FreshToken: o.freshToken,
 		MaxBody: o.maxBody, EventTimeout: o.eventTimeout}
 	switch {
 	case o.restartCmd != "":

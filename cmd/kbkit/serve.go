@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/subspace/kbkit/server"
@@ -35,6 +37,7 @@ type serveOptions struct {
 	maxBody   int64
 	logLevel  string
 	drain     time.Duration
+	dbTimeout time.Duration
 	limits    server.Limits
 	// cpuProfile, when set, is where a CPU profile of the serving (from
 	// the JSON line, or the last SIGUSR1, to the end of the shutdown) is
@@ -100,6 +103,7 @@ Endpoints: /trpc (tRPC HTTP and WebSocket), /metrics (Prometheus), /healthz.`,
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the serving (from the JSON line, or the last SIGUSR1, to the end of the shutdown) to this file")
 	// Limits (spec/PROTOCOL.md section 8); a negative value turns one off.
 	d := server.DefaultLimits
+	f.DurationVar(&o.dbTimeout, "db-timeout", server.DefaultDBTimeout, "bound of one call's database work (then 503, retryable: a partition from Postgres answers within it)")
 	f.DurationVar(&o.limits.BodyTimeout, "body-timeout", d.BodyTimeout, "longest wait for a request's headers and body (then 408 and the connection is closed)")
 	f.DurationVar(&o.limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "close a keep-alive HTTP connection idle this long")
 	f.DurationVar(&o.limits.ParamsTimeout, "params-timeout", d.ParamsTimeout, "longest wait for a WebSocket's first (connectionParams) message (then close 1008)")
@@ -204,11 +208,18 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) (er
 	if burst <= 0 {
 		burst = max(1, int(2*o.rate))
 	}
+	// The Go runtime's and the process's own figures beside the server's
+	// (goroutines, resident memory, open descriptors: kbkit pg soak reads
+	// them).
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := server.New(st, hub, server.Options{
+		Registry:  reg,
 		RateLimit: server.RateLimit{PerSecond: o.rate, Burst: burst},
 		MaxBody:   o.maxBody,
 		Logger:    log,
 		Limits:    o.limits,
+		DBTimeout: o.dbTimeout,
 	})
 	hs := srv.HTTPServer()
 	hs.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)

@@ -35,6 +35,7 @@ func hostileChecks() []Check {
 		{"protocol/hostile-revoke", "kb.revoke: within 1 s the token gets 401 over HTTP and on a new upgrade, and its open WebSocket is closed with 1008 (2)", checkRevoke},
 		// Last: it spends this address's unknown-token allowance.
 		{"protocol/hostile-unknown-tokens", "past auth_failures_per_minute unknown tokens from one address are refused 429 TOO_MANY_REQUESTS with Retry-After (8)", checkUnknownTokens},
+		{"protocol/hostile-lockout", "right after a burst of unknown tokens from one address, valid tokens from it still authenticate, one never presented before too (--fresh-token) (8)", checkLockout},
 	}
 }
 

@@ -47,6 +47,10 @@ type Env struct {
 	// kb.revoke): it enables protocol/hostile-revoke (skipped otherwise).
 	// The device is unusable afterwards.
 	RevokeToken string
+	// FreshToken, when set, is a valid device token the suite presents
+	// only once, right after a burst of unknown tokens
+	// (protocol/hostile-lockout): a token the server has not seen lately.
+	FreshToken string
 	// MaxBody is the server's limit of a request body, GET input and
 	// WebSocket message (default 262144, the reference server's); the
 	// checks of the limit send more than this.

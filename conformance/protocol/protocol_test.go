@@ -64,7 +64,11 @@ func startWith(t *testing.T, wrap func(http.Handler) http.Handler, limits server
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &Env{BaseURL: e.Endpoints()[0], Token: tok[0], Token2: tok[1], OtherToken: other[0], RevokeToken: revoke[0],
+	fresh, err := e.Devices(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{BaseURL: e.Endpoints()[0], Token: tok[0], Token2: tok[1], OtherToken: other[0], RevokeToken: revoke[0], FreshToken: fresh[0],
 		Restart: func(ctx context.Context) error { return e.RestartInstance(ctx, 0) }}
 	if err := env.Preflight(ctx); err != nil {
 		t.Fatal(err)

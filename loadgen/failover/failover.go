@@ -31,6 +31,7 @@ import (
 
 	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/loadgen/netfault"
 	"github.com/subspace/kbkit/server/pgprovider"
 	"github.com/subspace/kbkit/server/store"
 	"github.com/subspace/kbkit/target"
@@ -70,6 +71,33 @@ type Config struct {
 	// Settle bounds the wait for commands in flight and for every window
 	// to converge once the load ends (default 10s).
 	Settle time.Duration
+	// Fault, when set, replaces the failover by a fault of the link
+	// between the server instances and Postgres (a netfault proxy on
+	// loopback) held for Hold (default 3s), then healed; the topology is
+	// then single by default (partition.go).
+	Fault string
+	Hold  time.Duration
+	// Scenario: "" (the primary's machine is lost) or ScenarioSplitBrain
+	// (fencing.go); NoFence runs the instances without store fencing (to
+	// show what it prevents).
+	Scenario string
+	NoFence  bool
+	// Soak, when set with Fault, is how long the faults go on: each of
+	// Faults in turn (default every one) for Hold, then Gap (default
+	// 20s) of a healthy link; the server runs as ServerBinary serve (a
+	// process of its own, sampled every SampleEvery) and what was
+	// acknowledged is checked and forgotten every AuditEvery (soak.go).
+	Soak         time.Duration
+	Faults       []string
+	Gap          time.Duration
+	ServerBinary string
+	SampleEvery  time.Duration
+	AuditEvery   time.Duration
+	// Warmup: samples before it are not judged (default a fifth of Soak).
+	Warmup time.Duration
+	// MaxNodes caps the nodes of each writer (default none; a soak sets
+	// 12): past it a writer only edits, so its page stops growing.
+	MaxNodes int
 	// Seed seeds the writers' choices.
 	Seed int64
 	// Logf receives progress messages.
@@ -77,14 +105,40 @@ type Config struct {
 }
 
 func (c *Config) defaults() error {
+	if c.Soak > 0 {
+		if err := c.soakDefaults(); err != nil {
+			return err
+		}
+	}
 	if c.Topology == "" {
 		c.Topology = pgprovider.TopologySyncStandby
+		if c.Fault != "" {
+			c.Topology = pgprovider.TopologySingle
+		}
 	}
 	t, err := pgprovider.ParseTopology(string(c.Topology))
 	if err != nil {
 		return err
 	}
-	if !t.HasStandby() {
+	switch c.Scenario {
+	case "", ScenarioSplitBrain:
+	default:
+		return fmt.Errorf("failover: unknown scenario %q (%q or %q)", c.Scenario, "", ScenarioSplitBrain)
+	}
+	if c.Scenario == ScenarioSplitBrain && t != pgprovider.TopologySyncStandby {
+		return fmt.Errorf("failover: the %s scenario needs %s", ScenarioSplitBrain, pgprovider.TopologySyncStandby)
+	}
+	if c.Fault != "" {
+		if _, err := netfault.Parse(c.Fault); err != nil {
+			return err
+		}
+		if c.Hold < 0 {
+			return errors.New("failover: --hold must not be negative")
+		}
+		if c.Hold == 0 {
+			c.Hold = 3 * time.Second
+		}
+	} else if !t.HasStandby() {
 		return fmt.Errorf("failover: topology %s has no standby to fail over to (use %s or %s)", t, pgprovider.TopologySyncStandby, pgprovider.TopologyAsyncStandby)
 	}
 	c.Topology = t
@@ -154,10 +208,17 @@ type run struct {
 	seen     map[slot]string
 	reused   map[slot]bool
 	failed   []span // attempts that were not decided
-	attempts int
-	rejected []string
-	refused  []string // answers that are neither a decision nor retryable
-	lastFail time.Time
+	answered []span // every attempt, answered or failed (partition.go)
+	// faultAt, healAt: when the link fault began and ended (partition.go).
+	faultAt, healAt time.Time
+	soak            soakState // soak.go
+	// split brain (fencing.go): the links, and the new primary's store.
+	split      *splitLinks
+	newPrimary *store.Store
+	attempts   int
+	rejected   []string
+	refused    []string // answers that are neither a decision nor retryable
+	lastFail   time.Time
 
 	nAcks atomic.Int64
 	// promoted is closed once promotedAt and heads (each page's head seq
@@ -216,11 +277,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	target, err := target.NewEmbedded(ctx, dsn, target.EmbeddedOptions{Instances: cfg.Instances, Postgres: pg})
-	if err != nil {
-		return nil, err
+	serverDSN, restartable := dsn, pg
+	var links *faultLinks
+	if cfg.Fault != "" {
+		if links, err = newFaultLinks(dsn); err != nil {
+			return nil, err
+		}
+		defer links.close()
+		serverDSN, restartable = links.dsn, nil
 	}
-	defer target.Close()
 	// The run's own view of the database, for the heads at the promotion
 	// and the log at the end; it finds the new primary like the servers.
 	db, err := store.Open(ctx, dsn)
@@ -228,12 +293,46 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer db.Close()
+	var tgt target.Target
+	var proc *serverProcess
+	if cfg.Scenario == ScenarioSplitBrain {
+		if r.split, err = newSplitLinks(ctx, pg, dsn, cfg.Instances); err != nil {
+			return nil, err
+		}
+		defer r.split.close()
+		e, err := target.NewEmbedded(ctx, dsn, target.EmbeddedOptions{Instances: cfg.Instances, DSNs: r.split.dsns, Fence: !cfg.NoFence})
+		if err != nil {
+			return nil, err
+		}
+		defer e.Close()
+		tgt = e
+	} else if cfg.ServerBinary != "" {
+		if proc, err = startServerProcess(ctx, cfg.ServerBinary, serverDSN, db); err != nil {
+			return nil, err
+		}
+		defer proc.stop()
+		tgt = proc
+	} else {
+		e, err := target.NewEmbedded(ctx, serverDSN, target.EmbeddedOptions{Instances: cfg.Instances, Postgres: restartable})
+		if err != nil {
+			return nil, err
+		}
+		defer e.Close()
+		tgt = e
+	}
 
-	if err := r.setup(ctx, target); err != nil {
+	if err := r.setup(ctx, tgt); err != nil {
 		return nil, err
 	}
 	defer r.closeWindows()
-	res, err := r.load(ctx, pg, db)
+	var stopSoak func(*Result)
+	if cfg.Soak > 0 {
+		stopSoak = r.soakWatch(ctx, proc, db)
+	}
+	res, err := r.load(ctx, pg, db, links)
+	if stopSoak != nil {
+		stopSoak(res)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +341,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 // setup pairs a device per writer, creates the pages and opens the
 // windows.
-func (r *run) setup(ctx context.Context, target *target.Embedded) error {
+func (r *run) setup(ctx context.Context, target target.Target) error {
 	cfg := r.cfg
 	tokens, err := target.Devices(ctx, cfg.Writers)
 	if err != nil {
@@ -300,7 +399,7 @@ func setupCommand(ctx context.Context, c *client.Client, env kbcore.Envelope) er
 
 // load runs the writers, fails over after Before, keeps the load on until
 // After past the promotion, lets everything settle and checks the log.
-func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store) (*Result, error) {
+func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store, links *faultLinks) (*Result, error) {
 	cfg := r.cfg
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	// Commands in flight when the load stops are still decided, within
@@ -342,6 +441,18 @@ func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store) 
 	foDone := make(chan struct{})
 	go func() {
 		defer close(foDone)
+		if r.split != nil {
+			rep, foErr = r.splitBrain(ctx, pg)
+			return
+		}
+		if links != nil && cfg.Soak > 0 {
+			foErr = r.soakFaults(ctx, links, db)
+			return
+		}
+		if links != nil {
+			foErr = r.partition(ctx, links, db)
+			return
+		}
 		rep, foErr = pg.Failover(ctx, fo)
 	}()
 	// Promotion, then After of load (the reseed may still run).
@@ -366,6 +477,9 @@ func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store) 
 	settleBy := time.Now().Add(cfg.Settle)
 	stopTimer := time.AfterFunc(cfg.Settle, stopOps)
 	wg.Wait()
+	if r.newPrimary != nil {
+		db = r.newPrimary // split brain: the old primary is still up
+	}
 	final, err := r.logs(context.WithoutCancel(ctx), db)
 	if err != nil {
 		stopTimer.Stop()
@@ -380,6 +494,12 @@ func (r *run) load(ctx context.Context, pg *pgprovider.Server, db *store.Store) 
 	res.Timeline = Timeline{Stalled: sub(stallAt, r.begin), Lost: sub(rep.Lost, r.begin), Promoted: sub(promotedAt, r.begin),
 		Reseeded: sub(rep.Reseeded, r.begin), LoadEnd: sub(r.loadEnd, r.begin)}
 	res.LostPrimary, res.NewPrimary = rep.LostPrimary, rep.NewPrimary
+	if r.split != nil {
+		r.splitFigures(context.WithoutCancel(ctx), res, final)
+	}
+	if links != nil && cfg.Soak == 0 {
+		r.faultFigures(res)
+	}
 	return res, nil
 }
 
@@ -491,6 +611,7 @@ func (r *run) attempt(from, to time.Time, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.attempts++
+	r.answered = append(r.answered, span{from, to})
 	if err != nil {
 		r.failed = append(r.failed, span{from, to})
 		r.lastFail = to

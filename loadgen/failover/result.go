@@ -74,6 +74,22 @@ type Result struct {
 	// issued before it still pending; -1 unless every window converged.
 	PromotionToConverged float64 `json:"promotion_to_converged_s"`
 
+	// For a link fault (Config.Fault) instead of a failover: the fault,
+	// how long it was held, the time from the fault to the first answer
+	// of a call in flight then or made during it, the longest such call
+	// and its bound
+	// (AnswerBound). The promotion figures are then from the heal.
+	Fault              string  `json:"fault,omitempty"`
+	Hold               float64 `json:"hold_s,omitempty"`
+	FaultToFirstAnswer float64 `json:"fault_to_first_answer_s,omitempty"`
+	LongestAnswer      float64 `json:"longest_answer_s,omitempty"`
+	AnswerBound        float64 `json:"answer_bound_s,omitempty"`
+
+	// SplitBrain: the figures of the split-brain scenario (fencing.go).
+	SplitBrain *SplitBrain `json:"split_brain,omitempty"`
+	// Soak: the figures of a soak (Config.Soak).
+	Soak *SoakFigures `json:"soak,omitempty"`
+
 	Timeline    Timeline `json:"timeline"`
 	LostPrimary string   `json:"lost_primary"`
 	NewPrimary  string   `json:"new_primary"`
@@ -311,6 +327,15 @@ func Text(w io.Writer, r *Result) {
 		{"slowest command", fmt.Sprintf("%s (issue to committed answer, retries included)", secs(r.SlowestCommand))},
 		{"promotion -> first successful write", secs(r.PromotionToFirstWrite)},
 		{"promotion -> every window converged", secs(r.PromotionToConverged)},
+	}
+	if sb := r.SplitBrain; sb != nil {
+		fence := "on (store.OpenOptions.Fence)"
+		if !sb.Fenced {
+			fence = "OFF (--no-fence)"
+		}
+		rows = append(rows, [2]string{"split brain: fencing", fence},
+			[2]string{"commits only the old primary holds", fmt.Sprint(sb.OldPrimaryOnly)},
+			[2]string{"  of them told to clients", fmt.Sprint(sb.ToldClients)})
 	}
 	for _, row := range rows {
 		fmt.Fprintf(w, "  %-37s %s\n", row[0], row[1])

@@ -211,7 +211,7 @@ func (w *writer) next() kbcore.Command {
 	defer w.mu.Unlock()
 	w.n++
 	id := uuid.NewString()
-	if len(w.nodes) == 0 || w.rng.IntN(10) < 3 {
+	if len(w.nodes) == 0 || (w.rng.IntN(10) < 3 && (w.r.cfg.MaxNodes <= 0 || len(w.nodes) < w.r.cfg.MaxNodes)) {
 		p := map[string]any{"text": fmt.Sprintf("w%d c%d", w.idx, w.n)}
 		if len(w.nodes) > 0 {
 			p["after"] = w.nodes[len(w.nodes)-1]
@@ -314,4 +314,16 @@ func (w *writer) close() {
 func jsonOf(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// reopen replaces the window by a new one at the same state when nothing
+// is pending, as a client reopening its page: kbcore.Window keeps every
+// own command's inverse for undo without bound, which a soak of hours
+// would otherwise count as the generator's growth.
+func (w *writer) reopen() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.w != nil && len(w.w.Pending()) == 0 && !w.w.Awaiting() {
+		w.w = kbcore.NewWindow(w.w.Server(), w.w.Seq())
+	}
 }

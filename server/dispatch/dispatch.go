@@ -34,14 +34,18 @@ const (
 )
 
 const (
-	batchSize      = 1000             // log entries per read
-	maxCatchUps    = 8                // concurrent page catch-ups (pool connections)
-	pingEvery      = 15 * time.Second // liveness check of an idle LISTEN connection
-	pingTimeout    = 5 * time.Second
+	batchSize      = 1000            // log entries per read
+	maxCatchUps    = 8               // concurrent page catch-ups (pool connections)
+	pingEvery      = 2 * time.Second // liveness check of an idle LISTEN connection: a partition (packets dropped) is noticed within pingEvery + pingTimeout
+	pingTimeout    = 2 * time.Second
 	connectTimeout = 10 * time.Second
-	minBackoff     = 50 * time.Millisecond
-	maxBackoff     = 5 * time.Second
-	headsChunk     = 1000 // page ids per heads query
+	// queryTimeout bounds each read of the dispatcher: on a partition from
+	// Postgres (packets dropped) a read would otherwise hold its pool
+	// connection until TCP gives up, and the pool would run dry.
+	queryTimeout = 5 * time.Second
+	minBackoff   = 50 * time.Millisecond
+	maxBackoff   = 5 * time.Second
+	headsChunk   = 1000 // page ids per heads query
 )
 
 // Event is one committed command of a page. Events are shared between the
@@ -388,6 +392,8 @@ func (h *Hub) subscribe(ctx context.Context, pageID string, after int64, sink Si
 // up to it is readable from the log.
 func (h *Hub) head(ctx context.Context, id string) (int64, error) {
 	var seq int64
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
 	err := h.st.Pool().QueryRow(ctx, `SELECT seq FROM pages WHERE id = $1`, id).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
@@ -423,7 +429,9 @@ func (h *Hub) replay(ctx context.Context, s *Subscription) {
 		from := s.next - 1
 		h.mu.Unlock()
 
-		entries, err := h.st.Log(ctx, s.p.id, from, batchSize)
+		lctx, cancel := context.WithTimeout(ctx, queryTimeout)
+		entries, err := h.st.Log(lctx, s.p.id, from, batchSize)
+		cancel()
 		if err == nil && len(entries) == 0 {
 			err = fmt.Errorf("dispatch: log of page %s has nothing after seq %d", s.p.id, from)
 		}
@@ -498,7 +506,9 @@ func (h *Hub) catchUp(p *page) {
 		h.mu.Unlock()
 
 		h.logReads.Add(1)
-		entries, err := h.st.Log(h.ctx, p.id, from, batchSize)
+		lctx, cancel := context.WithTimeout(h.ctx, queryTimeout)
+		entries, err := h.st.Log(lctx, p.id, from, batchSize)
+		cancel()
 
 		h.mu.Lock()
 		if err != nil {

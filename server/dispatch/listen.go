@@ -85,8 +85,10 @@ func (h *Hub) checkAll(ctx context.Context) {
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), headsChunk)]
 		ids = ids[len(chunk):]
-		rows, err := h.st.Pool().Query(ctx, `SELECT id::text, seq FROM pages WHERE id = ANY($1::uuid[])`, chunk)
+		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+		rows, err := h.st.Pool().Query(qctx, `SELECT id::text, seq FROM pages WHERE id = ANY($1::uuid[])`, chunk)
 		if err != nil {
+			cancel()
 			if ctx.Err() == nil {
 				h.log.Warn("dispatch: poll page heads", "err", err)
 			}
@@ -101,6 +103,7 @@ func (h *Hub) checkAll(ctx context.Context) {
 			err := r.Scan(&hd.id, &hd.seq)
 			return hd, err
 		})
+		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
 				h.log.Warn("dispatch: poll page heads", "err", err)

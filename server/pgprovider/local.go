@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/subspace/kbkit/internal/procs"
 )
 
 // debianBinGlob is where Debian/Ubuntu install versioned server binaries.
@@ -421,9 +423,9 @@ func (c *localCluster) stopPostmaster(ctx context.Context) error {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	procs.KillTree(c.cmd.Process.Pid)
 	<-c.exited
-	return errors.New("postgres did not shut down in time; killed its process group")
+	return errors.New("postgres did not shut down in time; killed it and its backends")
 }
 
 func (c *localCluster) restart(ctx context.Context) error {

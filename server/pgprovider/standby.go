@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/subspace/kbkit/internal/procs"
 )
 
 // Topology is the shape of a local provider's servers.
@@ -68,6 +70,8 @@ type replicaSet struct {
 	ports   [2]int // the DSN's hosts, in order
 	primary *localCluster
 	standby *localCluster // nil between a failover and the reseed
+	// retired: old primaries left running by KeepPrimary.
+	retired []*localCluster
 }
 
 func startReplicaSet(ctx context.Context, opts Options) (_ backend, err error) {
@@ -112,6 +116,10 @@ func replicationArgs() []string {
 		"-c", "hot_standby=on",
 		// A standby whose primary restarted reconnects within 200ms, not 5s.
 		"-c", "wal_retrieve_retry_interval=200ms",
+		// A primary cut off from its standby drops the WAL sender (and
+		// with it the synchronous standby a fenced store checks for,
+		// store.OpenOptions.Fence) after 3 s, not 60.
+		"-c", "wal_sender_timeout=3s",
 	}
 }
 
@@ -215,7 +223,7 @@ func (rs *replicaSet) restart(ctx context.Context) error {
 
 func (rs *replicaSet) stop(ctx context.Context) error {
 	var err error
-	for _, n := range []*localCluster{rs.standby, rs.primary} {
+	for _, n := range append([]*localCluster{rs.standby, rs.primary}, rs.retired...) {
 		if n != nil {
 			err = errors.Join(err, n.stop(ctx))
 		}
@@ -246,6 +254,10 @@ type FailoverOptions struct {
 	// Promoted, if set, is called as soon as the standby accepts writes
 	// (before the reseed).
 	Promoted func(at time.Time)
+	// KeepPrimary leaves the old primary running (a machine cut off by the
+	// network, not lost: split.go) instead of killing it; it is stopped
+	// with the Server. Reseed is then refused (its address is taken).
+	KeepPrimary bool
 }
 
 // FailoverReport is what Failover did and when.
@@ -295,21 +307,30 @@ func (rs *replicaSet) failover(ctx context.Context, opts FailoverOptions) (Failo
 	}
 	old, sb := rs.primary, rs.standby
 	rep.LostPrimary = fmt.Sprintf("127.0.0.1:%d", old.port)
+	if opts.KeepPrimary && opts.Reseed {
+		return rep, errors.New("pgprovider: KeepPrimary and Reseed: the old primary keeps its address")
+	}
 	if opts.Stall > 0 {
 		if err := rs.stallSender(ctx, opts.Stall, opts.Stalled); err != nil {
 			return rep, fmt.Errorf("pgprovider: stall replication: %w", err)
 		}
 	}
-	// The machine is gone: every process at once (the postmaster's process
-	// group), then its disk.
-	if old.cmd != nil {
-		_ = syscall.Kill(-old.cmd.Process.Pid, syscall.SIGKILL)
+	// The machine is gone: every process at once (the postmaster and each
+	// backend, the stalled WAL sender included: each is its own session),
+	// then its disk.
+	switch {
+	case opts.KeepPrimary:
+		rs.retired = append(rs.retired, old)
+	case old.cmd != nil:
+		procs.KillTree(old.cmd.Process.Pid)
 		<-old.exited
 		old.cmd = nil
 	}
 	rep.Lost = time.Now()
-	if err := old.stop(ctx); err != nil {
-		rs.opts.logf("failover: removing the lost primary: %v", err)
+	if !opts.KeepPrimary {
+		if err := old.stop(ctx); err != nil {
+			rs.opts.logf("failover: removing the lost primary: %v", err)
+		}
 	}
 	rs.primary, rs.standby = sb, nil
 	if opts.Detect > 0 {

@@ -73,6 +73,22 @@ const defaultGroupWait = 500 * time.Microsecond
 // context). A timeout is a failure: the commands are decided alone.
 var groupTimeout = 30 * time.Second
 
+// SetTxTimeout bounds each transaction the Store runs on no caller's
+// context (a group's) by d instead of 30 s; the server sets its DBTimeout
+// here, so that a partition from Postgres fails a group within it.
+func (s *Store) SetTxTimeout(d time.Duration) {
+	if d > 0 {
+		s.txTimeout.Store(int64(d))
+	}
+}
+
+func (s *Store) groupDeadline() time.Duration {
+	if d := s.txTimeout.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return groupTimeout
+}
+
 // Stats counts group commit activity since Open.
 type Stats struct {
 	// Batches is the number of group transactions that decided two or
@@ -292,7 +308,7 @@ func (s *Store) alone(r *request, locks []string, names, doubt bool) {
 // round decides the first commands of reqs and returns those left to queue
 // again.
 func (s *Store) round(reqs []*request) []*request {
-	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.groupDeadline())
 	defer cancel()
 	if len(reqs) == 1 {
 		if _, ok := s.cachedHeads([]string{reqs[0].env.PageID}); !ok {

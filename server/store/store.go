@@ -86,7 +86,10 @@ type Outcome struct {
 // Store is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
-	mu   sync.Mutex
+	// txTimeout bounds a group transaction (nanoseconds; 0: groupTimeout).
+	txTimeout atomic.Int64
+	fence     fence // fence.go
+	mu        sync.Mutex
 	// cache holds page documents by page id, valid for the seq they carry;
 	// under the page lock a cached doc is used only if its seq is current.
 	cache map[string]cachedDoc
@@ -172,6 +175,11 @@ type cachedDoc struct {
 
 // Open connects, applies pending migrations and returns a Store.
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	return OpenWith(ctx, dsn, OpenOptions{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -199,6 +207,19 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil
 	}
 	cfg.BeforeClose = func(c *pgx.Conn) { s.backends.Delete(c.PgConn().PID()) }
+	if o.Fence {
+		cfg.PrepareConn = s.fence.prepare
+		// A new connection skips an unfit server for the DSN's next host.
+		prev := cfg.ConnConfig.ValidateConnect
+		cfg.ConnConfig.ValidateConnect = func(ctx context.Context, pc *pgconn.PgConn) error {
+			if prev != nil {
+				if err := prev(ctx, pc); err != nil {
+					return err
+				}
+			}
+			return validateFit(ctx, pc)
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
@@ -285,8 +306,11 @@ func (s *Store) PairDevice(ctx context.Context, workspace string) (PairedDevice,
 			uuid.NewString(), workspace).Scan(&dev.WorkspaceID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO devices (workspace_id, id, token_hash) VALUES ($1, $2, $3)`,
-			dev.WorkspaceID, dev.DeviceID, hashToken(token))
+		if _, err := tx.Exec(ctx, `INSERT INTO devices (workspace_id, id, token_hash) VALUES ($1, $2, $3)`,
+			dev.WorkspaceID, dev.DeviceID, hashToken(token)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, PairChannel, pairedPayload(hashToken(token), dev.Device))
 		return err
 	})
 	if err != nil {

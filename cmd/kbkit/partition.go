@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/subspace/kbkit/loadgen/failover"
+	"github.com/subspace/kbkit/loadgen/netfault"
+)
+
+func newPgPartitionTestCmd() *cobra.Command {
+	var (
+		cfg     failover.Config
+		faults  []string
+		jsonOut string
+		verbose bool
+	)
+	cmd := &cobra.Command{
+		Use:   "partition-test",
+		Short: "Cut, slow and flap the link between the server and Postgres under load and count what survived",
+		Long: `For each --fault (default every one): starts a PostgreSQL server, a
+fault layer between it and the reference server's instances (a toxiproxy
+proxy on loopback: the instances, their dispatchers and LISTEN
+connections dial Postgres through it) and the writers of kbkit pg
+failover-test. After --before of load the fault is put on the link for
+--hold, then the link heals and the load goes on for --after.
+
+Faults: ` + strings.Join(netfault.Names(), ", ") + `.
+
+Per fault it prints: commands acknowledged, lost and duplicated (both
+must be 0), rejected (a transient failure answered as a decision: must
+be 0), the time from the fault to the first answer of a call made
+during it (a retryable 503 or a decision), the longest such call and its
+bound (the server's --db-timeout, 5 s, plus 1 s), and the time from the
+heal to the first commit and to every window converged.
+
+Exit status: 0 every fault passed, 1 a finding, 2 the run could not be made.`,
+		Example: `  kbkit pg partition-test
+  kbkit pg partition-test --fault blackhole --hold 5s`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+			if len(faults) == 0 {
+				faults = netfault.Names()
+			}
+			for _, f := range faults {
+				if _, err := netfault.Parse(f); err != nil {
+					fmt.Fprintln(stderr, "kbkit pg partition-test:", err)
+					return exitError{exitErrored}
+				}
+			}
+			if verbose {
+				start := time.Now()
+				cfg.Logf = func(format string, args ...any) {
+					fmt.Fprintf(stderr, "%7.3fs %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+				}
+			}
+			var results []*failover.Result
+			for _, f := range faults {
+				one := cfg
+				one.Fault = f
+				res, err := failover.Run(ctx, one)
+				if err != nil {
+					fmt.Fprintf(stderr, "kbkit pg partition-test: %s: %v\n", f, err)
+					return exitError{exitErrored}
+				}
+				fmt.Fprintf(stderr, "kbkit pg partition-test: %s done\n", f)
+				results = append(results, res)
+			}
+			failover.FaultTable(stdout, results)
+			if jsonOut != "" {
+				b, _ := json.MarshalIndent(results, "", "  ")
+				if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
+					fmt.Fprintln(stderr, "kbkit pg partition-test: --json:", err)
+					return exitError{exitErrored}
+				}
+			}
+			for _, r := range results {
+				if !r.OK() {
+					return exitError{exitFailed}
+				}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&faults, "fault", nil, "a fault to run (repeat; default all: "+strings.Join(netfault.Names(), ", ")+")")
+	fl.DurationVar(&cfg.Hold, "hold", 6*time.Second, "how long each fault lasts (past the server's 5 s --db-timeout: a blackhole is answered by it)")
+	fl.IntVar(&cfg.Writers, "writers", 6, "writers, each a device with one window")
+	fl.IntVar(&cfg.Instances, "instances", 2, "reference server instances on the database")
+	fl.DurationVar(&cfg.Before, "before", 2*time.Second, "load before the fault")
+	fl.DurationVar(&cfg.After, "after", 2*time.Second, "load after the heal")
+	fl.DurationVar(&cfg.Think, "think", 20*time.Millisecond, "each writer's pause between commands")
+	fl.DurationVar(&cfg.Settle, "settle", 15*time.Second, "bound on the wait for commands in flight and convergence after the load")
+	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the writers' choices")
+	fl.StringVar(&jsonOut, "json", "", "also write the results as JSON to this file")
+	fl.BoolVarP(&verbose, "verbose", "v", false, "progress on stderr")
+	return cmd
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/subspace/kbkit/loadgen/failover"
+	"github.com/subspace/kbkit/loadgen/netfault"
+)
+
+func newPgSoakCmd() *cobra.Command {
+	var (
+		cfg              failover.Config
+		jsonOut, htmlOut string
+		verbose          bool
+	)
+	cmd := &cobra.Command{
+		Use:   "soak",
+		Short: "Edit for a long time through faults of the link to Postgres and watch memory, goroutines, connections and descriptors",
+		Long: `Starts a PostgreSQL server, a fault layer in front of it (as kbkit pg
+partition-test), the reference server as a process of its own (this
+binary's serve, through the fault layer) and the writers of kbkit pg
+failover-test, each of whose pages stops growing after --max-nodes
+nodes. For --duration the writers edit while the link suffers each of
+--fault in turn for --hold, with --gap of a healthy link between.
+
+Every --sample the server's and this generator's resident memory,
+goroutines (the server's go_goroutines), open sockets and file
+descriptors are sampled; every --audit what was acknowledged is looked up
+in the log at the seq of its answer and forgotten, so that the
+generator's own bookkeeping stays bounded. At the end every window must
+converge and the rest of what was acknowledged is found in the log.
+
+It fails (exit 1) if any command acknowledged is lost, misplaced or
+duplicated, any valid command rejected, or any series grew by more
+than 10 % from the first quarter after the warm-up (--warmup, default
+a fifth of --duration) to the last (medians of the samples taken on a
+healthy link, 5 s or more after a heal: a fault's reconnections are not
+a leak; counts may grow by 3 whatever their size). --html writes the
+charts. Exit 2: could not run.`,
+		Example: `  kbkit pg soak --duration 30m --html out/soak.html
+  kbkit pg soak --duration 2m --gap 10s`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+			if cfg.Soak <= 0 {
+				fmt.Fprintln(stderr, "kbkit pg soak: --duration must be positive")
+				return exitError{exitErrored}
+			}
+			bin, err := os.Executable()
+			if err != nil {
+				fmt.Fprintln(stderr, "kbkit pg soak:", err)
+				return exitError{exitErrored}
+			}
+			cfg.ServerBinary = bin
+			if verbose {
+				start := time.Now()
+				cfg.Logf = func(format string, args ...any) {
+					fmt.Fprintf(stderr, "%7.1fs %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+				}
+			}
+			res, err := failover.Run(ctx, cfg)
+			if err != nil {
+				fmt.Fprintln(stderr, "kbkit pg soak:", err)
+				return exitError{exitErrored}
+			}
+			failover.SoakText(stdout, res)
+			if jsonOut != "" {
+				b, _ := json.MarshalIndent(res, "", "  ")
+				if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
+					fmt.Fprintln(stderr, "kbkit pg soak: --json:", err)
+					return exitError{exitErrored}
+				}
+			}
+			if htmlOut != "" {
+				f, err := os.Create(htmlOut)
+				if err == nil {
+					err = failover.SoakHTML(f, res)
+					if cerr := f.Close(); err == nil {
+						err = cerr
+					}
+				}
+				if err != nil {
+					fmt.Fprintln(stderr, "kbkit pg soak: --html:", err)
+					return exitError{exitErrored}
+				}
+			}
+			if !res.OK() {
+				return exitError{exitFailed}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.DurationVar(&cfg.Soak, "duration", 30*time.Minute, "how long the editing and the faults go on")
+	fl.StringArrayVar(&cfg.Faults, "fault", nil, "faults to run in turn (repeat; default all: "+strings.Join(netfault.Names(), ", ")+")")
+	fl.DurationVar(&cfg.Hold, "hold", 6*time.Second, "how long each fault lasts")
+	fl.DurationVar(&cfg.Gap, "gap", 20*time.Second, "healthy link between two faults")
+	fl.DurationVar(&cfg.Warmup, "warmup", 0, "samples before it are not judged (default a fifth of --duration)")
+	fl.DurationVar(&cfg.SampleEvery, "sample", 5*time.Second, "time between two samples")
+	fl.DurationVar(&cfg.AuditEvery, "audit", 20*time.Second, "time between two audits of what was acknowledged")
+	fl.IntVar(&cfg.Writers, "writers", 6, "writers, each a device with one window")
+	fl.IntVar(&cfg.MaxNodes, "max-nodes", 12, "nodes each writer creates before it only edits")
+	fl.DurationVar(&cfg.Think, "think", 20*time.Millisecond, "each writer's pause between commands")
+	fl.DurationVar(&cfg.Settle, "settle", 20*time.Second, "bound on the wait for commands in flight and convergence after the load")
+	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the writers' choices")
+	fl.StringVar(&jsonOut, "json", "", "also write the result (samples included) as JSON to this file")
+	fl.StringVar(&htmlOut, "html", "", "write the charts and verdicts as an HTML page to this file")
+	fl.BoolVarP(&verbose, "verbose", "v", false, "progress on stderr")
+	return cmd
+}
