@@ -54,6 +54,7 @@ require (
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/pprof v0.0.0-20230728192033-2ba5b33183c6 // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/gowebpki/jcs v1.0.2 // indirect
 	github.com/grafana/k6-cloud-openapi-client-go v0.0.0-20260106090513-285631296b5d // indirect
 	github.com/grafana/k6provider v0.5.0 // indirect
 	github.com/grafana/xk6-dashboard v0.8.1 // indirect
