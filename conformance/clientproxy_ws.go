@@ -56,41 +56,17 @@ func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 
 	var subsMu sync.Mutex
 	subs := map[string]string{} // subscription id -> page
-	go func() {
-		defer cancel()
-		for {
-			typ, b, err := down.Read(ctx)
-			if err != nil {
-				return
-			}
-			if typ == websocket.MessageText {
-				for _, m := range subscriptions(b) {
-					subsMu.Lock()
-					subs[string(m.id)] = m.page
-					subsMu.Unlock()
-					p.record(proxyRec{kind: recSubscribe, page: m.page, after: m.after, hasAfter: m.hasAfter})
-				}
-			}
-			if up.Write(ctx, typ, b) != nil {
-				return
-			}
+	// Client to server: every subscription it opens is recorded.
+	go relayUp(ctx, cancel, down, up, func(b []byte) []byte {
+		for _, m := range subscriptions(b) {
+			subsMu.Lock()
+			subs[string(m.id)] = m.page
+			subsMu.Unlock()
+			p.record(proxyRec{kind: recSubscribe, page: m.page, after: m.after, hasAfter: m.hasAfter})
 		}
-	}()
-	msgs := make(chan []byte)
-	go func() {
-		defer close(msgs)
-		for {
-			_, b, err := up.Read(ctx)
-			if err != nil {
-				return
-			}
-			select {
-			case msgs <- b:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+		return b
+	})
+	msgs := serverMessages(ctx, up)
 	var held *wireEvent
 	pageOf := func(ev wireEvent) string {
 		subsMu.Lock()

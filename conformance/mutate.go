@@ -294,37 +294,9 @@ func (p *mutatingProxy) websocket(w http.ResponseWriter, r *http.Request, i int)
 	down.SetReadLimit(64 << 20)
 
 	// Client to server: through the mutation's upstream hook.
-	go func() {
-		defer cancel()
-		for {
-			typ, b, err := down.Read(ctx)
-			if err != nil {
-				return
-			}
-			if p.mut.upstream != nil && typ == websocket.MessageText {
-				b = p.mut.upstream(b)
-			}
-			if up.Write(ctx, typ, b) != nil {
-				return
-			}
-		}
-	}()
+	go relayUp(ctx, cancel, down, up, p.mut.upstream)
 	// Server to client: through the mutation.
-	msgs := make(chan []byte)
-	go func() {
-		defer close(msgs)
-		for {
-			_, b, err := up.Read(ctx)
-			if err != nil {
-				return
-			}
-			select {
-			case msgs <- b:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	msgs := serverMessages(ctx, up)
 	var mut streamMutator
 	if p.mut.stream != nil {
 		mut = p.mut.stream(r.Header.Get("Authorization"))
@@ -527,4 +499,44 @@ func envelopeID(body []byte) (string, map[string]json.RawMessage) {
 	var id string
 	_ = json.Unmarshal(env["id"], &id)
 	return id, env
+}
+
+// relayUp relays a proxied socket's client messages to the server, each
+// text message through hook (nil: as it is), until either side fails;
+// then it cancels the socket's context.
+func relayUp(ctx context.Context, cancel func(), down, up *websocket.Conn, hook func([]byte) []byte) {
+	defer cancel()
+	for {
+		typ, b, err := down.Read(ctx)
+		if err != nil {
+			return
+		}
+		if hook != nil && typ == websocket.MessageText {
+			b = hook(b)
+		}
+		if up.Write(ctx, typ, b) != nil {
+			return
+		}
+	}
+}
+
+// serverMessages reads a proxied socket's server messages into a channel,
+// closed when a read fails or ctx ends.
+func serverMessages(ctx context.Context, up *websocket.Conn) <-chan []byte {
+	msgs := make(chan []byte)
+	go func() {
+		defer close(msgs)
+		for {
+			_, b, err := up.Read(ctx)
+			if err != nil {
+				return
+			}
+			select {
+			case msgs <- b:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return msgs
 }
