@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/subspace/kbkit/client"
@@ -125,15 +124,6 @@ func (r *runner) status() Status {
 }
 
 // ---- helpers ----
-
-// cpuTime is the CPU time (user and system) this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // retry calls fn until it succeeds, fails for good, or tries run out.
 func retry(ctx context.Context, tries int, fn func() error) error {

@@ -19,6 +19,8 @@ import (
 	"github.com/subspace/kbkit/loadgen/plan"
 	"github.com/subspace/kbkit/loadgen/workload"
 	"github.com/subspace/kbkit/target"
+
+	"github.com/subspace/kbkit/internal/cputime"
 )
 
 // Models.
@@ -274,7 +276,7 @@ func (r *runner) load(ctx context.Context) (*metrics.Result, error) {
 			rec.Reset()
 		}
 		r.measuring.Store(true) // after every reset: no measured count is wiped
-		cpu0 = cpuTime()
+		cpu0 = cputime.Self()
 		r.setPhase("load")
 		close(measured)
 	}
@@ -376,7 +378,7 @@ func (r *runner) load(ctx context.Context) (*metrics.Result, error) {
 	wg.Wait()
 	end := time.Now()
 	<-measured
-	cpu := cpuTime() - cpu0
+	cpu := cputime.Self() - cpu0
 	r.setPhase("converge")
 	r.converge(end)
 	r.setPhase("done")

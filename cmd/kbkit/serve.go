@@ -237,7 +237,7 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) (er
 		var mu sync.Mutex
 		stopped := false
 		restart := make(chan os.Signal, 1)
-		signal.Notify(restart, syscall.SIGUSR1)
+		notifyProfileRestart(restart)
 		defer func() {
 			signal.Stop(restart)
 			mu.Lock()

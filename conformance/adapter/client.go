@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/subspace/kbkit/conformance/cases"
+
+	"github.com/subspace/kbkit/internal/procs"
 )
 
 // Options configure Start.
@@ -357,7 +359,7 @@ func (c *Client) spawn() (*proc, error) {
 	cmd := exec.Command(c.argv[0], c.argv[1:]...)
 	cmd.Dir = c.opts.Dir
 	cmd.Env = c.opts.Env
-	setGroup(cmd)
+	procs.OwnGroup(cmd) // killing it kills what it started (a shell wrapper's children)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -446,7 +448,9 @@ func (p *proc) kill() {
 	p.killOnce.Do(func() {
 		close(p.quit)
 		_ = p.stdin.Close()
-		killGroup(p.cmd) // the group too: children may hold our pipes
+		if p.cmd.Process != nil {
+			procs.KillGroup(p.cmd.Process.Pid) // the group too: children may hold our pipes
+		}
 		<-p.exited
 		select {
 		case <-p.readerDone:

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -97,22 +96,6 @@ func Descendants(pid int) []int {
 		}
 	}
 	return out
-}
-
-// KillTree ends pid and every process below it: pid is stopped first (it
-// forks no more), then all get SIGKILL at once (a stopped process is
-// killed all the same) and pid's process group too. It waits, at most 5
-// s, until the descendants are gone (pid itself is the caller's child to
-// reap).
-func KillTree(pid int) {
-	_ = syscall.Kill(pid, syscall.SIGSTOP)
-	below := Descendants(pid)
-	for _, k := range below {
-		_ = syscall.Kill(k, syscall.SIGKILL)
-	}
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	WaitGone(below, 5*time.Second)
 }
 
 // WaitGone waits until none of pids runs (gone or a zombie), at most d;

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,7 +80,7 @@ type serverProcess struct {
 
 func startServerProcess(ctx context.Context, bin, dsn string, db *store.Store) (*serverProcess, error) {
 	cmd := exec.Command(bin, "serve", "--dsn", dsn, "--addr", "127.0.0.1:0", "--log-level", "error", "--workspace", "soak")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procs.OwnGroup(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -120,11 +119,11 @@ func (p *serverProcess) pid() int { return p.cmd.Process.Pid }
 
 // stop ends the server (SIGTERM, then SIGKILL of its group after 10 s).
 func (p *serverProcess) stop() {
-	_ = syscall.Kill(-p.pid(), syscall.SIGTERM)
+	procs.TermGroup(p.pid())
 	select {
 	case <-p.exited:
 	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+		procs.KillGroup(p.pid())
 		<-p.exited
 	}
 }

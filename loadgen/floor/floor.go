@@ -33,8 +33,9 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"syscall"
 	"time"
+
+	"github.com/subspace/kbkit/internal/cputime"
 )
 
 // A Spawner makes the command that runs Child(role, config, stdin, stdout)
@@ -50,16 +51,6 @@ const (
 	roleHTTPClient   = "http-client"
 )
 
-// cpuSeconds is this process's user + system CPU so far.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime) + tv(ru.Stime)
-}
-
 // mark is a child's reading, printed on "mark": its CPU, its count of
 // operations (writes, messages read, requests) and its clock.
 type mark struct {
@@ -69,7 +60,7 @@ type mark struct {
 }
 
 func newMark(count int64) mark {
-	return mark{CPU: cpuSeconds(), Count: count, T: float64(time.Now().UnixNano()) / 1e9}
+	return mark{CPU: cputime.Seconds(), Count: count, T: float64(time.Now().UnixNano()) / 1e9}
 }
 
 // child is a running child process seen from the parent: its stdin for

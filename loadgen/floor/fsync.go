@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/subspace/kbkit/internal/cputime"
 )
 
 // FsyncConfig is one fdatasync measurement.
@@ -40,7 +40,7 @@ func Fsync(ctx context.Context, cfg FsyncConfig) (FsyncResult, error) {
 	if cfg.Size <= 0 {
 		cfg.Size = 8192
 	}
-	res := FsyncResult{Dir: cfg.Dir, Method: "write+fdatasync", Size: cfg.Size}
+	res := FsyncResult{Dir: cfg.Dir, Method: fsyncMethod, Size: cfg.Size}
 	if cfg.Duration <= 0 || cfg.Size > fsyncFileSize {
 		return res, fmt.Errorf("%w: fsync needs a duration > 0 and a size up to %d (got %+v)", errConfig, fsyncFileSize, cfg)
 	}
@@ -67,19 +67,18 @@ func Fsync(ctx context.Context, cfg FsyncConfig) (FsyncResult, error) {
 	if err := f.Sync(); err != nil {
 		return res, err
 	}
-	fd := int(f.Fd())
 	buf := make([]byte, cfg.Size)
 	for i := range buf {
 		buf[i] = byte(i)
 	}
 	var off int64
-	c0, t0 := cpuSeconds(), time.Now()
+	c0, t0 := cputime.Seconds(), time.Now()
 	end := t0.Add(cfg.Duration)
 	for time.Now().Before(end) && ctx.Err() == nil {
 		if _, err := f.WriteAt(buf, off); err != nil {
 			return res, err
 		}
-		if err := unix.Fdatasync(fd); err != nil {
+		if err := fdatasync(f); err != nil {
 			return res, err
 		}
 		res.Ops++
@@ -89,7 +88,7 @@ func Fsync(ctx context.Context, cfg FsyncConfig) (FsyncResult, error) {
 		}
 	}
 	res.Seconds = time.Since(t0).Seconds()
-	res.CPU = cpuSeconds() - c0
+	res.CPU = cputime.Seconds() - c0
 	if res.Ops == 0 {
 		return res, fmt.Errorf("floor: no fdatasync completed in %.1fs", res.Seconds)
 	}

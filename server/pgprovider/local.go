@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/subspace/kbkit/internal/procs"
@@ -118,7 +117,7 @@ type localCluster struct {
 	sock   string
 	log    string
 	port   int
-	cred   *syscall.Credential // nil when not root
+	cred   *credential // nil when not root
 	env    []string
 
 	// extra are further postgres arguments (replication settings of a
@@ -168,7 +167,7 @@ func newLocalNode(opts Options, binDir, name string) (_ *localCluster, err error
 			return nil, err
 		}
 		uid, gid = u.uid, u.gid
-		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+		c.cred = &credential{uid: uid, gid: gid}
 		opts.logf("running as root: postgres will run as %s (uid %d)", u.name, uid)
 	}
 	base, err := tempBase(uid, gid)
@@ -289,18 +288,18 @@ func canTraverse(dir string, uid, gid int) bool {
 		if err != nil || !fi.IsDir() {
 			return false
 		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
+		owner, group, ok := fileOwner(fi)
 		if !ok {
 			return true
 		}
 		perm := fi.Mode().Perm()
 		switch {
 		case uid == 0:
-		case int(st.Uid) == uid:
+		case owner == uid:
 			if perm&0o100 == 0 {
 				return false
 			}
-		case int(st.Gid) == gid:
+		case group == gid:
 			if perm&0o010 == 0 {
 				return false
 			}
@@ -333,7 +332,7 @@ func childEnv() []string {
 func (c *localCluster) prepare(cmd *exec.Cmd) {
 	cmd.Dir = c.dir
 	cmd.Env = c.env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.cred}
+	ownGroup(cmd, c.cred)
 }
 
 func (c *localCluster) postgresArgs() []string {
@@ -414,7 +413,7 @@ func (c *localCluster) stopPostmaster(ctx context.Context) error {
 		return nil
 	default:
 	}
-	_ = c.cmd.Process.Signal(syscall.SIGINT)
+	interrupt(c.cmd.Process)
 	t := time.NewTimer(30 * time.Second)
 	defer t.Stop()
 	select {
@@ -473,7 +472,7 @@ func (c *localCluster) startWatchdog() {
 	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "kbkit-pg-watchdog", c.dir)
 	// Own process group: a ^C to the test's group must not kill it before
 	// it has cleaned up.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd, nil)
 	in, err := cmd.StdinPipe()
 	if err == nil {
 		err = cmd.Start()

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -413,7 +412,7 @@ func (rs *replicaSet) stallSender(ctx context.Context, d time.Duration, stalled 
 	if err != nil {
 		return err
 	}
-	if err := p.Signal(syscall.SIGSTOP); err != nil {
+	if err := pause(p); err != nil {
 		return err
 	}
 	until := time.After(d)
@@ -424,7 +423,7 @@ func (rs *replicaSet) stallSender(ctx context.Context, d time.Duration, stalled 
 	case <-until:
 		return nil
 	case <-ctx.Done():
-		_ = p.Signal(syscall.SIGCONT)
+		_ = resume(p)
 		return ctx.Err()
 	}
 }
