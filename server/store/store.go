@@ -199,6 +199,9 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 			cfg.ConnConfig.RuntimeParams[k] = v
 		}
 	}
+	// A connection given up on (its call's context ended) frees its pool
+	// slot within closeBound, not pgx's 15 s.
+	boundClose(&cfg.ConnConfig.Config, closeBound)
 	s := &Store{cache: map[string]cachedDoc{}, groupMax: defaultGroupMax, groupTx: defaultGroupTx, groupWait: defaultGroupWait}
 	// The backend pids of the pool's connections: a notification sent by
 	// one of them is of a commit of this process (LocalBackend).
