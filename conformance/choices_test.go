@@ -205,3 +205,33 @@ func TestShrinkBroken(t *testing.T) {
 		})
 	}
 }
+
+// With fewer windows, a step keeps its page: its window choice j becomes
+// j mod pages when that window remains (window 3 of 4 on 3 pages edits
+// page 0, as window 0 does), and is left to the modulo otherwise.
+func TestShrinkKeepsStepsOnTheirPages(t *testing.T) {
+	k := &shrinker{
+		cur:  Options{Windows: 4, Pages: 3, Choices: []int{1, 7, 3, 9, 2, 5, 0}},
+		best: SeedReport{StepStarts: []int{0, 2, 4, 6}},
+	}
+	c, ok := k.onTheirPages(2)
+	if !ok || c.Windows != 2 {
+		t.Fatalf("onTheirPages(2) = %d windows, %v; want 2, true", c.Windows, ok)
+	}
+	// Steps start at 0 (window 1: page 1, stays 1), 2 (window 3: page 0,
+	// becomes 0), 4 (window 2: page 2, gone with 2 windows: the modulo
+	// decides) and 6 (window 0). Other choices are untouched.
+	if want := []int{1, 7, 0, 9, 2, 5, 0}; !slices.Equal(c.Choices, want) {
+		t.Errorf("choices %v, want %v", c.Choices, want)
+	}
+	if !slices.Equal(k.cur.Choices, []int{1, 7, 3, 9, 2, 5, 0}) {
+		t.Errorf("the current history changed: %v", k.cur.Choices)
+	}
+	if _, ok := k.onTheirPages(1); ok {
+		t.Error("with 1 window every step is on window 0 already: nothing to remap")
+	}
+	k.cur.Clients = []string{"node client.mjs"}
+	if _, ok := k.onTheirPages(2); ok {
+		t.Error("remapped the steps of a run with client adapters")
+	}
+}

@@ -327,14 +327,17 @@ func (k *shrinker) shape(name string, get func(*Options) *int) bool {
 	return false
 }
 
-// windows tries fewer windows, each count also on one page: window i
-// edits page i mod pages, so two windows race on a page only when they
-// share it.
+// windows tries fewer windows, each count also with every step kept on
+// its page and on one page: window i edits page i mod pages, so two
+// windows race on a page only when they share it.
 func (k *shrinker) windows() bool {
 	for v := 1; v < k.cur.Windows; v++ {
 		c := k.cur
 		c.Windows = v
 		if k.try(c, fmt.Sprintf("%d windows", v)) {
+			return true
+		}
+		if r, ok := k.onTheirPages(v); ok && k.try(r, fmt.Sprintf("%d windows, each step on its page", v)) {
 			return true
 		}
 		if v > 1 && c.Pages > 1 {
@@ -345,6 +348,34 @@ func (k *shrinker) windows() bool {
 		}
 	}
 	return false
+}
+
+// onTheirPages is the current history with v windows where each step
+// keeps the page it acted on: a step's first choice picks its window (sim
+// step), and with fewer windows that choice, taken modulo v, would move
+// the step to another page (window 3 of 4 on 3 pages edits page 0; of 2
+// windows, choice 3 is window 1, on page 1). Window j becomes window j mod
+// pages when that one remains. Not with client adapters, whose steps pick
+// among windows and clients.
+func (k *shrinker) onTheirPages(v int) (Options, bool) {
+	c := k.cur
+	c.Windows = v
+	if len(c.Clients) > 0 || c.Pages < 1 {
+		return c, false
+	}
+	c.Choices = slices.Clone(k.cur.Choices)
+	changed := false
+	for _, at := range k.best.StepStarts {
+		if at >= len(c.Choices) {
+			break
+		}
+		j := c.Choices[at]
+		if p := j % c.Pages; p < v && p != j%v {
+			c.Choices[at] = p
+			changed = true
+		}
+	}
+	return c, changed
 }
 
 func (k *shrinker) pages() bool { return k.shape("pages", func(o *Options) *int { return &o.Pages }) }
