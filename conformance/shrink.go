@@ -148,7 +148,9 @@ func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so
 	// steps first: neither order finds the smaller history for every
 	// server (no-answer needs its commands, so fewer windows need more
 	// steps; renumber fails in one step with four windows, in forty with
-	// one). The simpler result then gets its single choices shrunk too.
+	// one). The result with fewer windows (fewer actors to follow; the
+	// simpler one when they have as many) then gets its single choices
+	// shrunk too.
 	half, cancelHalf := context.WithDeadline(bctx, start.Add(so.Budget/2))
 	defer cancelHalf()
 	k1 := &shrinker{ctx: half, run: run, seed: rep.Seed, checker: checker, runs: so.Runs, cur: cur, best: rep, logf: so.Logf, windowsFirst: true}
@@ -158,7 +160,7 @@ func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so
 	for k.round(false) {
 	}
 	k.n += k1.n + replays
-	if simpler(k1.best, k.best) {
+	if w1, w := k1.best.Shape.Windows, k.best.Shape.Windows; w1 < w || (w1 == w && simpler(k1.best, k.best)) {
 		k.cur, k.best, k.windowsFirst = k1.cur, k1.best, true
 	}
 	for k.round(true) {
