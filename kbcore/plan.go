@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/subspace/kbkit/kbcore/rank"
 	"github.com/subspace/kbkit/kbcore/token"
 )
@@ -18,8 +16,8 @@ const (
 	CodeAliasTaken = "alias-taken"
 )
 
-// ImplicitPageNamespace is the UUIDv5 namespace of implicitly created pages.
-var ImplicitPageNamespace = uuid.MustParse("ad3e1dfe-7b0d-4755-8128-04d73044a43c")
+// implicitPageNamespace is the UUIDv5 namespace of implicitly created pages.
+var implicitPageNamespace, _ = parseUUID("ad3e1dfe-7b0d-4755-8128-04d73044a43c")
 
 // ImplicitDir is the dir of implicitly created pages.
 const ImplicitDir = "unfiled"
@@ -169,17 +167,17 @@ func (p *planner) derive(pageID, typ string, payload any) *Rejection {
 // An origin id that is not a uuid is first mapped into the implicit-page
 // namespace.
 func DerivedID(origin, pageID string, ordinal int) string {
-	ns, err := uuid.Parse(origin)
-	if err != nil {
-		ns = uuid.NewSHA1(ImplicitPageNamespace, []byte(origin))
+	ns, ok := parseUUID(origin)
+	if !ok {
+		ns = uuidSHA1(implicitPageNamespace, []byte(origin))
 	}
-	return uuid.NewSHA1(ns, []byte(fmt.Sprintf("%s:%d", pageID, ordinal))).String()
+	return uuidSHA1(ns, []byte(fmt.Sprintf("%s:%d", pageID, ordinal))).String()
 }
 
 // ImplicitPageID is the id of the page implicitly created for title in a
 // workspace, so that concurrent creators agree.
 func ImplicitPageID(workspaceID, title string) string {
-	return uuid.NewSHA1(ImplicitPageNamespace, []byte(workspaceID+":page:"+NormalizeTitle(title))).String()
+	return uuidSHA1(implicitPageNamespace, []byte(workspaceID+":page:"+NormalizeTitle(title))).String()
 }
 
 func (p *planner) run() *Rejection {
