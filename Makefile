@@ -137,7 +137,7 @@ partition:
 # memory, goroutines, sockets and descriptors sampled and charted
 # ($(OUT)/soak.html); exit 1 if any grew by more than 10 % after the
 # warm-up or any acknowledged command was lost. scripts/ci-soak.sh runs
-# DURATION=2m WARMUP=60s (not in .ci/run yet: the generator still grows).
+# DURATION=2m WARMUP=60s.
 DURATION ?= 30m
 WARMUP ?=
 soak:

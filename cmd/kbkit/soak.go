@@ -3,8 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +23,7 @@ func newPgSoakCmd() *cobra.Command {
 	var (
 		cfg              failover.Config
 		jsonOut, htmlOut string
+		pprofAddr        string
 		verbose          bool
 	)
 	cmd := &cobra.Command{
@@ -62,6 +67,15 @@ charts. Exit 2: could not run.`,
 				return exitError{exitErrored}
 			}
 			cfg.ServerBinary = bin
+			if pprofAddr != "" {
+				runtime.MemProfileRate = 4096
+				stopPprof, err := servePprof(pprofAddr)
+				if err != nil {
+					fmt.Fprintln(stderr, "kbkit pg soak: --pprof:", err)
+					return exitError{exitErrored}
+				}
+				defer stopPprof()
+			}
 			if verbose {
 				start := time.Now()
 				cfg.Logf = func(format string, args ...any) {
@@ -115,6 +129,33 @@ charts. Exit 2: could not run.`,
 	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the writers' choices")
 	fl.StringVar(&jsonOut, "json", "", "also write the result (samples included) as JSON to this file")
 	fl.StringVar(&htmlOut, "html", "", "write the charts and verdicts as an HTML page to this file")
+	fl.StringVar(&pprofAddr, "pprof", "", "serve this generator's net/http/pprof on this loopback address (127.0.0.1:6060) while it runs")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "progress on stderr")
 	return cmd
+}
+
+// servePprof serves net/http/pprof's handlers on a loopback address until
+// the returned stop is called.
+func servePprof(addr string) (func(), error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("%s is not a loopback address", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close(); <-done }, nil
 }

@@ -297,7 +297,7 @@ func (r *run) soakWatch(ctx context.Context, proc *serverProcess, db *store.Stor
 				r.cfg.logf("soak: audit: %v (retried at the next)", err)
 			}
 			for _, w := range r.writers {
-				w.reopen()
+				w.requestReopen()
 			}
 		}
 	})

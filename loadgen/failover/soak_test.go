@@ -1,6 +1,14 @@
 package failover
 
-import "testing"
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/subspace/kbkit/server/pgprovider"
+	"github.com/subspace/kbkit/target"
+)
 
 func TestJudgeGrowth(t *testing.T) {
 	mk := func(n int, rss func(i int) int64, gor func(i int) int, fault func(i int) bool) []Sample {
@@ -45,5 +53,75 @@ func TestJudgeGrowth(t *testing.T) {
 	}
 	if judge(flat[:3], 0) != nil {
 		t.Error("3 samples judged")
+	}
+}
+
+// A soak asks each writer to reopen its window at every audit, so that
+// the window's undo history (kept without bound by kbcore.Window) stays
+// bounded. With no pause between commands the echo of a command usually
+// arrives after the next is issued: a window is seldom idle at the moment
+// of the request, and a reopen done only if it is (as before) was skipped
+// at most audits, the history growing for the whole run. Every request
+// must be served, on a real server and Postgres.
+func TestWriterReopensWhenAsked(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	popts := pgprovider.OptionsFromEnv()
+	popts.Kind = pgprovider.KindLocal
+	popts.Topology = pgprovider.TopologySingle
+	pg, err := pgprovider.Start(ctx, popts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pg.Stop(context.WithoutCancel(ctx)) }()
+	dsn, _, err := pg.NewDatabase(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := target.NewEmbedded(ctx, dsn, target.EmbeddedOptions{Instances: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	cfg := Config{Writers: 2, Shared: 1, Instances: 1, MaxNodes: 4, Seed: 1}
+	r := &run{cfg: cfg, acks: map[string]ack{}, ackSeqs: map[string]map[int64]bool{},
+		seen: map[slot]string{}, reused: map[slot]bool{}, promoted: make(chan struct{})}
+	if err := r.setup(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	defer r.closeWindows()
+	load, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, w := range r.writers {
+		wg.Go(func() { w.run(load, ctx) })
+	}
+	defer func() { stopLoad(); wg.Wait() }()
+	reopens := func(w *writer) int {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.reopens
+	}
+	const asks = 10
+	for i := range asks {
+		time.Sleep(150 * time.Millisecond)
+		for _, w := range r.writers {
+			w.requestReopen()
+		}
+		for _, w := range r.writers {
+			for deadline := time.Now().Add(3 * reopenWait); reopens(w) <= i && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if got := reopens(w); got != i+1 {
+				t.Fatalf("writer %d: %d reopens after %d requests", w.idx, got, i+1)
+			}
+		}
+	}
+	stopLoad()
+	wg.Wait()
+	if n := r.nAcks.Load(); n < asks {
+		t.Fatalf("only %d commands acknowledged: the writers did not write", n)
+	}
+	if len(r.rejected)+len(r.refused) > 0 {
+		t.Fatalf("rejected %q, refused %q", r.rejected, r.refused)
 	}
 }

@@ -47,6 +47,10 @@ type writer struct {
 	done    chan struct{}
 	// undecided: commands still undecided when the settle time ran out.
 	undecided int
+	// reopenWanted: a reopen was requested and not done yet; reopens:
+	// how many were done (requestReopen).
+	reopenWanted bool
+	reopens      int
 }
 
 func newWriter(r *run, idx int, c *client.Client, dev string, p *page) *writer {
@@ -179,6 +183,10 @@ func (w *writer) refetch() {
 // or ops ends.
 func (w *writer) run(load, ops context.Context) {
 	for load.Err() == nil {
+		w.reopenIdle(load)
+		if load.Err() != nil {
+			return
+		}
 		cmd := w.next()
 		w.mu.Lock()
 		acts := w.w.Local(cmd)
@@ -316,14 +324,47 @@ func jsonOf(v any) json.RawMessage {
 	return b
 }
 
-// reopen replaces the window by a new one at the same state when nothing
-// is pending, as a client reopening its page: kbcore.Window keeps every
-// own command's inverse for undo without bound, which a soak of hours
-// would otherwise count as the generator's growth.
-func (w *writer) reopen() {
+// requestReopen asks the writer to replace its window by a new one at
+// the same state, as a client reopening its page: kbcore.Window keeps
+// every own command's inverse for undo without bound, which a soak of
+// hours would otherwise count as the generator's growth. The writer does
+// it before its next command, once nothing of its own is pending
+// (reopenIdle): a window is seldom idle at an arbitrary moment, since
+// the echo of a command often arrives after the next one is issued.
+func (w *writer) requestReopen() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.w != nil && len(w.w.Pending()) == 0 && !w.w.Awaiting() {
-		w.w = kbcore.NewWindow(w.w.Server(), w.w.Seq())
+	w.reopenWanted = true
+	w.mu.Unlock()
+}
+
+// reopenWait bounds the wait of a requested reopen for the window to have
+// nothing pending; past it the writer goes on and tries again before its
+// next command.
+const reopenWait = time.Second
+
+// reopenIdle does a requested reopen once the window has nothing pending
+// and waits for no snapshot (the echo of the last command arrives within
+// reopenWait on a healthy link); it returns at once when none is
+// requested.
+func (w *writer) reopenIdle(ctx context.Context) {
+	deadline := time.Now().Add(reopenWait)
+	for {
+		w.mu.Lock()
+		if !w.reopenWanted {
+			w.mu.Unlock()
+			return
+		}
+		if w.w != nil && len(w.w.Pending()) == 0 && !w.w.Awaiting() {
+			w.w = kbcore.NewWindow(w.w.Server(), w.w.Seq())
+			w.reopenWanted = false
+			w.reopens++
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return
+		}
+		sleep(ctx, 2*time.Millisecond)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/toxics"
 	"github.com/rs/zerolog"
 )
 
@@ -50,9 +51,9 @@ func both(typ string, attrs map[string]any) []toxic {
 // the link heals.
 var (
 	Blackhole = Fault{Name: "blackhole", Description: "every byte dropped both ways, connections left open (a partition: nothing is refused)",
-		toxics: both("timeout", map[string]any{"timeout": 0})}
+		toxics: both(cutType, map[string]any{"timeout": 0})}
 	Timeout = Fault{Name: "timeout", Description: "every byte dropped both ways, each connection closed after 1 s",
-		toxics: both("timeout", map[string]any{"timeout": 1000})}
+		toxics: both(cutType, map[string]any{"timeout": 1000})}
 	Latency = Fault{Name: "latency", Description: "300 ms (+-50 ms) more on every answer from Postgres",
 		toxics: []toxic{{"latency", "downstream", map[string]any{"latency": 300, "jitter": 50}}}}
 	Bandwidth = Fault{Name: "bandwidth", Description: "Postgres's answers at 2 KB/s",
@@ -84,6 +85,44 @@ func Parse(name string) (Fault, error) {
 	}
 	return Fault{}, fmt.Errorf("netfault: unknown fault %q (one of %s)", name, strings.Join(Names(), ", "))
 }
+
+// cutType is toxiproxy's timeout toxic (bytes dropped; the connection
+// closed after Timeout ms if set, and when the toxic is removed) without
+// its goroutine leak. Toxiproxy (v2.5.0) chains a connection's toxics by
+// channels, each run by a goroutine that passes chunks to the next; when
+// a timeout toxic closes its connection (its timeout, or its Cleanup at
+// the heal) it stops reading its input, and the toxic before it, given
+// one more chunk from the socket meanwhile, blocks forever sending it
+// (with that chunk, its link and stubs): a goroutine or two lost per
+// such connection and heal. cutToxic keeps reading, and dropping, its
+// input once closed, until the toxic before it closes that input as its
+// socket ends.
+const cutType = "kbkit_cut"
+
+type cutToxic struct{ toxics.TimeoutToxic }
+
+func (t *cutToxic) Pipe(stub *toxics.ToxicStub) {
+	t.TimeoutToxic.Pipe(stub)
+	if stub.Closed() {
+		drain(stub)
+	}
+}
+
+// Cleanup runs when the toxic is removed from a connection (after its
+// Pipe returned): the connection is closed, as with toxiproxy's own, and
+// its input drained.
+func (t *cutToxic) Cleanup(stub *toxics.ToxicStub) {
+	stub.Close()
+	go drain(stub)
+}
+
+// drain drops a closed stub's input until the toxic before it closes it.
+func drain(stub *toxics.ToxicStub) {
+	for range stub.Input {
+	}
+}
+
+func init() { toxics.Register(cutType, new(cutToxic)) }
 
 var quietOnce sync.Once
 

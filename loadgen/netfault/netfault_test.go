@@ -3,8 +3,11 @@ package netfault
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net"
 	"os"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -138,4 +141,61 @@ func TestThroughLinks(t *testing.T) {
 	if _, err := ThroughLinks("postgres://u@127.0.0.1:5433/db", map[string]*Link{"127.0.0.1:5432": l}); err == nil {
 		t.Error("a host without a link was accepted")
 	}
+}
+
+// Connections still sending when a fault that drops bytes closes them
+// (at its heal, or after its timeout) leave no goroutine behind in the
+// proxy: with toxiproxy's own timeout toxic, the toxic before it blocked
+// forever passing on a chunk that arrived meanwhile, and a long run
+// through many faults counted those goroutines as growth.
+func TestClosedConnectionsLeaveNoGoroutines(t *testing.T) {
+	l, err := Listen(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	time.Sleep(50 * time.Millisecond)
+	base := runtime.NumGoroutine()
+	for round := range 6 {
+		f := []Fault{Blackhole, Timeout, Flapping}[round%3]
+		var wg sync.WaitGroup
+		var conns []net.Conn
+		for range 8 {
+			c, err := net.Dial("tcp", l.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+			wg.Go(func() { _, _ = io.Copy(io.Discard, c) })
+			wg.Go(func() {
+				for {
+					if _, err := c.Write([]byte("ping\n")); err != nil {
+						return
+					}
+					time.Sleep(200 * time.Microsecond)
+				}
+			})
+		}
+		time.Sleep(50 * time.Millisecond)
+		if err := l.Apply(f); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1200 * time.Millisecond) // past Timeout's 1 s
+		if err := l.Heal(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond) // still sending when the heal closes them
+		for _, c := range conns {
+			c.Close()
+		}
+		wg.Wait()
+	}
+	n := 0
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if n = runtime.NumGoroutine(); n <= base {
+			return
+		}
+	}
+	buf := make([]byte, 1<<20)
+	t.Fatalf("%d goroutines after the connections closed, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
 }
