@@ -204,9 +204,11 @@ func TestBrokenDropRejectedOutcomes(t *testing.T) {
 }
 
 // A server that stops answering kb.command: the seed ends at its
-// deadline (a protocol failure), and halts the run.
+// deadline (a protocol failure), and halts the run. The echo timeout
+// leaves room for a loaded machine: an echo later than it stops the
+// steps before the 21st call, and the mutation never fires.
 func TestBrokenNoAnswer(t *testing.T) {
-	opts := Options{EchoTimeout: 300 * time.Millisecond, SeedTimeout: 8 * time.Second}
+	opts := Options{EchoTimeout: 2 * time.Second, SeedTimeout: 8 * time.Second}
 	runs := runMutated(t, mutNoAnswer, opts, 1)
 	requireExercised(t, runs)
 	requireEnded(t, runs, opts.SeedTimeout+slack)
