@@ -47,53 +47,24 @@ func (u uuid) String() string {
 func parseUUID(s string) (uuid, bool) {
 	var u uuid
 	switch len(s) {
-	case 36:
+	case 32:
 	case 36 + 9:
 		if !strings.EqualFold(s[:9], "urn:uuid:") {
 			return u, false
 		}
 		s = s[9:]
-	case 36 + 2:
-		s = s[1:]
-	case 32:
-		for i := range u {
-			v, ok := hexByte(s[2*i], s[2*i+1])
-			if !ok {
-				return u, false
-			}
-			u[i] = v
+		fallthrough
+	case 36 + 2, 36:
+		if len(s) == 38 {
+			s = s[1:] // the braces are not checked
 		}
-		return u, true
+		if s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+			return u, false
+		}
+		s = s[:8] + s[9:13] + s[14:18] + s[19:23] + s[24:36]
 	default:
 		return u, false
 	}
-	if s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return u, false
-	}
-	for i, x := range [16]int{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34} {
-		v, ok := hexByte(s[x], s[x+1])
-		if !ok {
-			return u, false
-		}
-		u[i] = v
-	}
-	return u, true
-}
-
-func hexByte(a, b byte) (byte, bool) {
-	x, ok1 := hexDigit(a)
-	y, ok2 := hexDigit(b)
-	return x<<4 | y, ok1 && ok2
-}
-
-func hexDigit(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
+	_, err := hex.Decode(u[:], []byte(s))
+	return u, err == nil
 }

@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/subspace/kbkit/loadgen/netfault"
 	"github.com/subspace/kbkit/server/pgprovider"
+	"github.com/subspace/kbkit/spec"
 )
 
 // withParams is dsn (postgres:// or keyword/value) with params set.
@@ -146,5 +150,22 @@ func TestIsCancelRequest(t *testing.T) {
 	ssl := []byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}
 	if isCancelRequest(ssl) {
 		t.Fatal("an SSLRequest was recognised")
+	}
+}
+
+// spec/PROTOCOL.md section 6.1 states the reference server's bound on a
+// given-up connection's close; it is closeBound.
+func TestSpecStatesCloseBound(t *testing.T) {
+	b, err := fs.ReadFile(spec.FS, "PROTOCOL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(b)), " ")
+	m := regexp.MustCompile(`bounds each wait by (\d+) s`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatal(`spec/PROTOCOL.md no longer says "bounds each wait by N s"`)
+	}
+	if want := strconv.Itoa(int(closeBound / time.Second)); m[1] != want {
+		t.Errorf("spec/PROTOCOL.md says each wait is bounded by %s s; closeBound is %v", m[1], closeBound)
 	}
 }
