@@ -343,6 +343,10 @@ func (s *sim) drawIntent(fw *foreignWin) (adapter.IntentRequest, bool) {
 		if !fw.intents["undo"] || (fw.intents["redo"] && s.rng.IntN(3) == 0) {
 			req.Intent = "redo"
 		}
+	} else if owed := fw.owedHistoryIntent(); owed != "" {
+		req.Intent = owed
+	}
+	if req.Intent != "" {
 		req.IDs = []string{s.newID(), s.newID(), s.newID(), s.newID()}
 		for _, id := range req.IDs {
 			fw.undoIDs[id] = true
@@ -364,6 +368,22 @@ func (s *sim) drawIntent(fw *foreignWin) (adapter.IntentRequest, bool) {
 		return req, true
 	}
 	return req, false
+}
+
+// owedHistoryIntent is undo (or redo) when the client declared it and
+// has not yet been given it though it has done enough to undo: four
+// commands since its opening (or, for redo, an undo and two commands
+// since). Drawn one time in 12 alone, a short run could give neither,
+// and a declared intent would go unexercised by luck.
+func (fw *foreignWin) owedHistoryIntent() string {
+	in := fw.coverage.Intents
+	switch {
+	case fw.intents["undo"] && in["undo"] == 0 && len(fw.given) >= 4:
+		return "undo"
+	case fw.intents["redo"] && in["redo"] == 0 && (!fw.intents["undo"] || in["undo"] > 0) && len(fw.given) >= 6:
+		return "redo"
+	}
+	return ""
 }
 
 // drainForeign takes in what the proxies recorded.

@@ -20,6 +20,10 @@ var derivesOnOtherPages = map[string]bool{kbcore.TypeRenamePage: true, kbcore.Ty
 // title, new aliases, or a merge into another page of the seed. A merged
 // page gets none. Undoing a merge (undo issues restore-page) is the
 // client's undo intent.
+//
+// Which operation: the one given least so far in the run, so that every
+// declared one is exercised early rather than by luck; on a tie a merge
+// comes last (it ends the page's operations), the others in seeded order.
 func (s *sim) drawPageIntent(fw *foreignWin) (kbcore.Command, bool) {
 	var declared []string
 	for _, t := range []string{kbcore.TypeRenamePage, kbcore.TypeSetAliases, kbcore.TypeMergePage} {
@@ -31,7 +35,14 @@ func (s *sim) drawPageIntent(fw *foreignWin) (kbcore.Command, bool) {
 		return kbcore.Command{}, false
 	}
 	var p map[string]any
-	t := declared[s.rng.IntN(len(declared))]
+	r := s.rng.IntN(len(declared))
+	t := declared[r]
+	for i := 1; i < len(declared); i++ {
+		d := declared[(r+i)%len(declared)]
+		if n, m := s.pageOpsGiven[d], s.pageOpsGiven[t]; n < m || (n == m && t == kbcore.TypeMergePage) {
+			t = d
+		}
+	}
 	switch t {
 	case kbcore.TypeRenamePage:
 		p = map[string]any{"title": fmt.Sprintf("S%d-%s P%d r%d", s.seed, s.nonce, fw.page, s.idSeq)}
@@ -48,5 +59,6 @@ func (s *sim) drawPageIntent(fw *foreignWin) (kbcore.Command, bool) {
 		}
 		p = map[string]any{"into": s.pages[into]}
 	}
+	s.pageOpsGiven[t]++
 	return kbcore.Command{ID: s.newID(), Type: t, Payload: mustJSON(p)}, true
 }

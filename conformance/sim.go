@@ -37,38 +37,39 @@ type win struct {
 }
 
 type sim struct {
-	ctx         context.Context
-	opts        Options
-	seed        int64
-	rng         *chooser // every random decision (choices.go)
-	faults      Faults
-	target      Target
-	nonce       string
-	devices     []deviceInfo
-	pages       []string // page ids of this seed
-	titles      []string // current titles
-	merged      []bool
-	known       map[string]int64 // lower bound of each page's head seq
-	wins        []*win
-	idSeq       int
-	stats       Stats
-	hist        []string
-	ops         map[string]*op // every command sent, by id
-	opOrder     []string
-	failures    []string // protocol errors: non-retryable answers
-	start       time.Time
-	pgRestarted bool
-	setupIDs    []string            // commands sent outside windows
-	found       map[string][]string // checker -> findings made while running
-	exercised   map[string]int      // checker -> things it checked
-	types       map[string]int      // commands sent, by type
-	halt        string              // why the run should start no further seed
-	forceLose   string              // lose the answer to this command id (race)
-	skipped     map[string]string   // checker -> why it had nothing to check
-	failover    chan error          // a failover in progress (failover.go)
-	rec         *recorder           // the seed's timeline (record.go; nil: none)
-	foreign     []*foreignWin       // windows of client adapters (foreign.go)
-	steps       int                 // scheduler steps run
+	ctx          context.Context
+	opts         Options
+	seed         int64
+	rng          *chooser // every random decision (choices.go)
+	faults       Faults
+	target       Target
+	nonce        string
+	devices      []deviceInfo
+	pages        []string // page ids of this seed
+	titles       []string // current titles
+	merged       []bool
+	pageOpsGiven map[string]int   // page operations given to foreign windows, by type (foreign_page.go)
+	known        map[string]int64 // lower bound of each page's head seq
+	wins         []*win
+	idSeq        int
+	stats        Stats
+	hist         []string
+	ops          map[string]*op // every command sent, by id
+	opOrder      []string
+	failures     []string // protocol errors: non-retryable answers
+	start        time.Time
+	pgRestarted  bool
+	setupIDs     []string            // commands sent outside windows
+	found        map[string][]string // checker -> findings made while running
+	exercised    map[string]int      // checker -> things it checked
+	types        map[string]int      // commands sent, by type
+	halt         string              // why the run should start no further seed
+	forceLose    string              // lose the answer to this command id (race)
+	skipped      map[string]string   // checker -> why it had nothing to check
+	failover     chan error          // a failover in progress (failover.go)
+	rec          *recorder           // the seed's timeline (record.go; nil: none)
+	foreign      []*foreignWin       // windows of client adapters (foreign.go)
+	steps        int                 // scheduler steps run
 }
 
 type deviceInfo struct {
@@ -211,6 +212,7 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 		rng:   newChooser(seed, opts.Choices),
 		nonce: hex.EncodeToString(nonce), known: map[string]int64{}, ops: map[string]*op{},
 		start: time.Now(), found: map[string][]string{}, exercised: map[string]int{}, types: map[string]int{},
+		pageOpsGiven: map[string]int{},
 	}
 	rep := SeedReport{Seed: seed}
 	s.drawFaults()
