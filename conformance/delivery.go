@@ -142,7 +142,7 @@ func (s *sim) concludeSend(sc *sendCall) error {
 		s.known[page] = seq
 	}
 	s.logf("w%d send %s %s: seq %d", w.idx, c.ID[:8], c.Type, seq)
-	if c.Type == kbcore.TypeRenamePage || c.Type == kbcore.TypeMergePage || c.Type == kbcore.TypeRestorePage {
+	if kbcore.DerivesElsewhere(c.Type) {
 		// Derived commands land on other pages: learn their heads.
 		s.refreshHeads(w.c)
 	}

@@ -569,7 +569,7 @@ func (s *sim) foreignAnswer(fw *foreignWin, r proxyRec) {
 	if r.rej == nil && r.seq > s.known[o.page] {
 		s.known[o.page] = r.seq
 	}
-	if r.rej == nil && derivesOnOtherPages[o.cmd.Type] {
+	if r.rej == nil && kbcore.DerivesElsewhere(o.cmd.Type) {
 		// As for a reference window's (delivery.go): derived commands
 		// land on other pages, titles change, a page is merged.
 		s.refreshHeads(s.kitClient())

@@ -10,11 +10,6 @@ import (
 // 7): drawn only for a client that declared one of them, so that a client
 // that declares none, and a run without clients, draw as before.
 
-// derivesOnOtherPages are the command types whose acceptance changes
-// other pages (derived commands, titles, a merge): the scheduler then
-// learns every page's head and title again.
-var derivesOnOtherPages = map[string]bool{kbcore.TypeRenamePage: true, kbcore.TypeMergePage: true, kbcore.TypeRestorePage: true}
-
 // drawPageIntent draws, one time in 8, a page operation fw's client
 // declared, as pageOp (sim.go) draws one for a reference window: a new
 // title, new aliases, or a merge into another page of the seed. A merged

@@ -135,7 +135,7 @@ func TestRunRunsSeedsInParallel(t *testing.T) {
 }
 
 // TestSchedulerDrawsEveryType: over a run of 100 seeds the scheduler
-// sends every one of the 14 command types over the wire (table and code
+// sends every command type of the registry (kbcore.Types) over the wire (table and code
 // nodes with set-cell and set-outputs, set-aliases, merges regretted by
 // restore-page, ...), and with faults it makes the server reject
 // commands whose answers are lost: refetches report the rejections in
@@ -167,9 +167,6 @@ func TestSchedulerDrawsEveryType(t *testing.T) {
 	t.Logf("sent by type: %v", types)
 	t.Logf("rejected outcomes %d, retried rejections %d, duplicate acks %d, refetches %d",
 		total.RejectedOutcomes, total.RetriedRejections, total.Duplicates, total.Refetches)
-	if len(kbcore.Types) != 14 {
-		t.Fatalf("kbcore.Types has %d types, this test expects 14", len(kbcore.Types))
-	}
 	for _, typ := range kbcore.Types {
 		if types[typ] == 0 {
 			t.Errorf("no %s was sent in 100 seeds", typ)

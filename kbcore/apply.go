@@ -103,27 +103,6 @@ func Precheck(d Doc, typ string) *Rejection {
 	return nil
 }
 
-var handlers map[string]func(*tx, Command) *Rejection
-
-func init() {
-	handlers = map[string]func(*tx, Command) *Rejection{
-		TypeCreateAfter: (*tx).createAfter,
-		TypeEditText:    (*tx).editText,
-		TypeMoveNode:    (*tx).moveNode,
-		TypeIndent:      (*tx).indent,
-		TypeOutdent:     (*tx).outdent,
-		TypeDelete:      (*tx).deleteNode,
-		TypeRestore:     (*tx).restore,
-		TypeSetOutputs:  (*tx).setOutputs,
-		TypeSetCell:     (*tx).setCell,
-		TypeCreatePage:  (*tx).createPage,
-		TypeSetAliases:  (*tx).setAliases,
-		TypeRenamePage:  (*tx).renamePage,
-		TypeMergePage:   (*tx).mergePage,
-		TypeRestorePage: (*tx).restorePage,
-	}
-}
-
 // ---- helpers ----
 
 func decodePayload(c Command, v any) *Rejection {

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 )
 
-// Command types (spec/README.md section 2).
+// Command types (spec/README.md section 2); their rows: registry.go.
 const (
 	TypeCreateAfter = "create-after"
 	TypeEditText    = "edit-text"
@@ -21,13 +21,6 @@ const (
 	TypeMergePage   = "merge-page"
 	TypeRestorePage = "restore-page"
 )
-
-// Types lists every command type in spec order.
-var Types = []string{
-	TypeCreateAfter, TypeEditText, TypeMoveNode, TypeIndent, TypeOutdent,
-	TypeDelete, TypeRestore, TypeSetOutputs, TypeSetCell, TypeCreatePage,
-	TypeSetAliases, TypeRenamePage, TypeMergePage, TypeRestorePage,
-}
 
 // Rejection codes the page reducer returns. They are part of the spec;
 // messages are free text.

@@ -15,16 +15,6 @@ import (
 	"github.com/subspace/kbkit/server/store"
 )
 
-// directoryTypes are the command types that change a workspace's
-// directory (live pages, titles, aliases).
-var directoryTypes = map[string]bool{
-	kbcore.TypeCreatePage:  true,
-	kbcore.TypeRenamePage:  true,
-	kbcore.TypeSetAliases:  true,
-	kbcore.TypeMergePage:   true,
-	kbcore.TypeRestorePage: true,
-}
-
 // invalidator feeds kb.onInvalidate: it LISTENs on the store's commit
 // notifications (every instance gets every commit) and tells subscribers
 // of the workspace which non-document topic changed. Invalidations are
@@ -158,7 +148,7 @@ func (v *invalidator) listen(ctx context.Context) error {
 		lctx, cancel := v.s.dbContext(ctx)
 		entries, err := v.s.st.Log(lctx, pageID, seq-1, 1)
 		cancel()
-		if err != nil || len(entries) == 0 || entries[0].Seq != seq || !directoryTypes[entries[0].Cmd.Type] {
+		if err != nil || len(entries) == 0 || entries[0].Seq != seq || !kbcore.ChangesDirectory(entries[0].Cmd.Type) {
 			if err != nil {
 				v.s.log.Debug("invalidations: reading a notified command", "page_id", pageID, "seq", seq, "err", err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/subspace/kbkit/kbcore"
 	"time"
 )
 
@@ -25,11 +26,11 @@ const (
 // simulator draws for a window (node commands and page operations), and
 // undo and redo. restore and restore-page are no intents: a window issues
 // them when its user undoes a delete or a merge.
-var Intents = []string{"edit-text", "create-after", "move-node", "indent", "outdent", "delete",
-	"set-cell", "set-outputs", "rename-page", "set-aliases", "merge-page", "undo", "redo"}
+// They are the registry's intents (kbcore.TypeInfo.Intent).
+var Intents = append(kbcore.TypesWhere(func(ti kbcore.TypeInfo) bool { return ti.Intent }), "undo", "redo")
 
 // PageIntents are the intents among Intents that act on the page itself.
-var PageIntents = []string{"rename-page", "set-aliases", "merge-page"}
+var PageIntents = kbcore.TypesWhere(func(ti kbcore.TypeInfo) bool { return ti.Intent && ti.Level == kbcore.PageLevel })
 
 // OpenRequest opens a window of the client on a page.
 type OpenRequest struct {

@@ -156,8 +156,7 @@ func genCommandDoc(s *Source, typ string) (map[string]any, docInfo) {
 	nodes, info := genNodes(s, 80, 6, genNodeText)
 	doc := map[string]any{"nodes": nodes}
 	p := 30
-	switch typ {
-	case kbcore.TypeCreatePage, kbcore.TypeRenamePage, kbcore.TypeSetAliases, kbcore.TypeMergePage, kbcore.TypeRestorePage:
+	if ti, _ := kbcore.Lookup(typ); ti.Level == kbcore.PageLevel {
 		p = 80
 	}
 	if s.Chance(p) {

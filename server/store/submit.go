@@ -446,8 +446,7 @@ func union(a, b []string) []string {
 // changesNames reports whether a plan may change a title or an alias.
 func changesNames(plan kbcore.Plan) bool {
 	for _, e := range plan.Effects {
-		switch e.Cmd.Type {
-		case kbcore.TypeCreatePage, kbcore.TypeRenamePage, kbcore.TypeSetAliases, kbcore.TypeMergePage, kbcore.TypeRestorePage:
+		if kbcore.ChangesDirectory(e.Cmd.Type) {
 			return true
 		}
 	}

@@ -36,6 +36,7 @@ import (
 	"golang.org/x/text/message"
 	"gopkg.in/yaml.v3"
 
+	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/spec"
 )
 
@@ -66,11 +67,6 @@ func AdapterSchema(typ string) string { return "adapter/" + typ + ".schema.json"
 // PayloadSchema is the file name of a command type's payload schema.
 func PayloadSchema(typ string) string { return "payload/" + typ + ".schema.json" }
 
-// Types lists the command types that have a payload schema, in spec order.
-var Types = []string{
-	"create-after", "edit-text", "move-node", "indent", "outdent", "delete", "restore",
-	"set-outputs", "set-cell", "create-page", "set-aliases", "rename-page", "merge-page", "restore-page",
-}
 
 // ErrInvalid is matched (errors.Is) by every validation failure, so callers
 // can tell a bad input (400) from a broken schema set (500).
@@ -179,7 +175,7 @@ func compileAll(fsys fs.FS) (*compiled, error) {
 	if out.caseFile, err = get(CaseFileSchema); err != nil {
 		return nil, err
 	}
-	for _, t := range Types {
+	for _, t := range kbcore.Types {
 		if out.payloads[t], err = get(PayloadSchema(t)); err != nil {
 			return nil, err
 		}

@@ -98,14 +98,6 @@ func TestSchemaFiles(t *testing.T) {
 			t.Errorf("spec/schema/%s is missing (or not embedded)", name)
 		}
 	}
-	if len(Types) != len(kbcore.Types) {
-		t.Errorf("Types has %d entries, kbcore.Types %d", len(Types), len(kbcore.Types))
-	}
-	for i := range min(len(Types), len(kbcore.Types)) {
-		if Types[i] != kbcore.Types[i] {
-			t.Errorf("Types[%d] = %q, kbcore.Types[%d] = %q", i, Types[i], i, kbcore.Types[i])
-		}
-	}
 	for name, doc := range files {
 		m, _ := doc.(map[string]any)
 		if m["$schema"] != "https://json-schema.org/draft/2020-12/schema" {

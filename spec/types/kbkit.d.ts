@@ -71,7 +71,7 @@ export interface NodeRecord {
 
 /** The payload of each command type (spec/schema/payload/). */
 export interface Payloads {
-  "create-after": { text: string; node?: NodeID | null; parent?: NodeID | null; after?: NodeID | null; kind?: NodeKind | null; rank?: string | null };
+  "create-after": { after?: NodeID | null; parent?: NodeID | null; node?: NodeID | null; text: string; kind?: "text" | "code" | "table" | null; rank?: string | null };
   "edit-text": { node: NodeID; text: string };
   "move-node": { node: NodeID; parent: NodeID | null; after: NodeID | null; rank?: string | null };
   indent: { node: NodeID };
