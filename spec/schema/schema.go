@@ -67,7 +67,6 @@ func AdapterSchema(typ string) string { return "adapter/" + typ + ".schema.json"
 // PayloadSchema is the file name of a command type's payload schema.
 func PayloadSchema(typ string) string { return "payload/" + typ + ".schema.json" }
 
-
 // ErrInvalid is matched (errors.Is) by every validation failure, so callers
 // can tell a bad input (400) from a broken schema set (500).
 var ErrInvalid = errors.New("schema: invalid")
