@@ -164,7 +164,6 @@ func tsPayloads(t *testing.T, src string) []tsMember {
 	return out
 }
 
-
 // TestGeneratedUpToDate fails while a registry-derived part of the spec
 // differs from what the registry makes of it: run go generate ./spec/schema.
 func TestGeneratedUpToDate(t *testing.T) {
