@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/wire"
 	"io"
 	"net/http"
 	"net/url"
@@ -73,25 +74,14 @@ func New(base, token string) *Client {
 	return &Client{base: base, token: token, http: &http.Client{Timeout: 30 * time.Second}, h1: h1For(base)}
 }
 
-type trpcError struct {
-	Message string `json:"message"`
-	Code    int    `json:"code"`
-	Data    struct {
-		Code       string            `json:"code"`
-		HTTPStatus int               `json:"httpStatus"`
-		Rejection  *kbcore.Rejection `json:"rejection"`
-		Retryable  bool              `json:"retryable"`
-	} `json:"data"`
-}
-
 type envelope struct {
 	Result *struct {
 		Data json.RawMessage `json:"data"`
 	} `json:"result"`
-	Error *trpcError `json:"error"`
+	Error *wire.ErrorShape `json:"error"`
 }
 
-func (c *Client) do(req *http.Request) (json.RawMessage, *trpcError, error) {
+func (c *Client) do(req *http.Request) (json.RawMessage, *wire.ErrorShape, error) {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -108,7 +98,7 @@ func (c *Client) do(req *http.Request) (json.RawMessage, *trpcError, error) {
 }
 
 // answer decodes a tRPC answer.
-func answer(status int, body []byte) (json.RawMessage, *trpcError, error) {
+func answer(status int, body []byte) (json.RawMessage, *wire.ErrorShape, error) {
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
 		return nil, nil, &Error{HTTPStatus: status, Code: CodeInvalidResponse,
@@ -146,13 +136,13 @@ type Ack struct {
 func (c *Client) Submit(ctx context.Context, env kbcore.Envelope) (ack Ack, rej *kbcore.Rejection, err error) {
 	body := encodeEnvelope(env)
 	var data json.RawMessage
-	var terr *trpcError
+	var terr *wire.ErrorShape
 	if c.h1 != nil {
 		auth := ""
 		if c.token != "" {
 			auth = "Bearer " + c.token
 		}
-		status, resp, err := c.h1.post(ctx, "/trpc/kb.command", auth, body)
+		status, resp, err := c.h1.post(ctx, "/trpc/"+wire.PathCommand, auth, body)
 		if err != nil {
 			return Ack{}, nil, err
 		}
@@ -166,7 +156,7 @@ func (c *Client) Submit(ctx context.Context, env kbcore.Envelope) (ack Ack, rej 
 			return Ack{}, nil, err
 		}
 	} else {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/trpc/kb.command", bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/trpc/"+wire.PathCommand, bytes.NewReader(body))
 		if err != nil {
 			return Ack{}, nil, err
 		}
@@ -203,7 +193,7 @@ func (c *Client) Page(ctx context.Context, pageID string, pending []string) (Sna
 		pending = []string{}
 	}
 	input, _ := json.Marshal(map[string]any{"page_id": pageID, "pending": pending})
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/trpc/kb.page?input="+url.QueryEscape(string(input)), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/trpc/"+wire.PathPage+"?input="+url.QueryEscape(string(input)), nil)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -283,7 +273,7 @@ func (c *Client) subscribe(ctx context.Context, pageID string, after int64, deli
 		input["lastEventId"] = strconv.FormatInt(after, 10)
 	}
 	msg, _ := json.Marshal(map[string]any{"id": 1, "method": "subscription",
-		"params": map[string]any{"path": "kb.onPage", "input": input}})
+		"params": map[string]any{"path": wire.PathOnPage, "input": input}})
 	if err := conn.write(ctx, msg); err != nil {
 		conn.close("")
 		return nil, err
@@ -383,7 +373,7 @@ func (s *Subscription) decodeMessage(b []byte) (ev Event, data bool, err error) 
 			ID   string `json:"id"`
 			Data *Event `json:"data"`
 		} `json:"result"`
-		Error *trpcError `json:"error"`
+		Error *wire.ErrorShape `json:"error"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return Event{}, false, fmt.Errorf("kbkit: bad message %.200s: %w", b, err)
@@ -460,7 +450,7 @@ type Device struct {
 
 // Whoami asks which device the token belongs to (kb.whoami).
 func (c *Client) Whoami(ctx context.Context) (Device, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/trpc/kb.whoami", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/trpc/"+wire.PathWhoami, nil)
 	if err != nil {
 		return Device{}, err
 	}

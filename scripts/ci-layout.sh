@@ -8,7 +8,11 @@
 #  4. loadgen/, client/ and target/ depend on nothing of conformance/ or
 #     cmd/ (loadgen and conformance are siblings; client and target are
 #     the packages they share);
-#  5. kbcore depends on no other package of the module but its own.
+#  5. kbcore depends on no other package of the module but its own;
+#  6. the wire's shapes have one home (wire/): the server, the client and
+#     the protocol suite import it, and no other Go file writes the error
+#     code table (a JSON-RPC number such as -32700) or kb.limits' fields
+#     (a json:"max_body" tag) again.
 #
 # Prints what is wrong and exits 1; takes a few seconds.
 set -euo pipefail
@@ -62,6 +66,19 @@ bad=$(go list -deps -f '{{.ImportPath}}' ./kbcore/... | grep -E "^$MOD/" | grep 
 if [ -n "$bad" ]; then
 	say "FAILED: kbcore depends on other packages of the module:"
 	echo "$bad" >&2
+	rc=1
+fi
+
+for p in ./server ./client ./conformance/protocol; do
+	if ! go list -f '{{join .Imports " "}}' "$p" | tr ' ' '\n' | grep -qx "$MOD/wire"; then
+		say "FAILED: $p does not import $MOD/wire (the wire's shapes)"
+		rc=1
+	fi
+done
+again=$(git grep -nE -- '\{-32700,|json:"max_body"' -- '*.go' ':!wire/' || true)
+if [ -n "$again" ]; then
+	say "FAILED: the wire's shapes written again outside wire/:"
+	echo "$again" >&2
 	rc=1
 fi
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/subspace/kbkit/wire"
 	"io"
 	"mime"
 	"net"
@@ -22,7 +23,7 @@ type successEnvelope struct {
 
 // errorEnvelope is tRPC's error response: {"error":{message, code, data}}.
 type errorEnvelope struct {
-	Error ErrorShape `json:"error"`
+	Error wire.ErrorShape `json:"error"`
 }
 
 // callResult is one call's answer before it is written.
@@ -58,7 +59,7 @@ func (s *Server) serveTRPC(w http.ResponseWriter, r *http.Request) {
 			s.serveWS(w, r)
 			return
 		}
-		s.writeOne(w, callResult{err: errorf(CodeNotFound, "No procedure path given: use /trpc/<procedure>, or a WebSocket on /trpc")})
+		s.writeOne(w, callResult{err: errorf(wire.CodeNotFound, "No procedure path given: use /trpc/<procedure>, or a WebSocket on /trpc")})
 		return
 	}
 	if t := s.opts.Limits.BodyTimeout; t > 0 {
@@ -87,7 +88,7 @@ func (s *Server) serveTRPC(w http.ResponseWriter, r *http.Request) {
 	dev, cerr := s.authenticate(r.Context(), remoteHost(r), token)
 	if cerr == nil && batch && s.opts.Limits.MaxBatch > 0 && len(paths) > s.opts.Limits.MaxBatch {
 		s.metrics.refused.WithLabelValues("batch").Inc()
-		cerr = errorf(CodePayloadTooLarge, "a batch of %d calls: at most %d calls per batch", len(paths), s.opts.Limits.MaxBatch)
+		cerr = errorf(wire.CodePayloadTooLarge, "a batch of %d calls: at most %d calls per batch", len(paths), s.opts.Limits.MaxBatch)
 	}
 	if cerr != nil {
 		if r.ContentLength != 0 {
@@ -116,11 +117,11 @@ func (s *Server) serveTRPC(w http.ResponseWriter, r *http.Request) {
 		typ, ok := procedures[p]
 		switch {
 		case !ok:
-			res.err = errorf(CodeNotFound, "No procedure found on path %q", p)
+			res.err = errorf(wire.CodeNotFound, "No procedure found on path %q", p)
 		case typ == typeSubscription:
-			res.err = errorf(CodeMethodNotSupported, "%s is a subscription: subscribe on the WebSocket at /trpc", p)
+			res.err = errorf(wire.CodeMethodNotSupported, "%s is a subscription: subscribe on the WebSocket at /trpc", p)
 		case typ == typeQuery && r.Method != http.MethodGet, typ == typeMutation && r.Method != http.MethodPost:
-			res.err = errorf(CodeMethodNotSupported, "Unsupported %s-request to %s procedure at path %q", r.Method, typ, p)
+			res.err = errorf(wire.CodeMethodNotSupported, "Unsupported %s-request to %s procedure at path %q", r.Method, typ, p)
 		default:
 			res.data, res.err = s.safeCall(r.Context(), dev, p, inputs[i])
 		}
@@ -158,29 +159,29 @@ func (s *Server) readInputs(w http.ResponseWriter, r *http.Request, batch bool, 
 		if q.Has("input") {
 			raw = []byte(q.Get("input"))
 			if int64(len(raw)) > s.opts.MaxBody {
-				return nil, errorf(CodePayloadTooLarge, "input is larger than %d bytes", s.opts.MaxBody)
+				return nil, errorf(wire.CodePayloadTooLarge, "input is larger than %d bytes", s.opts.MaxBody)
 			}
 		}
 	case http.MethodPost:
 		if ct := r.Header.Get("Content-Type"); ct != "" {
 			mt, _, err := mime.ParseMediaType(ct)
 			if err == nil && (strings.HasPrefix(mt, "multipart/") || mt == "application/octet-stream") {
-				return nil, errorf(CodeUnsupportedMedia, "unsupported content type %q: send application/json", mt)
+				return nil, errorf(wire.CodeUnsupportedMedia, "unsupported content type %q: send application/json", mt)
 			}
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				return nil, errorf(CodePayloadTooLarge, "request body is larger than %d bytes", s.opts.MaxBody)
+				return nil, errorf(wire.CodePayloadTooLarge, "request body is larger than %d bytes", s.opts.MaxBody)
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				s.metrics.refused.WithLabelValues("body_timeout").Inc()
 				w.Header().Set("Connection", "close")
-				return nil, errorf(CodeTimeout, "the request body did not arrive within %s", s.opts.Limits.BodyTimeout)
+				return nil, errorf(wire.CodeTimeout, "the request body did not arrive within %s", s.opts.Limits.BodyTimeout)
 			}
-			return nil, errorf(CodeBadRequest, "reading the request body: %v", err)
+			return nil, errorf(wire.CodeBadRequest, "reading the request body: %v", err)
 		}
 		// Read: the handler may take its time (a background read must not
 		// time out and cancel the request).
@@ -189,14 +190,14 @@ func (s *Server) readInputs(w http.ResponseWriter, r *http.Request, batch bool, 
 			raw = body
 		}
 	default:
-		return nil, errorf(CodeMethodNotSupported, "Unsupported %s-request: queries are GET, mutations POST", r.Method)
+		return nil, errorf(wire.CodeMethodNotSupported, "Unsupported %s-request: queries are GET, mutations POST", r.Method)
 	}
 	inputs := make([]json.RawMessage, n)
 	if raw == nil {
 		return inputs, nil
 	}
 	if !json.Valid(raw) {
-		return nil, errorf(CodeParseError, "input is not valid JSON: %s", jsonSyntaxError(raw))
+		return nil, errorf(wire.CodeParseError, "input is not valid JSON: %s", jsonSyntaxError(raw))
 	}
 	if !batch {
 		inputs[0] = raw
@@ -204,12 +205,12 @@ func (s *Server) readInputs(w http.ResponseWriter, r *http.Request, batch bool, 
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return nil, errorf(CodeBadRequest, `"input" needs to be an object when doing a batch call`)
+		return nil, errorf(wire.CodeBadRequest, `"input" needs to be an object when doing a batch call`)
 	}
 	for k := range m {
 		i, err := strconv.Atoi(k)
 		if err != nil || i < 0 || i >= n || strconv.Itoa(i) != k {
-			return nil, errorf(CodeBadRequest, "input: key %q is not the index of a call of this batch", k)
+			return nil, errorf(wire.CodeBadRequest, "input: key %q is not the index of a call of this batch", k)
 		}
 	}
 	for i := range inputs {
@@ -264,7 +265,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		var err error
 		if b, err = marshalWire(v); err != nil {
 			status = http.StatusInternalServerError
-			b, _ = marshalWire(errorEnvelope{Error: errorf(CodeInternalServerError, "encoding the response: %v", err).shape("")})
+			b, _ = marshalWire(errorEnvelope{Error: errorf(wire.CodeInternalServerError, "encoding the response: %v", err).shape("")})
 		}
 		b = append(b, '\n')
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/subspace/kbkit/wire"
 	"net"
 	"net/http"
 	"strconv"
@@ -101,34 +102,6 @@ const (
 	MaxAliases    = 100
 )
 
-// LimitsResult is kb.limits' output: the limits a client (or the
-// conformance suite) must expect, in milliseconds and counts; 0 means no
-// limit.
-type LimitsResult struct {
-	MaxBody                   int64   `json:"max_body"`
-	BodyTimeoutMS             int64   `json:"body_timeout_ms"`
-	IdleTimeoutMS             int64   `json:"idle_timeout_ms"`
-	ParamsTimeoutMS           int64   `json:"params_timeout_ms"`
-	WriteTimeoutMS            int64   `json:"write_timeout_ms"`
-	MaxConnections            int     `json:"max_connections"`
-	MaxSubscriptionsPerSocket int     `json:"max_subscriptions_per_socket"`
-	MaxSubscriptionsPerDevice int     `json:"max_subscriptions_per_device"`
-	MaxBatch                  int     `json:"max_batch"`
-	MaxSocketQueue            int     `json:"max_socket_queue"`
-	AuthFailuresPerMinute     int     `json:"auth_failures_per_minute"`
-	MaxInflight               int     `json:"max_inflight"`
-	MaxQueue                  int     `json:"max_queue"`
-	QueueTimeoutMS            int64   `json:"queue_timeout_ms"`
-	MaxTitleChars             int     `json:"max_title_chars"`
-	MaxAliases                int     `json:"max_aliases"`
-	MaxPending                int     `json:"max_pending"`
-	RateLimitPerSecond        float64 `json:"rate_limit_per_second"`
-	// RateBurst is the token bucket's size: a client that sends at most
-	// RateBurst calls at once and then RateLimitPerSecond a second is
-	// never refused (0 when there is no rate limit).
-	RateBurst int `json:"rate_burst"`
-}
-
 func ms(d time.Duration) int64 {
 	if d < 0 {
 		return 0
@@ -139,9 +112,9 @@ func ms(d time.Duration) int64 {
 func count(n int) int { return max(n, 0) }
 
 // limitsResult is kb.limits' answer.
-func (s *Server) limitsResult() LimitsResult {
+func (s *Server) limitsResult() wire.Limits {
 	l := s.opts.Limits
-	return LimitsResult{
+	return wire.Limits{
 		MaxBody:                   s.opts.MaxBody,
 		BodyTimeoutMS:             ms(l.BodyTimeout),
 		IdleTimeoutMS:             ms(l.IdleTimeout),
@@ -271,7 +244,7 @@ func (g *authGuard) check(addr string) *callError {
 		return nil
 	}
 	wait := time.Duration((1 - b.tokens) / g.perMinute * float64(time.Minute))
-	return &callError{code: CodeTooManyRequests, message: "too many unknown tokens from this address",
+	return &callError{code: wire.CodeTooManyRequests, message: "too many unknown tokens from this address",
 		retryable: true, retryAfter: wait}
 }
 
@@ -315,7 +288,7 @@ func newAdmission(l Limits) *admission {
 	return &admission{slots: make(chan struct{}, l.MaxInflight), queue: int64(max(l.MaxQueue, 0)), timeout: l.QueueTimeout}
 }
 
-var errOverloaded = &callError{code: CodeServiceUnavailable, message: "server overloaded, retry the same call",
+var errOverloaded = &callError{code: wire.CodeServiceUnavailable, message: "server overloaded, retry the same call",
 	retryable: true, retryAfter: time.Second}
 
 // admit waits for a slot, at most QueueTimeout; release must be called

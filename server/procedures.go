@@ -5,23 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/wire"
 	"strconv"
 	"time"
 
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/store"
 	"github.com/subspace/kbkit/spec/schema"
-)
-
-// Procedure paths.
-const (
-	PathCommand      = "kb.command"
-	PathPage         = "kb.page"
-	PathOnPage       = "kb.onPage"
-	PathOnInvalidate = "kb.onInvalidate"
-	PathWhoami       = "kb.whoami"
-	PathLimits       = "kb.limits"
-	PathRevoke       = "kb.revoke"
 )
 
 // Procedure types, as tRPC names them.
@@ -32,13 +22,13 @@ const (
 )
 
 var procedures = map[string]string{
-	PathCommand:      typeMutation,
-	PathPage:         typeQuery,
-	PathOnPage:       typeSubscription,
-	PathOnInvalidate: typeSubscription,
-	PathWhoami:       typeQuery,
-	PathLimits:       typeQuery,
-	PathRevoke:       typeMutation,
+	wire.PathCommand:      typeMutation,
+	wire.PathPage:         typeQuery,
+	wire.PathOnPage:       typeSubscription,
+	wire.PathOnInvalidate: typeSubscription,
+	wire.PathWhoami:       typeQuery,
+	wire.PathLimits:       typeQuery,
+	wire.PathRevoke:       typeMutation,
 }
 
 // CommandResult is kb.command's output: the command committed at Seq.
@@ -104,13 +94,13 @@ const maxPending = 1000
 // subscription procedures are run by the WebSocket handler.
 func (s *Server) call(ctx context.Context, dev store.Device, path string, input json.RawMessage) (any, *callError) {
 	if err := s.limiter.allow(dev.DeviceID); err != nil {
-		if path == PathCommand {
+		if path == wire.PathCommand {
 			s.metrics.commands.WithLabelValues("refused").Inc()
 		}
 		return nil, err
 	}
 	if cerr := checkWireText(input); cerr != nil {
-		if path == PathCommand {
+		if path == wire.PathCommand {
 			s.metrics.commands.WithLabelValues("refused").Inc()
 		}
 		return nil, cerr
@@ -130,13 +120,13 @@ func (s *Server) call(ctx context.Context, dev store.Device, path string, input 
 		s.beforeCall(path)
 	}
 	switch path {
-	case PathLimits:
+	case wire.PathLimits:
 		var in struct{}
 		if cerr := decodeStrict(input, &in); cerr != nil {
 			return nil, cerr
 		}
 		return s.limitsResult(), nil
-	case PathRevoke:
+	case wire.PathRevoke:
 		var in struct{}
 		if cerr := decodeStrict(input, &in); cerr != nil {
 			return nil, cerr
@@ -146,11 +136,11 @@ func (s *Server) call(ctx context.Context, dev store.Device, path string, input 
 		}
 		s.revoked(dev.DeviceID) // this instance at once; the others by NOTIFY
 		return dev, nil
-	case PathCommand:
+	case wire.PathCommand:
 		return s.command(ctx, dev, input)
-	case PathPage:
+	case wire.PathPage:
 		return s.page(ctx, dev, input)
-	case PathWhoami:
+	case wire.PathWhoami:
 		var in struct{}
 		if cerr := decodeStrict(input, &in); cerr != nil {
 			return nil, cerr
@@ -166,7 +156,7 @@ func (s *Server) call(ctx context.Context, dev store.Device, path string, input 
 			Workspace string `json:"workspace,omitempty"`
 		}{dev, name}, nil
 	}
-	return nil, errorf(CodeNotFound, "No procedure found on path %q", path)
+	return nil, errorf(wire.CodeNotFound, "No procedure found on path %q", path)
 }
 
 // command is kb.command: validate the envelope at the trust boundary,
@@ -174,7 +164,7 @@ func (s *Server) call(ctx context.Context, dev store.Device, path string, input 
 func (s *Server) command(ctx context.Context, dev store.Device, input json.RawMessage) (any, *callError) {
 	env, cerr := parseEnvelope(input)
 	if cerr == nil && env.DeviceID != dev.DeviceID {
-		cerr = errorf(CodeForbidden, "device_id %s is not the authenticated device", env.DeviceID)
+		cerr = errorf(wire.CodeForbidden, "device_id %s is not the authenticated device", env.DeviceID)
 	}
 	if cerr != nil {
 		s.metrics.commands.WithLabelValues("refused").Inc()
@@ -185,9 +175,9 @@ func (s *Server) command(ctx context.Context, dev store.Device, input json.RawMe
 	if err != nil {
 		cerr := storeError(err)
 		switch cerr.code {
-		case CodeNotFound:
+		case wire.CodeNotFound:
 			s.metrics.commands.WithLabelValues("refused").Inc()
-		case CodeServiceUnavailable:
+		case wire.CodeServiceUnavailable:
 			s.metrics.commands.WithLabelValues("retryable").Inc()
 			s.log.Warn("kb.command: transient store failure", "id", env.ID, "page_id", env.PageID, "err", err)
 		default:
@@ -200,7 +190,7 @@ func (s *Server) command(ctx context.Context, dev store.Device, input json.RawMe
 	switch {
 	case out.Rejected != nil:
 		s.metrics.commands.WithLabelValues("rejected").Inc()
-		return nil, &callError{code: CodeConflict,
+		return nil, &callError{code: wire.CodeConflict,
 			message:   fmt.Sprintf("command rejected: %s: %s", out.Rejected.Code, out.Rejected.Message),
 			rejection: out.Rejected}
 	case out.Duplicate:
@@ -216,20 +206,20 @@ func (s *Server) command(ctx context.Context, dev store.Device, input json.RawMe
 // one pass for the common command types (schema.ParseEnvelope).
 func parseEnvelope(input json.RawMessage) (kbcore.Envelope, *callError) {
 	if len(input) == 0 {
-		return kbcore.Envelope{}, errorf(CodeBadRequest, "input: missing (the command envelope)")
+		return kbcore.Envelope{}, errorf(wire.CodeBadRequest, "input: missing (the command envelope)")
 	}
 	env, err := schema.ParseEnvelope(input)
 	if err != nil {
 		if errors.Is(err, schema.ErrInvalid) {
-			return kbcore.Envelope{}, errorf(CodeBadRequest, "%v", err)
+			return kbcore.Envelope{}, errorf(wire.CodeBadRequest, "%v", err)
 		}
-		return kbcore.Envelope{}, errorf(CodeInternalServerError, "schema: %v", err)
+		return kbcore.Envelope{}, errorf(wire.CodeInternalServerError, "schema: %v", err)
 	}
 	// The log keeps the payload in canonical JSON (spec/PROTOCOL.md 4.4):
 	// an event is then the same bytes whatever the client sent.
 	p, err := kbcore.Canonical(env.Payload)
 	if err != nil {
-		return kbcore.Envelope{}, errorf(CodeBadRequest, "payload: not canonicalizable JSON (RFC 8785 needs distinct keys): %v", err)
+		return kbcore.Envelope{}, errorf(wire.CodeBadRequest, "payload: not canonicalizable JSON (RFC 8785 needs distinct keys): %v", err)
 	}
 	env.Payload = p
 	return env, nil
@@ -245,7 +235,7 @@ func (s *Server) page(ctx context.Context, dev store.Device, input json.RawMessa
 		return nil, cerr
 	}
 	if len(in.Pending) > maxPending {
-		return nil, errorf(CodeBadRequest, "pending: more than %d ids", maxPending)
+		return nil, errorf(wire.CodeBadRequest, "pending: more than %d ids", maxPending)
 	}
 	for i, id := range in.Pending {
 		if cerr := checkUUID(fmt.Sprintf("pending[%d]", i), id); cerr != nil {
@@ -261,10 +251,10 @@ func (s *Server) page(ctx context.Context, dev store.Device, input json.RawMessa
 
 func checkUUID(field, v string) *callError {
 	if v == "" {
-		return errorf(CodeBadRequest, "%s: missing", field)
+		return errorf(wire.CodeBadRequest, "%s: missing", field)
 	}
 	if !uuidRE.MatchString(v) {
-		return errorf(CodeBadRequest, "%s: %q is not a lower-case hyphenated uuid", field, v)
+		return errorf(wire.CodeBadRequest, "%s: %q is not a lower-case hyphenated uuid", field, v)
 	}
 	return nil
 }
@@ -285,7 +275,7 @@ func parseOnPage(input json.RawMessage, lastEventID *string) (pageID string, aft
 	if in.LastEventID != nil && *in.LastEventID != "" {
 		n, err := strconv.ParseInt(*in.LastEventID, 10, 64)
 		if err != nil || n < 0 {
-			return "", 0, errorf(CodeBadRequest, "lastEventId: %q is not a seq (a non-negative decimal integer)", *in.LastEventID)
+			return "", 0, errorf(wire.CodeBadRequest, "lastEventId: %q is not a seq (a non-negative decimal integer)", *in.LastEventID)
 		}
 		after = n
 	}
@@ -300,7 +290,7 @@ func parseOnInvalidate(input json.RawMessage) (map[string]bool, *callError) {
 	topics := map[string]bool{}
 	for i, t := range in.Topics {
 		if t != TopicDirectory {
-			return nil, errorf(CodeBadRequest, "topics[%d]: unknown topic %q (known: %s)", i, t, TopicDirectory)
+			return nil, errorf(wire.CodeBadRequest, "topics[%d]: unknown topic %q (known: %s)", i, t, TopicDirectory)
 		}
 		topics[t] = true
 	}

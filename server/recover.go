@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"github.com/subspace/kbkit/wire"
 	"runtime/debug"
 
 	"github.com/subspace/kbkit/server/store"
@@ -25,5 +26,5 @@ func (s *Server) safeCall(ctx context.Context, dev store.Device, path string, in
 func (s *Server) recovered(where string, p any, attrs ...any) *callError {
 	s.log.Error("server: recovered panic in "+where, append(attrs, "panic", p, "stack", string(debug.Stack()))...)
 	s.metrics.panics.Inc()
-	return errorf(CodeInternalServerError, "internal error")
+	return errorf(wire.CodeInternalServerError, "internal error")
 }

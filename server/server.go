@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/subspace/kbkit/wire"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -288,6 +289,6 @@ func (l *limiter) allow(device string) *callError {
 		return nil
 	}
 	wait := time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
-	return &callError{code: CodeTooManyRequests, message: "rate limit exceeded for this device",
+	return &callError{code: wire.CodeTooManyRequests, message: "rate limit exceeded for this device",
 		retryable: true, retryAfter: wait}
 }

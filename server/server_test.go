@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/wire"
 	"io"
 	"log/slog"
 	"net/http"
@@ -94,7 +95,7 @@ type trpcResp struct {
 	Result *struct {
 		Data json.RawMessage `json:"data"`
 	} `json:"result"`
-	Error *ErrorShape `json:"error"`
+	Error *wire.ErrorShape `json:"error"`
 }
 
 // do sends a request with the client's token (token "" = none) and returns
@@ -189,9 +190,9 @@ func wantError(t *testing.T, status int, r trpcResp, wantStatus int, wantCode st
 	if status != wantStatus || r.Error == nil || r.Error.Data.Code != wantCode {
 		t.Fatalf("got status %d, error %+v; want %d %s", status, r.Error, wantStatus, wantCode)
 	}
-	ci := codes[wantCode]
-	if r.Error.Code != ci.rpc || r.Error.Data.HTTPStatus != wantStatus {
-		t.Fatalf("error shape %+v: want code %d, httpStatus %d", r.Error, ci.rpc, wantStatus)
+	ci := wire.Codes[wantCode]
+	if r.Error.Code != ci.RPC || r.Error.Data.HTTPStatus != wantStatus {
+		t.Fatalf("error shape %+v: want code %d, httpStatus %d", r.Error, ci.RPC, wantStatus)
 	}
 }
 
@@ -221,8 +222,8 @@ func TestCommandCommitRejectDedup(t *testing.T) {
 	before := countRows(t, in.st)
 	for range 2 {
 		status, r = c.command(rej, page, "edit-text", map[string]any{"node": "missing", "text": "x"})
-		wantError(t, status, r, 409, CodeConflict)
-		if r.Error.Data.Rejection == nil || r.Error.Data.Rejection.Code != "node-not-found" || r.Error.Data.Path != PathCommand {
+		wantError(t, status, r, 409, wire.CodeConflict)
+		if r.Error.Data.Rejection == nil || r.Error.Data.Rejection.Code != "node-not-found" || r.Error.Data.Path != wire.PathCommand {
 			t.Fatalf("rejection: %+v", r.Error.Data)
 		}
 	}
@@ -300,7 +301,7 @@ func TestBatch(t *testing.T) {
 		c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "zz", "text": "B"}))
 	status, b = c.do("POST", "/trpc/kb.command,kb.command?batch=1", []byte(body), c.dev.Token)
 	res = decode[[]trpcResp](t, b)
-	if status != 207 || len(res) != 2 || res[0].Result == nil || res[1].Error == nil || res[1].Error.Data.Code != CodeConflict {
+	if status != 207 || len(res) != 2 || res[0].Result == nil || res[1].Error == nil || res[1].Error.Data.Code != wire.CodeConflict {
 		t.Fatalf("mixed batch: %d %s", status, b)
 	}
 
@@ -316,11 +317,11 @@ func TestBatch(t *testing.T) {
 	// Unknown procedure and wrong method, per call.
 	status, b = c.do("GET", "/trpc/kb.page,kb.nope?batch=1&input="+url.QueryEscape(fmt.Sprintf(`{"0":%s}`, in1)), nil, c.dev.Token)
 	res = decode[[]trpcResp](t, b)
-	if status != 207 || res[1].Error == nil || res[1].Error.Data.Code != CodeNotFound {
+	if status != 207 || res[1].Error == nil || res[1].Error.Data.Code != wire.CodeNotFound {
 		t.Fatalf("unknown procedure in a batch: %d %s", status, b)
 	}
 	status, b = c.do("GET", "/trpc/kb.command?input="+url.QueryEscape(string(in1)), nil, c.dev.Token)
-	wantError(t, status, decode[trpcResp](t, b), 405, CodeMethodNotSupported)
+	wantError(t, status, decode[trpcResp](t, b), 405, wire.CodeMethodNotSupported)
 }
 
 func TestTrustBoundaryWritesNothing(t *testing.T) {
@@ -342,29 +343,29 @@ func TestTrustBoundaryWritesNothing(t *testing.T) {
 		wantCode   string
 		wantInMsg  string
 	}{
-		{"no token", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": "x"}), "", 401, CodeUnauthorized, "token"},
-		{"bad token", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": "x"}), "kbk_nope", 401, CodeUnauthorized, "token"},
-		{"no token on kb.page", "GET", "/trpc/kb.page?input=" + url.QueryEscape(`{"page_id":"`+page+`"}`), nil, "", 401, CodeUnauthorized, ""},
-		{"device mismatch", "POST", "/trpc/kb.command", other.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": "x"}), c.dev.Token, 403, CodeForbidden, "device_id"},
-		{"page of another workspace", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), otherPage, "edit-text", map[string]any{"node": "n", "text": "x"}), c.dev.Token, 404, CodeNotFound, ""},
-		{"create-page over another workspace's page", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), otherPage, "create-page", map[string]any{"title": "Mine"}), c.dev.Token, 404, CodeNotFound, ""},
-		{"kb.page of another workspace", "GET", "/trpc/kb.page?input=" + url.QueryEscape(`{"page_id":"`+otherPage+`"}`), nil, c.dev.Token, 404, CodeNotFound, ""},
-		{"unknown page, not create-page", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), uuid.NewString(), "edit-text", map[string]any{"node": "n", "text": "x"}), c.dev.Token, 404, CodeNotFound, ""},
-		{"kb.page of an unknown page", "GET", "/trpc/kb.page?input=" + url.QueryEscape(`{"page_id":"`+uuid.NewString()+`"}`), nil, c.dev.Token, 404, CodeNotFound, ""},
-		{"body too large", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": big}), c.dev.Token, 413, CodePayloadTooLarge, ""},
-		{"GET input too large", "GET", "/trpc/kb.page?input=" + url.QueryEscape(`{"page_id":"`+big+`"}`), nil, c.dev.Token, 413, CodePayloadTooLarge, ""},
-		{"malformed JSON", "POST", "/trpc/kb.command", []byte(`{"id": "x",`), c.dev.Token, 400, CodeParseError, "JSON"},
-		{"unknown envelope field", "POST", "/trpc/kb.command", []byte(fmt.Sprintf(`{"id":%q,"device_id":%q,"page_id":%q,"type":"edit-text","payload":{"node":"n","text":"x"},"extra":1}`, uuid.NewString(), c.dev.DeviceID, page)), c.dev.Token, 400, CodeBadRequest, "extra"},
-		{"unknown payload field", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": "x", "color": "red"}), c.dev.Token, 400, CodeBadRequest, "color"},
-		{"wrong type", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": 42}), c.dev.Token, 400, CodeBadRequest, "payload.text"},
-		{"missing field", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n"}), c.dev.Token, 400, CodeBadRequest, "payload.text"},
-		{"id not a uuid", "POST", "/trpc/kb.command", c.envelope("c1", page, "edit-text", map[string]any{"node": "n", "text": "x"}), c.dev.Token, 400, CodeBadRequest, "id"},
-		{"unknown type", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), page, "paint", map[string]any{}), c.dev.Token, 400, CodeBadRequest, "type"},
-		{"no input", "POST", "/trpc/kb.command", nil, c.dev.Token, 400, CodeBadRequest, "input"},
-		{"kb.page unknown field", "GET", "/trpc/kb.page?input=" + url.QueryEscape(`{"page_id":"`+page+`","x":1}`), nil, c.dev.Token, 400, CodeBadRequest, "x"},
-		{"kb.page wrong type", "GET", "/trpc/kb.page?input=" + url.QueryEscape(`{"page_id":7}`), nil, c.dev.Token, 400, CodeBadRequest, "page_id"},
-		{"kb.page malformed JSON", "GET", "/trpc/kb.page?input=" + url.QueryEscape(`{"page_id"`), nil, c.dev.Token, 400, CodeParseError, ""},
-		{"batch input not an object", "POST", "/trpc/kb.command?batch=1", []byte(`[1]`), c.dev.Token, 400, CodeBadRequest, "batch"},
+		{"no token", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": "x"}), "", 401, wire.CodeUnauthorized, "token"},
+		{"bad token", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": "x"}), "kbk_nope", 401, wire.CodeUnauthorized, "token"},
+		{"no token on kb.page", "GET", "/trpc/kb.page?input=" + url.QueryEscape(`{"page_id":"`+page+`"}`), nil, "", 401, wire.CodeUnauthorized, ""},
+		{"device mismatch", "POST", "/trpc/kb.command", other.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": "x"}), c.dev.Token, 403, wire.CodeForbidden, "device_id"},
+		{"page of another workspace", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), otherPage, "edit-text", map[string]any{"node": "n", "text": "x"}), c.dev.Token, 404, wire.CodeNotFound, ""},
+		{"create-page over another workspace's page", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), otherPage, "create-page", map[string]any{"title": "Mine"}), c.dev.Token, 404, wire.CodeNotFound, ""},
+		{"kb.page of another workspace", "GET", "/trpc/kb.page?input=" + url.QueryEscape(`{"page_id":"`+otherPage+`"}`), nil, c.dev.Token, 404, wire.CodeNotFound, ""},
+		{"unknown page, not create-page", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), uuid.NewString(), "edit-text", map[string]any{"node": "n", "text": "x"}), c.dev.Token, 404, wire.CodeNotFound, ""},
+		{"kb.page of an unknown page", "GET", "/trpc/kb.page?input=" + url.QueryEscape(`{"page_id":"`+uuid.NewString()+`"}`), nil, c.dev.Token, 404, wire.CodeNotFound, ""},
+		{"body too large", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": big}), c.dev.Token, 413, wire.CodePayloadTooLarge, ""},
+		{"GET input too large", "GET", "/trpc/kb.page?input=" + url.QueryEscape(`{"page_id":"`+big+`"}`), nil, c.dev.Token, 413, wire.CodePayloadTooLarge, ""},
+		{"malformed JSON", "POST", "/trpc/kb.command", []byte(`{"id": "x",`), c.dev.Token, 400, wire.CodeParseError, "JSON"},
+		{"unknown envelope field", "POST", "/trpc/kb.command", []byte(fmt.Sprintf(`{"id":%q,"device_id":%q,"page_id":%q,"type":"edit-text","payload":{"node":"n","text":"x"},"extra":1}`, uuid.NewString(), c.dev.DeviceID, page)), c.dev.Token, 400, wire.CodeBadRequest, "extra"},
+		{"unknown payload field", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": "x", "color": "red"}), c.dev.Token, 400, wire.CodeBadRequest, "color"},
+		{"wrong type", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": 42}), c.dev.Token, 400, wire.CodeBadRequest, "payload.text"},
+		{"missing field", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n"}), c.dev.Token, 400, wire.CodeBadRequest, "payload.text"},
+		{"id not a uuid", "POST", "/trpc/kb.command", c.envelope("c1", page, "edit-text", map[string]any{"node": "n", "text": "x"}), c.dev.Token, 400, wire.CodeBadRequest, "id"},
+		{"unknown type", "POST", "/trpc/kb.command", c.envelope(uuid.NewString(), page, "paint", map[string]any{}), c.dev.Token, 400, wire.CodeBadRequest, "type"},
+		{"no input", "POST", "/trpc/kb.command", nil, c.dev.Token, 400, wire.CodeBadRequest, "input"},
+		{"kb.page unknown field", "GET", "/trpc/kb.page?input=" + url.QueryEscape(`{"page_id":"`+page+`","x":1}`), nil, c.dev.Token, 400, wire.CodeBadRequest, "x"},
+		{"kb.page wrong type", "GET", "/trpc/kb.page?input=" + url.QueryEscape(`{"page_id":7}`), nil, c.dev.Token, 400, wire.CodeBadRequest, "page_id"},
+		{"kb.page malformed JSON", "GET", "/trpc/kb.page?input=" + url.QueryEscape(`{"page_id"`), nil, c.dev.Token, 400, wire.CodeParseError, ""},
+		{"batch input not an object", "POST", "/trpc/kb.command?batch=1", []byte(`[1]`), c.dev.Token, 400, wire.CodeBadRequest, "batch"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -388,7 +389,7 @@ func TestTrustBoundaryWritesNothing(t *testing.T) {
 		lc.mustCommit(page, "edit-text", map[string]any{"node": "n", "text": "2"})
 		before := countRows(t, in.st)
 		status, r := lc.command(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": "3"})
-		wantError(t, status, r, 429, CodeTooManyRequests)
+		wantError(t, status, r, 429, wire.CodeTooManyRequests)
 		if after := countRows(t, in.st); after != before {
 			t.Errorf("rows written: before %+v, after %+v", before, after)
 		}
@@ -411,7 +412,7 @@ func TestTrustBoundaryWritesNothing(t *testing.T) {
 	t.Run("websocket bad connectionParams", func(t *testing.T) {
 		ws := dialWS(t, in.ts.URL, "", "kbk_nope")
 		r := readWS(t, ws)
-		if r.Error == nil || r.Error.Data.Code != CodeUnauthorized || string(r.ID) != "null" {
+		if r.Error == nil || r.Error.Data.Code != wire.CodeUnauthorized || string(r.ID) != "null" {
 			t.Fatalf("reply to a bad token: %+v", r)
 		}
 		if _, _, err := ws.Read(context.Background()); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
@@ -422,10 +423,10 @@ func TestTrustBoundaryWritesNothing(t *testing.T) {
 	t.Run("websocket command of another device", func(t *testing.T) {
 		before := countRows(t, in.st)
 		ws := dialWS(t, in.ts.URL, c.dev.Token, "")
-		sendWS(t, ws, map[string]any{"id": 1, "method": "mutation", "params": map[string]any{"path": PathCommand,
+		sendWS(t, ws, map[string]any{"id": 1, "method": "mutation", "params": map[string]any{"path": wire.PathCommand,
 			"input": json.RawMessage(other.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": "x"}))}})
 		r := readWS(t, ws)
-		if r.Error == nil || r.Error.Data.Code != CodeForbidden || string(r.ID) != "1" {
+		if r.Error == nil || r.Error.Data.Code != wire.CodeForbidden || string(r.ID) != "1" {
 			t.Fatalf("reply: %+v", r)
 		}
 		if after := countRows(t, in.st); after != before {
@@ -436,17 +437,17 @@ func TestTrustBoundaryWritesNothing(t *testing.T) {
 
 func TestStoreErrorsAreNeverRejections(t *testing.T) {
 	err := storeError(fmt.Errorf("%w: connection reset", store.ErrRetryable))
-	if err.code != CodeServiceUnavailable || !err.retryable || err.status() != 503 {
+	if err.code != wire.CodeServiceUnavailable || !err.retryable || err.status() != 503 {
 		t.Fatalf("transient failure: %+v", err)
 	}
-	sh := err.shape(PathCommand)
+	sh := err.shape(wire.PathCommand)
 	if sh.Code != -32603 || sh.Data.Rejection != nil || !sh.Data.Retryable {
 		t.Fatalf("shape: %+v", sh)
 	}
-	if e := storeError(errors.New("boom")); e.code != CodeInternalServerError {
+	if e := storeError(errors.New("boom")); e.code != wire.CodeInternalServerError {
 		t.Fatalf("internal failure: %+v", e)
 	}
-	if e := storeError(store.ErrForbidden); e.code != CodeNotFound {
+	if e := storeError(store.ErrForbidden); e.code != wire.CodeNotFound {
 		t.Fatalf("page of another workspace: %+v", e)
 	}
 }
@@ -527,7 +528,7 @@ type wsReply struct {
 		ID   string          `json:"id"`
 		Data json.RawMessage `json:"data"`
 	} `json:"result"`
-	Error *ErrorShape `json:"error"`
+	Error *wire.ErrorShape `json:"error"`
 }
 
 func readRaw(t *testing.T, ws *websocket.Conn) []byte {
@@ -570,7 +571,7 @@ func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 func subscribe(t *testing.T, ws *websocket.Conn, id int, page string, lastEventID *string) {
 	t.Helper()
 	input := map[string]any{"page_id": page}
-	params := map[string]any{"path": PathOnPage, "input": input}
+	params := map[string]any{"path": wire.PathOnPage, "input": input}
 	if lastEventID != nil {
 		params["lastEventId"] = *lastEventID
 	}
@@ -612,9 +613,9 @@ func TestWebSocketSubscription(t *testing.T) {
 	// A query and a mutation over the socket, batched as wsLink does.
 	cmdID := uuid.NewString()
 	sendWS(t, ws, []any{
-		map[string]any{"id": 8, "jsonrpc": "2.0", "method": "mutation", "params": map[string]any{"path": PathCommand,
+		map[string]any{"id": 8, "jsonrpc": "2.0", "method": "mutation", "params": map[string]any{"path": wire.PathCommand,
 			"input": json.RawMessage(c.envelope(cmdID, page, "edit-text", map[string]any{"node": "n", "text": "ws"}))}},
-		map[string]any{"id": "q", "method": "query", "params": map[string]any{"path": PathPage,
+		map[string]any{"id": "q", "method": "query", "params": map[string]any{"path": wire.PathPage,
 			"input": map[string]any{"page_id": page, "pending": []string{cmdID}}}},
 	})
 	var gotMutation, gotQuery, gotEvent bool
@@ -642,7 +643,7 @@ func TestWebSocketSubscription(t *testing.T) {
 	}
 
 	// lastEventId in the input (as v11 merges it) on a second subscription.
-	sendWS(t, ws, map[string]any{"id": 9, "method": "subscription", "params": map[string]any{"path": PathOnPage,
+	sendWS(t, ws, map[string]any{"id": 9, "method": "subscription", "params": map[string]any{"path": wire.PathOnPage,
 		"input": map[string]any{"page_id": page, "lastEventId": "8"}}})
 	if r := readWS(t, ws); r.Result == nil || r.Result.Type != "started" {
 		t.Fatalf("second subscription: %s", mustJSON(r))
@@ -650,9 +651,9 @@ func TestWebSocketSubscription(t *testing.T) {
 	readEvents(t, ws, "9", 9, 9)
 
 	// A duplicate id is refused.
-	sendWS(t, ws, map[string]any{"id": 9, "method": "subscription", "params": map[string]any{"path": PathOnPage,
+	sendWS(t, ws, map[string]any{"id": 9, "method": "subscription", "params": map[string]any{"path": wire.PathOnPage,
 		"input": map[string]any{"page_id": page}}})
-	if r := readWS(t, ws); r.Error == nil || r.Error.Data.Code != CodeBadRequest {
+	if r := readWS(t, ws); r.Error == nil || r.Error.Data.Code != wire.CodeBadRequest {
 		t.Fatalf("duplicate id: %s", mustJSON(r))
 	}
 
@@ -668,15 +669,15 @@ func TestWebSocketSubscription(t *testing.T) {
 	if err := ws.Write(context.Background(), websocket.MessageText, []byte("{nope")); err != nil {
 		t.Fatal(err)
 	}
-	if r := readWS(t, ws); r.Error == nil || r.Error.Data.Code != CodeParseError || string(r.ID) != "null" {
+	if r := readWS(t, ws); r.Error == nil || r.Error.Data.Code != wire.CodeParseError || string(r.ID) != "null" {
 		t.Fatalf("malformed message: %s", mustJSON(r))
 	}
 	// Subscribing to a page of another workspace: NOT_FOUND.
 	other := pair(t, in, "globex")
 	otherPage := other.newPage()
-	sendWS(t, ws, map[string]any{"id": 10, "method": "subscription", "params": map[string]any{"path": PathOnPage,
+	sendWS(t, ws, map[string]any{"id": 10, "method": "subscription", "params": map[string]any{"path": wire.PathOnPage,
 		"input": map[string]any{"page_id": otherPage}}})
-	if r := readWS(t, ws); r.Error == nil || r.Error.Data.Code != CodeNotFound {
+	if r := readWS(t, ws); r.Error == nil || r.Error.Data.Code != wire.CodeNotFound {
 		t.Fatalf("foreign page: %s", mustJSON(r))
 	}
 }
@@ -685,7 +686,7 @@ func TestWebSocketHeaderAuthAndInvalidations(t *testing.T) {
 	in := newInstance(t, pgprovider.ForTest(t), Options{})
 	c := pair(t, in, "acme")
 	ws := dialWS(t, in.ts.URL, c.dev.Token, "")
-	sendWS(t, ws, map[string]any{"id": 1, "method": "subscription", "params": map[string]any{"path": PathOnInvalidate,
+	sendWS(t, ws, map[string]any{"id": 1, "method": "subscription", "params": map[string]any{"path": wire.PathOnInvalidate,
 		"input": map[string]any{"topics": []string{TopicDirectory}}}})
 	if r := readWS(t, ws); r.Result == nil || r.Result.Type != "started" {
 		t.Fatalf("invalidation subscription: %s", mustJSON(r))
@@ -928,21 +929,21 @@ func TestPanicIsContained(t *testing.T) {
 	c := pair(t, in, "acme")
 	page := c.newPage()
 	in.srv.beforeCall = func(path string) {
-		if path == PathWhoami {
+		if path == wire.PathWhoami {
 			panic("a bug reached by input")
 		}
 	}
-	status, b := c.do(http.MethodGet, "/trpc/"+PathWhoami, nil, c.dev.Token)
-	wantError(t, status, decode[trpcResp](t, b), http.StatusInternalServerError, CodeInternalServerError)
+	status, b := c.do(http.MethodGet, "/trpc/"+wire.PathWhoami, nil, c.dev.Token)
+	wantError(t, status, decode[trpcResp](t, b), http.StatusInternalServerError, wire.CodeInternalServerError)
 	c.mustCommit(page, "create-after", map[string]any{"node": "n1", "text": "after the panic"})
 
 	ws := dialWS(t, in.ts.URL, c.dev.Token, "")
-	sendWS(t, ws, map[string]any{"id": 1, "method": "query", "params": map[string]any{"path": PathWhoami, "input": map[string]any{}}})
+	sendWS(t, ws, map[string]any{"id": 1, "method": "query", "params": map[string]any{"path": wire.PathWhoami, "input": map[string]any{}}})
 	r := readWS(t, ws)
-	if r.Error == nil || r.Error.Data.Code != CodeInternalServerError || string(r.ID) != "1" {
+	if r.Error == nil || r.Error.Data.Code != wire.CodeInternalServerError || string(r.ID) != "1" {
 		t.Fatalf("a panicking call over the WebSocket answered %s", mustJSON(r))
 	}
-	sendWS(t, ws, map[string]any{"id": 2, "method": "query", "params": map[string]any{"path": PathPage, "input": map[string]any{"page_id": page}}})
+	sendWS(t, ws, map[string]any{"id": 2, "method": "query", "params": map[string]any{"path": wire.PathPage, "input": map[string]any{"page_id": page}}})
 	if r := readWS(t, ws); r.Error != nil || string(r.ID) != "2" {
 		t.Fatalf("the socket's next call answered %s", mustJSON(r))
 	}
@@ -962,15 +963,15 @@ func TestAdmissionQueueTimeout(t *testing.T) {
 	t.Cleanup(release)
 	entered := make(chan struct{}, 1)
 	in.srv.beforeCall = func(path string) {
-		if path == PathLimits {
+		if path == wire.PathLimits {
 			entered <- struct{}{}
 			<-hold
 		}
 	}
-	go c.do(http.MethodGet, "/trpc/"+PathLimits, nil, c.dev.Token) // takes the only slot
+	go c.do(http.MethodGet, "/trpc/"+wire.PathLimits, nil, c.dev.Token) // takes the only slot
 	<-entered
 	start := time.Now()
-	req, _ := http.NewRequest(http.MethodGet, in.ts.URL+"/trpc/"+PathWhoami, nil)
+	req, _ := http.NewRequest(http.MethodGet, in.ts.URL+"/trpc/"+wire.PathWhoami, nil)
 	req.Header.Set("Authorization", "Bearer "+c.dev.Token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -980,7 +981,7 @@ func TestAdmissionQueueTimeout(t *testing.T) {
 	res.Body.Close()
 	waited := time.Since(start)
 	r := decode[trpcResp](t, b)
-	wantError(t, res.StatusCode, r, http.StatusServiceUnavailable, CodeServiceUnavailable)
+	wantError(t, res.StatusCode, r, http.StatusServiceUnavailable, wire.CodeServiceUnavailable)
 	if !r.Error.Data.Retryable || res.Header.Get("Retry-After") == "" {
 		t.Errorf("the refusal is not retryable with Retry-After: %s %v", b, res.Header)
 	}
@@ -988,7 +989,7 @@ func TestAdmissionQueueTimeout(t *testing.T) {
 		t.Errorf("refused after %s, before the queue timeout", waited)
 	}
 	release()
-	if status, _ := c.do(http.MethodGet, "/trpc/"+PathWhoami, nil, c.dev.Token); status != http.StatusOK {
+	if status, _ := c.do(http.MethodGet, "/trpc/"+wire.PathWhoami, nil, c.dev.Token); status != http.StatusOK {
 		t.Errorf("after the slot is free: HTTP %d", status)
 	}
 }
@@ -1005,7 +1006,7 @@ func TestLiveEchoEqualsReplay(t *testing.T) {
 	id := uuid.NewString()
 	body := []byte(`{"id":"` + id + `","device_id":"` + c.dev.DeviceID + `","page_id":"` + page +
 		`","type":"create-after","payload":{ "text": "zebra first",  "node": "n1" }}`)
-	if status, b := c.do(http.MethodPost, "/trpc/"+PathCommand, body, c.dev.Token); status != http.StatusOK {
+	if status, b := c.do(http.MethodPost, "/trpc/"+wire.PathCommand, body, c.dev.Token); status != http.StatusOK {
 		t.Fatalf("HTTP %d %s", status, b)
 	}
 	live := readRaw(t, ws)

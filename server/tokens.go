@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/subspace/kbkit/wire"
 	"sync"
 
 	"github.com/subspace/kbkit/server/store"
@@ -22,7 +23,7 @@ const maxCachedDevices = 200000
 // the limit is applied.
 func (s *Server) authenticate(ctx context.Context, addr, token string) (store.Device, *callError) {
 	if token == "" {
-		return store.Device{}, errorf(CodeUnauthorized, "missing bearer token (Authorization: Bearer TOKEN, or connectionParams {token} on a WebSocket)")
+		return store.Device{}, errorf(wire.CodeUnauthorized, "missing bearer token (Authorization: Bearer TOKEN, or connectionParams {token} on a WebSocket)")
 	}
 	s.revoke.start()
 	key := store.HashToken(token)
@@ -57,7 +58,7 @@ func (s *Server) authenticate(ctx context.Context, addr, token string) (store.De
 			}
 		}
 		s.authGuard.failed(addr)
-		return store.Device{}, errorf(CodeUnauthorized, "unknown device token")
+		return store.Device{}, errorf(wire.CodeUnauthorized, "unknown device token")
 	}
 	if cache && s.revoke.gen.Load() == gen {
 		s.auth.put(key, d)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/subspace/kbkit/wire"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 // whoami calls kb.whoami with token and returns the status.
 func whoami(c client, token string) int {
 	c.t.Helper()
-	status, _ := c.do("GET", "/trpc/"+PathWhoami, nil, token)
+	status, _ := c.do("GET", "/trpc/"+wire.PathWhoami, nil, token)
 	return status
 }
 

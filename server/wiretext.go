@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/subspace/kbkit/wire"
 	"unicode/utf8"
 )
 
@@ -12,7 +13,7 @@ import (
 // it.
 func checkWireText(raw []byte) *callError {
 	if !utf8.Valid(raw) {
-		return errorf(CodeBadRequest, "input: not valid UTF-8")
+		return errorf(wire.CodeBadRequest, "input: not valid UTF-8")
 	}
 	for i := 0; i < len(raw); i++ {
 		if raw[i] != '\\' {
@@ -32,7 +33,7 @@ func checkWireText(raw []byte) *callError {
 		}
 		switch {
 		case r == 0:
-			return errorf(CodeBadRequest, "input: a string holds \\u0000 (NUL), which is not allowed")
+			return errorf(wire.CodeBadRequest, "input: a string holds \\u0000 (NUL), which is not allowed")
 		case r >= 0xd800 && r <= 0xdbff:
 			// A high surrogate must be followed by a low one.
 			if i+11 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
@@ -41,9 +42,9 @@ func checkWireText(raw []byte) *callError {
 					continue
 				}
 			}
-			return errorf(CodeBadRequest, "input: a string holds a lone surrogate escape (\\u%04x), which is not allowed", r)
+			return errorf(wire.CodeBadRequest, "input: a string holds a lone surrogate escape (\\u%04x), which is not allowed", r)
 		case r >= 0xdc00 && r <= 0xdfff:
-			return errorf(CodeBadRequest, "input: a string holds a lone surrogate escape (\\u%04x), which is not allowed", r)
+			return errorf(wire.CodeBadRequest, "input: a string holds a lone surrogate escape (\\u%04x), which is not allowed", r)
 		}
 		i += 5
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/wire"
 	"io"
 	"net"
 	"net/http"
@@ -41,10 +42,10 @@ type wsParams struct {
 // wsResponse is a server reply: {id, jsonrpc?, result} or {id, jsonrpc?,
 // error}; wsResult.Type is started, data or stopped.
 type wsResponse struct {
-	ID      json.RawMessage `json:"id"`
-	JSONRPC string          `json:"jsonrpc,omitempty"`
-	Result  *wsResult       `json:"result,omitempty"`
-	Error   *ErrorShape     `json:"error,omitempty"`
+	ID      json.RawMessage  `json:"id"`
+	JSONRPC string           `json:"jsonrpc,omitempty"`
+	Result  *wsResult        `json:"result,omitempty"`
+	Error   *wire.ErrorShape `json:"error,omitempty"`
 }
 
 type wsResult struct {
@@ -157,7 +158,7 @@ const closeTimeout = 2 * time.Second
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if s.closing.Load() {
-		s.writeOne(w, callResult{err: &callError{code: CodeServiceUnavailable, message: "server shutting down, reconnect",
+		s.writeOne(w, callResult{err: &callError{code: wire.CodeServiceUnavailable, message: "server shutting down, reconnect",
 			retryable: true, retryAfter: time.Second}})
 		return
 	}
@@ -277,7 +278,7 @@ func (c *wsConn) onMessage(typ byte, data []byte) {
 	msgs, cerr := parseWSMessages(data)
 	if cerr == nil && c.s.opts.Limits.MaxBatch > 0 && len(msgs) > c.s.opts.Limits.MaxBatch {
 		c.s.metrics.refused.WithLabelValues("batch").Inc()
-		cerr = errorf(CodePayloadTooLarge, "%d messages in one frame: at most %d", len(msgs), c.s.opts.Limits.MaxBatch)
+		cerr = errorf(wire.CodePayloadTooLarge, "%d messages in one frame: at most %d", len(msgs), c.s.opts.Limits.MaxBatch)
 	}
 	if cerr != nil {
 		c.send(wsResponse{Error: ptr(cerr.shape(""))})
@@ -285,12 +286,12 @@ func (c *wsConn) onMessage(typ byte, data []byte) {
 	}
 	for _, m := range msgs {
 		if c.draining.Load() && m.Method != "subscription.stop" {
-			c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeServiceUnavailable,
+			c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: wire.CodeServiceUnavailable,
 				message: "server shutting down, reconnect", retryable: true}).shape(m.path()))})
 			continue
 		}
 		if !c.enqueue(m) {
-			c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: CodeTooManyRequests,
+			c.send(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Error: ptr((&callError{code: wire.CodeTooManyRequests,
 				message: fmt.Sprintf("more than %d requests waiting on this socket", maxQueued), retryable: true}).shape(m.path()))})
 		}
 	}
@@ -433,12 +434,12 @@ func (c *wsConn) connectionParams(data []byte) bool {
 	var m wsMessage
 	var cerr *callError
 	if err := json.Unmarshal(data, &m); err != nil || m.Method != "connectionParams" {
-		cerr = errorf(CodeParseError, "Malformed TRPCConnectionParamsMessage: the first message must be {\"method\":\"connectionParams\",\"data\":{\"token\":...}}")
+		cerr = errorf(wire.CodeParseError, "Malformed TRPCConnectionParamsMessage: the first message must be {\"method\":\"connectionParams\",\"data\":{\"token\":...}}")
 	} else {
 		var params map[string]any
 		if len(m.Data) > 0 && !bytes.Equal(m.Data, []byte("null")) {
 			if err := json.Unmarshal(m.Data, &params); err != nil {
-				cerr = errorf(CodeParseError, "connectionParams: data must be an object: %v", err)
+				cerr = errorf(wire.CodeParseError, "connectionParams: data must be an object: %v", err)
 			}
 		}
 		if cerr == nil {
@@ -453,7 +454,7 @@ func (c *wsConn) connectionParams(data []byte) bool {
 					_, cerr = c.s.authenticate(c.ctx, c.addr, "")
 				}
 			default:
-				cerr = errorf(CodeBadRequest, "connectionParams.token: expected a string")
+				cerr = errorf(wire.CodeBadRequest, "connectionParams.token: expected a string")
 			}
 		}
 	}
@@ -470,12 +471,12 @@ func (c *wsConn) connectionParams(data []byte) bool {
 func parseWSMessages(data []byte) ([]wsMessage, *callError) {
 	data = bytes.TrimSpace(data)
 	if !json.Valid(data) {
-		return nil, errorf(CodeParseError, "message is not valid JSON: %s", jsonSyntaxError(data))
+		return nil, errorf(wire.CodeParseError, "message is not valid JSON: %s", jsonSyntaxError(data))
 	}
 	var raws []json.RawMessage
 	if len(data) > 0 && data[0] == '[' {
 		if err := json.Unmarshal(data, &raws); err != nil {
-			return nil, errorf(CodeParseError, "%v", err)
+			return nil, errorf(wire.CodeParseError, "%v", err)
 		}
 	} else {
 		raws = []json.RawMessage{data}
@@ -484,7 +485,7 @@ func parseWSMessages(data []byte) ([]wsMessage, *callError) {
 	for _, raw := range raws {
 		var m wsMessage
 		if cerr := decodeStrict(raw, &m); cerr != nil {
-			return nil, errorf(CodeParseError, "%s", cerr.message)
+			return nil, errorf(wire.CodeParseError, "%s", cerr.message)
 		}
 		msgs = append(msgs, m)
 	}
@@ -549,7 +550,7 @@ func (c *wsConn) handle(m wsMessage) {
 	}()
 	idKey, ok := requestID(m.ID)
 	if !ok {
-		reply(nil, errorf(CodeParseError, "`id` is required: a number or a string"))
+		reply(nil, errorf(wire.CodeParseError, "`id` is required: a number or a string"))
 		return
 	}
 	if m.Method == "subscription.stop" {
@@ -568,13 +569,13 @@ func (c *wsConn) handle(m wsMessage) {
 		return
 	}
 	if m.Params == nil {
-		reply(nil, errorf(CodeParseError, "params: missing ({path, input})"))
+		reply(nil, errorf(wire.CodeParseError, "params: missing ({path, input})"))
 		return
 	}
 	switch m.Method {
 	case typeQuery, typeMutation, typeSubscription:
 	default:
-		reply(nil, errorf(CodeParseError, "method: %q is not query, mutation, subscription or subscription.stop", m.Method))
+		reply(nil, errorf(wire.CodeParseError, "method: %q is not query, mutation, subscription or subscription.stop", m.Method))
 		return
 	}
 	path := m.Params.Path
@@ -585,7 +586,7 @@ func (c *wsConn) handle(m wsMessage) {
 		c.s.logCall(c.ctx, "ws", path, c.dev.DeviceID, cerr, time.Since(start))
 	}()
 	if typ, ok := procedures[path]; !ok || typ != m.Method {
-		cerr = errorf(CodeNotFound, "No %q-procedure on path %q", m.Method, path)
+		cerr = errorf(wire.CodeNotFound, "No %q-procedure on path %q", m.Method, path)
 		reply(nil, cerr)
 		return
 	}

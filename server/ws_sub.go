@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/wire"
 	"strconv"
 	"time"
 
@@ -22,15 +23,15 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 	open := len(c.subs)
 	c.mu.Unlock()
 	if dup {
-		return errorf(CodeBadRequest, "Duplicate id %s", idKey)
+		return errorf(wire.CodeBadRequest, "Duplicate id %s", idKey)
 	}
 	if n := c.s.opts.Limits.MaxSubscriptionsPerSocket; n > 0 && open >= n {
 		c.s.metrics.refused.WithLabelValues("subscriptions").Inc()
-		return errorf(CodeTooManyRequests, "%d subscriptions open on this socket: at most %d (stop one first)", open, n)
+		return errorf(wire.CodeTooManyRequests, "%d subscriptions open on this socket: at most %d (stop one first)", open, n)
 	}
 	if !c.s.holdSubscription(c.dev.DeviceID) {
 		c.s.metrics.refused.WithLabelValues("subscriptions").Inc()
-		return errorf(CodeTooManyRequests, "this device has %d subscriptions open on this server: stop one first", c.s.opts.Limits.MaxSubscriptionsPerDevice)
+		return errorf(wire.CodeTooManyRequests, "this device has %d subscriptions open on this server: stop one first", c.s.opts.Limits.MaxSubscriptionsPerDevice)
 	}
 	held := true
 	defer func() {
@@ -43,7 +44,7 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 	}
 	sub := &wsSub{c: c, key: idKey, id: m.ID, rpc: m.JSONRPC, path: m.Params.Path}
 	switch m.Params.Path {
-	case PathOnPage:
+	case wire.PathOnPage:
 		pageID, after, cerr := parseOnPage(m.Params.Input, m.Params.LastEventID)
 		if cerr != nil {
 			return cerr
@@ -56,13 +57,13 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 			return storeError(err)
 		}
 		if c.s.hub == nil {
-			return errorf(CodeInternalServerError, "this server has no dispatcher: subscriptions are unavailable")
+			return errorf(wire.CodeInternalServerError, "this server has no dispatcher: subscriptions are unavailable")
 		}
 		sub.pageID, sub.last, sub.prefix = pageID, after, eventPrefix(m)
 		c.mu.Lock()
 		if c.closing {
 			c.mu.Unlock()
-			return &callError{code: CodeServiceUnavailable, message: "connection closing", retryable: true}
+			return &callError{code: wire.CodeServiceUnavailable, message: "connection closing", retryable: true}
 		}
 		c.subs[idKey] = sub // its count is the subscription's from now on
 		held = false
@@ -87,10 +88,10 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 				c.s.releaseSubscription(c.dev.DeviceID)
 			}
 			if c.ctx.Err() != nil {
-				return &callError{code: CodeServiceUnavailable, message: "connection closing", retryable: true}
+				return &callError{code: wire.CodeServiceUnavailable, message: "connection closing", retryable: true}
 			}
 			c.s.log.Warn("websocket: subscribe failed", "page_id", pageID, "err", err)
-			return &callError{code: CodeServiceUnavailable, message: "subscription unavailable, retry", retryable: true, retryAfter: time.Second}
+			return &callError{code: wire.CodeServiceUnavailable, message: "subscription unavailable, retry", retryable: true, retryAfter: time.Second}
 		}
 		if sub.ended { // the connection is ending
 			c.mu.Unlock()
@@ -112,7 +113,7 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 		c.signalRoomLocked()
 		c.mu.Unlock()
 		return nil
-	case PathOnInvalidate:
+	case wire.PathOnInvalidate:
 		topics, cerr := parseOnInvalidate(m.Params.Input)
 		if cerr != nil {
 			return cerr
@@ -125,7 +126,7 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 			c.mu.Unlock()
 			sub.cancel()
 			c.s.inval.unsubscribe(is)
-			return &callError{code: CodeServiceUnavailable, message: "connection closing", retryable: true}
+			return &callError{code: wire.CodeServiceUnavailable, message: "connection closing", retryable: true}
 		}
 		c.subs[idKey] = sub
 		sub.started = true
@@ -153,7 +154,7 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 		}()
 		return nil
 	default:
-		return errorf(CodeNotFound, "No %q-procedure on path %q", m.Method, m.Params.Path)
+		return errorf(wire.CodeNotFound, "No %q-procedure on path %q", m.Method, m.Params.Path)
 	}
 }
 
@@ -236,7 +237,7 @@ func (sub *wsSub) Ended(err error) {
 	delete(c.subs, sub.key)
 	if !c.draining.Load() {
 		c.s.log.Warn("websocket: subscription ended", "path", sub.path, "err", err)
-		c.enqueueLocked(outMsg{op: opText, a: c.encode(wsResponse{ID: sub.id, JSONRPC: sub.rpc, Error: ptr((&callError{code: CodeServiceUnavailable,
+		c.enqueueLocked(outMsg{op: opText, a: c.encode(wsResponse{ID: sub.id, JSONRPC: sub.rpc, Error: ptr((&callError{code: wire.CodeServiceUnavailable,
 			message: fmt.Sprintf("subscription ended (%v): subscribe again with the last event id", err), retryable: true}).shape(sub.path))})})
 	}
 	c.s.releaseSubscription(c.dev.DeviceID)
@@ -263,7 +264,7 @@ func (c *wsConn) resubscribe(sub *wsSub) {
 			sub.ended = true
 			delete(c.subs, sub.key)
 			if !c.draining.Load() {
-				c.enqueueLocked(outMsg{op: opText, a: c.encode(wsResponse{ID: sub.id, JSONRPC: sub.rpc, Error: ptr((&callError{code: CodeServiceUnavailable,
+				c.enqueueLocked(outMsg{op: opText, a: c.encode(wsResponse{ID: sub.id, JSONRPC: sub.rpc, Error: ptr((&callError{code: wire.CodeServiceUnavailable,
 					message: fmt.Sprintf("subscription ended (%v): subscribe again with the last event id", err), retryable: true}).shape(sub.path))})})
 			}
 		}

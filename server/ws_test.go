@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/subspace/kbkit/wire"
 	"io"
 	"net"
 	"net/http"
@@ -136,7 +137,7 @@ func (w *rawWS) reply() wsReply {
 
 func (w *rawWS) subscribe(id int, page string, after int64) {
 	w.t.Helper()
-	w.send(map[string]any{"id": id, "method": "subscription", "params": map[string]any{"path": PathOnPage,
+	w.send(map[string]any{"id": id, "method": "subscription", "params": map[string]any{"path": wire.PathOnPage,
 		"input": map[string]any{"page_id": page}, "lastEventId": fmt.Sprint(after)}})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/subspace/kbkit/wire"
 	"math/rand/v2"
 	"net/http"
 	"reflect"
@@ -39,32 +40,10 @@ func hostileChecks() []Check {
 	}
 }
 
-// limits is kb.limits' answer (PROTOCOL.md 8).
-type limits struct {
-	MaxBody                   int64   `json:"max_body"`
-	BodyTimeoutMS             int64   `json:"body_timeout_ms"`
-	IdleTimeoutMS             int64   `json:"idle_timeout_ms"`
-	ParamsTimeoutMS           int64   `json:"params_timeout_ms"`
-	WriteTimeoutMS            int64   `json:"write_timeout_ms"`
-	MaxConnections            int     `json:"max_connections"`
-	MaxSubscriptionsPerSocket int     `json:"max_subscriptions_per_socket"`
-	MaxSubscriptionsPerDevice int     `json:"max_subscriptions_per_device"`
-	MaxBatch                  int     `json:"max_batch"`
-	MaxSocketQueue            int     `json:"max_socket_queue"`
-	AuthFailuresPerMinute     int     `json:"auth_failures_per_minute"`
-	MaxInflight               int     `json:"max_inflight"`
-	MaxQueue                  int     `json:"max_queue"`
-	QueueTimeoutMS            int64   `json:"queue_timeout_ms"`
-	MaxTitleChars             int     `json:"max_title_chars"`
-	MaxAliases                int     `json:"max_aliases"`
-	MaxPending                int     `json:"max_pending"`
-	RateLimitPerSecond        float64 `json:"rate_limit_per_second"`
-	RateBurst                 int     `json:"rate_burst"`
-}
-
-// limitFields are the fields kb.limits must have: limits' JSON names.
+// limitFields are the fields kb.limits must have: wire.Limits' JSON names
+// (held to PROTOCOL.md 8 by the wire package's test).
 var limitFields = func() []string {
-	t := reflect.TypeFor[limits]()
+	t := reflect.TypeFor[wire.Limits]()
 	out := make([]string, t.NumField())
 	for i := range out {
 		out[i] = t.Field(i).Tag.Get("json")
@@ -82,7 +61,7 @@ func grace(ms int64) time.Duration {
 	return time.Duration(ms)*time.Millisecond + time.Duration(ms)*time.Millisecond/4 + 2*time.Second
 }
 
-func (e *Env) limits(ctx context.Context) (*limits, *Response, error) {
+func (e *Env) limits(ctx context.Context) (*wire.Limits, *Response, error) {
 	r, err := e.query(ctx, "kb.limits", nil)
 	if err != nil {
 		return nil, nil, err
@@ -100,7 +79,7 @@ func (e *Env) limits(ctx context.Context) (*limits, *Response, error) {
 			return nil, r, r.fail(fmt.Sprintf("a field %q", k), excerpt(data, 400), "kb.limits lacks %q (PROTOCOL.md 8)", k)
 		}
 	}
-	var l limits
+	var l wire.Limits
 	if err := json.Unmarshal(data, &l); err != nil {
 		return nil, r, r.fail("numbers", excerpt(data, 400), "kb.limits' fields are numbers: %v", err)
 	}
@@ -142,7 +121,7 @@ func checkLimits(ctx context.Context, e *Env) error {
 }
 
 // needLimits reads kb.limits for a check that exercises one of them.
-func (e *Env) needLimits(ctx context.Context) (*limits, error) {
+func (e *Env) needLimits(ctx context.Context) (*wire.Limits, error) {
 	l, _, err := e.limits(ctx)
 	return l, step("kb.limits", err)
 }

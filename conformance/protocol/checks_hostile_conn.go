@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/wire"
 	"io"
 	"net"
 	"net/http"
@@ -280,7 +281,7 @@ func checkSubscriptionCap(ctx context.Context, e *Env) error {
 // numbered from first for the messages, keeping at most half of the
 // socket's request queue (max_socket_queue) in flight and within the
 // advertised rate limit (pc).
-func openSubscriptions(ctx context.Context, w *WS, l *limits, pc *pacer, in map[string]any, first, k int, cap string) error {
+func openSubscriptions(ctx context.Context, w *WS, l *wire.Limits, pc *pacer, in map[string]any, first, k int, cap string) error {
 	window := max(1, l.MaxSocketQueue/2)
 	for sent, started := 0, 0; started < k; {
 		for ; sent < k && sent-started < window; sent++ {
@@ -308,7 +309,7 @@ func openSubscriptions(ctx context.Context, w *WS, l *limits, pc *pacer, in map[
 // max_subscriptions_per_device subscriptions (open counts those already
 // open), and checks that one more is refused. The cap is per instance: the
 // suite must talk to one instance.
-func (e *Env) deviceSubscriptionCap(ctx context.Context, l *limits, pc *pacer, in map[string]any, open int) error {
+func (e *Env) deviceSubscriptionCap(ctx context.Context, l *wire.Limits, pc *pacer, in map[string]any, open int) error {
 	d := l.MaxSubscriptionsPerDevice
 	if d <= 0 {
 		return failf("kb.limits advertises no cap on a device's subscriptions (PROTOCOL.md 8)")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/subspace/kbkit/wire"
 	"net/http"
 	"regexp"
 	"strings"
@@ -276,7 +277,7 @@ func checkRetryCreatePage(ctx context.Context, e *Env) error {
 
 // rejectedIndent posts indent of the page's first node (no previous
 // sibling) and checks the rejection.
-func (e *Env) rejectedIndent(ctx context.Context, p *page) (body []byte, r *Response, es *errShape, err error) {
+func (e *Env) rejectedIndent(ctx context.Context, p *page) (body []byte, r *Response, es *wire.ErrorShape, err error) {
 	body = rawJSON(e.envelope(p.id, newID(), "indent", map[string]any{"node": "n1"}))
 	r, err = e.mutate(ctx, "kb.command", body)
 	if err != nil {

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"github.com/subspace/kbkit/wire"
 	"time"
 )
 
@@ -18,7 +19,7 @@ type pacer struct {
 	last   time.Time
 }
 
-func newPacer(l *limits) *pacer {
+func newPacer(l *wire.Limits) *pacer {
 	p := &pacer{rate: l.RateLimitPerSecond * 0.9, burst: float64(max(1, l.RateBurst)), last: time.Now()}
 	return p
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/subspace/kbkit/wire"
 	"io"
 	"mime"
 	"net/http"
@@ -15,29 +16,6 @@ import (
 	"time"
 	"unicode/utf8"
 )
-
-// codeInfo is a tRPC error code's JSON-RPC number and HTTP status
-// (PROTOCOL.md section 6).
-type codeInfo struct {
-	rpc    int
-	status int
-}
-
-var codes = map[string]codeInfo{
-	"PARSE_ERROR":            {-32700, 400},
-	"BAD_REQUEST":            {-32600, 400},
-	"UNAUTHORIZED":           {-32001, 401},
-	"FORBIDDEN":              {-32003, 403},
-	"NOT_FOUND":              {-32004, 404},
-	"METHOD_NOT_SUPPORTED":   {-32005, 405},
-	"CONFLICT":               {-32009, 409},
-	"PAYLOAD_TOO_LARGE":      {-32013, 413},
-	"UNSUPPORTED_MEDIA_TYPE": {-32015, 415},
-	"TIMEOUT":                {-32008, 408},
-	"TOO_MANY_REQUESTS":      {-32029, 429},
-	"INTERNAL_SERVER_ERROR":  {-32603, 500},
-	"SERVICE_UNAVAILABLE":    {-32603, 503},
-}
 
 // Response is one HTTP exchange, kept whole for the diagnostics.
 type Response struct {
@@ -295,29 +273,13 @@ func successData(r *Response, body []byte) (json.RawMessage, error) {
 	return data, nil
 }
 
-// errShape is an error object (PROTOCOL.md section 6).
-type errShape struct {
-	Message string `json:"message"`
-	Code    int    `json:"code"`
-	Data    struct {
-		Code       string `json:"code"`
-		HTTPStatus int    `json:"httpStatus"`
-		Path       string `json:"path"`
-		Rejection  *struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"rejection"`
-		Retryable bool `json:"retryable"`
-	} `json:"data"`
-}
-
 // expectError checks a non-batch error answer: the status of code, a
 // body {"error": ERROR} with the code's number, data.code and
 // data.httpStatus, and data.path when path is set.
-func expectError(r *Response, code, path string) (*errShape, error) {
-	ci := codes[code]
-	if r.Status != ci.status {
-		return nil, r.fail(fmt.Sprintf("HTTP %d %s", ci.status, code), fmt.Sprintf("HTTP %d", r.Status), "wrong HTTP status")
+func expectError(r *Response, code, path string) (*wire.ErrorShape, error) {
+	ci := wire.Codes[code]
+	if r.Status != ci.Status {
+		return nil, r.fail(fmt.Sprintf("HTTP %d %s", ci.Status, code), fmt.Sprintf("HTTP %d", r.Status), "wrong HTTP status")
 	}
 	if f := r.checkJSON(); f != nil {
 		return nil, f
@@ -326,7 +288,7 @@ func expectError(r *Response, code, path string) (*errShape, error) {
 }
 
 // errorObject checks one {"error": ERROR} (also an element of a batch).
-func errorObject(r *Response, body []byte, code, path string) (*errShape, error) {
+func errorObject(r *Response, body []byte, code, path string) (*wire.ErrorShape, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil || top == nil {
 		return nil, r.fail(`{"error":{...}}`, excerpt(body, 200), "the error answer is not a JSON object")
@@ -343,8 +305,8 @@ func errorObject(r *Response, body []byte, code, path string) (*errShape, error)
 	})
 }
 
-func checkErrShape(raw json.RawMessage, code, path string, fail func(exp, got any, format string, args ...any) *Failure) (*errShape, error) {
-	ci := codes[code]
+func checkErrShape(raw json.RawMessage, code, path string, fail func(exp, got any, format string, args ...any) *Failure) (*wire.ErrorShape, error) {
+	ci := wire.Codes[code]
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return nil, fail("an object {message, code, data}", excerpt(raw, 200), "error is not an object")
@@ -354,7 +316,7 @@ func checkErrShape(raw json.RawMessage, code, path string, fail func(exp, got an
 			return nil, fail("error."+k, "no error."+k, "the error object lacks %q", k)
 		}
 	}
-	var e errShape
+	var e wire.ErrorShape
 	if err := json.Unmarshal(raw, &e); err != nil {
 		return nil, fail("{message: string, code: number, data: {code: string, httpStatus: number, ...}}", excerpt(raw, 300),
 			"the error object has a field of the wrong type: %v", err)
@@ -365,11 +327,11 @@ func checkErrShape(raw json.RawMessage, code, path string, fail func(exp, got an
 	if e.Data.Code != code {
 		return nil, fail(code, e.Data.Code, "wrong error.data.code")
 	}
-	if e.Code != ci.rpc {
-		return nil, fail(ci.rpc, e.Code, "wrong error.code (the JSON-RPC number of %s)", code)
+	if e.Code != ci.RPC {
+		return nil, fail(ci.RPC, e.Code, "wrong error.code (the JSON-RPC number of %s)", code)
 	}
-	if e.Data.HTTPStatus != ci.status {
-		return nil, fail(ci.status, e.Data.HTTPStatus, "wrong error.data.httpStatus")
+	if e.Data.HTTPStatus != ci.Status {
+		return nil, fail(ci.Status, e.Data.HTTPStatus, "wrong error.data.httpStatus")
 	}
 	if path != "" && e.Data.Path != path {
 		return nil, fail(path, e.Data.Path, "error.data.path is the procedure of the failed call")
@@ -385,7 +347,7 @@ func checkErrShape(raw json.RawMessage, code, path string, fail func(exp, got an
 // messageNames checks that an error message names a field (PROTOCOL.md
 // section 6: "where the input is at fault it starts with the path of the
 // faulty field").
-func messageNames(r *Response, e *errShape, field string) error {
+func messageNames(r *Response, e *wire.ErrorShape, field string) error {
 	if !strings.Contains(e.Message, field) {
 		return r.fail("a message naming "+strconv.Quote(field), e.Message, "error.message does not name the faulty field")
 	}

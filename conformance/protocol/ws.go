@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/wire"
 	"net/http"
 	"strconv"
 	"strings"
@@ -253,7 +254,7 @@ func (w *WS) data(m *wsMsg, what string) (json.RawMessage, error) {
 }
 
 // wsError checks a {"id":ID,"error":ERROR} with the given code.
-func (w *WS) wsError(m *wsMsg, code, path, what string) (*errShape, error) {
+func (w *WS) wsError(m *wsMsg, code, path, what string) (*wire.ErrorShape, error) {
 	if m.Error == nil || m.Result != nil {
 		return nil, w.fail(fmt.Sprintf(`{"id":...,"error":{... %s}}`, code), excerpt(m.raw, 300), "%s: expected an error", what)
 	}
