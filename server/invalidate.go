@@ -6,31 +6,39 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/store"
 )
 
-// invalidator feeds kb.onInvalidate: it LISTENs on the store's commit
-// notifications (every instance gets every commit) and tells subscribers
-// of the workspace which non-document topic changed. Invalidations are
-// hints to refetch, so they may be coalesced or dropped when a
-// subscriber is behind; after a lost listen connection everyone is told
-// to refetch. It starts with the first subscriber.
+// invalidator feeds kb.onInvalidate: a handler of the server's LISTEN
+// connection (pglisten) on the store's commit notifications (every
+// instance gets every commit), it tells subscribers of the workspace which
+// non-document topic changed. Invalidations are hints to refetch, so they
+// may be coalesced or dropped when a subscriber is behind; after a lost
+// listen connection everyone is told to refetch. It starts with the first
+// subscriber.
 type invalidator struct {
 	s *Server
 
 	mu      sync.Mutex
 	subs    map[*invSub]struct{}
 	started bool
-	// ready closes once the first LISTEN is in place: a subscription is
+	// ready closes once the LISTEN is in place: a subscription is
 	// acknowledged only after it, so no commit after "started" is missed.
 	ready     chan struct{}
 	readyOnce sync.Once
+	backlogs  int // Backlog calls: each after the first follows a loss
+
+	// notes are the notified payloads, read by work (which reads the log:
+	// the listener's goroutine must not wait on it); overflow says some
+	// were dropped.
+	notes    chan string
+	overflow atomic.Bool
 }
 
 type invSub struct {
@@ -40,18 +48,20 @@ type invSub struct {
 }
 
 func newInvalidator(s *Server) *invalidator {
-	return &invalidator{s: s, subs: map[*invSub]struct{}{}, ready: make(chan struct{})}
+	return &invalidator{s: s, subs: map[*invSub]struct{}{}, ready: make(chan struct{}), notes: make(chan string, 256)}
 }
 
 func (v *invalidator) subscribe(ws string, topics map[string]bool) *invSub {
 	sub := &invSub{ws: ws, topics: topics, ch: make(chan Invalidation, 16)}
 	v.mu.Lock()
 	v.subs[sub] = struct{}{}
-	if !v.started {
-		v.started = true
-		go v.run(v.s.baseCtx)
-	}
+	start := !v.started
+	v.started = true
 	v.mu.Unlock()
+	if start {
+		go v.work(v.s.baseCtx)
+		v.s.listen(v, store.NotifyChannel)
+	}
 	select { // bounded: a database that is down must not hang the socket
 	case <-v.ready:
 	case <-time.After(5 * time.Second):
@@ -86,80 +96,76 @@ func (v *invalidator) count() int {
 	return len(v.subs)
 }
 
-func (v *invalidator) run(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	for {
-		err := v.listen(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		v.s.log.Warn("invalidations: listen connection lost", "err", err)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return
-		}
-		backoff = min(2*backoff, 5*time.Second)
-		// Notifications may have been missed meanwhile.
+// Backlog: once listening again after a loss, everyone refetches
+// (notifications may have been missed meanwhile).
+func (v *invalidator) Backlog(context.Context) error {
+	v.mu.Lock()
+	v.backlogs++
+	again := v.backlogs > 1
+	v.mu.Unlock()
+	if again {
 		v.publish("", Invalidation{Topic: TopicDirectory})
+	}
+	v.readyOnce.Do(func() { close(v.ready) })
+	return nil
+}
+
+func (v *invalidator) Notify(n *pgconn.Notification) {
+	if v.count() == 0 {
+		return
+	}
+	select {
+	case v.notes <- n.Payload:
+	default:
+		v.overflow.Store(true)
 	}
 }
 
-func (v *invalidator) listen(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, v.s.st.Pool().Config().ConnConfig.Copy())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{store.NotifyChannel}.Sanitize()); err != nil {
-		return err
-	}
-	v.readyOnce.Do(func() { close(v.ready) })
+func (v *invalidator) Lost(error) {}
+
+// work reads the notified commands; a dropped notification makes everyone
+// refetch.
+func (v *invalidator) work(ctx context.Context) {
 	for {
-		wctx, cancel := context.WithTimeout(ctx, 2*time.Second) // a partition is noticed within 2 s + 2 s
-		n, err := conn.WaitForNotification(wctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil || !pgconn.Timeout(err) || conn.IsClosed() {
-				return err
-			}
-			// Idle: check the connection is alive.
-			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			err = conn.Ping(pctx)
-			cancel()
-			if err != nil {
-				return err
-			}
-			continue
+		var payload string
+		select {
+		case <-ctx.Done():
+			return
+		case payload = <-v.notes:
 		}
-		if v.count() == 0 {
-			continue
+		if v.overflow.Swap(false) {
+			v.publish("", Invalidation{Topic: TopicDirectory})
 		}
-		// The payload is "<page id>:<seq>".
-		i := strings.LastIndexByte(n.Payload, ':')
-		if i < 0 {
-			continue
-		}
-		pageID := n.Payload[:i]
-		seq, err := strconv.ParseInt(n.Payload[i+1:], 10, 64)
-		if err != nil {
-			continue
-		}
-		lctx, cancel := v.s.dbContext(ctx)
-		entries, err := v.s.st.Log(lctx, pageID, seq-1, 1)
-		cancel()
-		if err != nil || len(entries) == 0 || entries[0].Seq != seq || !kbcore.ChangesDirectory(entries[0].Cmd.Type) {
-			if err != nil {
-				v.s.log.Debug("invalidations: reading a notified command", "page_id", pageID, "seq", seq, "err", err)
-			}
-			continue
-		}
-		ws, err := v.s.pageWorkspace(ctx, pageID)
-		if err != nil {
-			continue
-		}
-		v.publish(ws, Invalidation{Topic: TopicDirectory, PageID: pageID, Seq: seq})
+		v.note(ctx, payload)
 	}
+}
+
+// note publishes the invalidation of one notified commit, "<page id>:<seq>",
+// when the command changed the directory.
+func (v *invalidator) note(ctx context.Context, payload string) {
+	i := strings.LastIndexByte(payload, ':')
+	if i < 0 {
+		return
+	}
+	pageID := payload[:i]
+	seq, err := strconv.ParseInt(payload[i+1:], 10, 64)
+	if err != nil {
+		return
+	}
+	lctx, cancel := v.s.dbContext(ctx)
+	entries, err := v.s.st.Log(lctx, pageID, seq-1, 1)
+	cancel()
+	if err != nil || len(entries) == 0 || entries[0].Seq != seq || !kbcore.ChangesDirectory(entries[0].Cmd.Type) {
+		if err != nil {
+			v.s.log.Debug("invalidations: reading a notified command", "page_id", pageID, "seq", seq, "err", err)
+		}
+		return
+	}
+	ws, err := v.s.pageWorkspace(ctx, pageID)
+	if err != nil {
+		return
+	}
+	v.publish(ws, Invalidation{Topic: TopicDirectory, PageID: pageID, Seq: seq})
 }
 
 // logCall logs one tRPC call: successes and refusals (4xx) at debug (a

@@ -4,22 +4,21 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/coder/websocket"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/subspace/kbkit/server/store"
 )
 
-// revocations LISTENs on store.RevokeChannel and store.PairChannel: a
-// paired device joins the token cache (tokens.go), a revoked device is dropped
-// from the auth cache and its open WebSockets are closed (1008 "device
-// revoked") on every instance, within the notification's latency. The
-// auth cache is used only while the LISTEN is in place; when it is lost,
-// the cache is cleared, and once it is back the devices of the open
-// sockets are checked again (notifications may have been missed).
+// revocations is the handler of store.RevokeChannel and store.PairChannel
+// on the server's LISTEN connection (pglisten): a paired device joins the
+// token cache (tokens.go), a revoked device is dropped from the auth cache
+// and its open WebSockets are closed (1008 "device revoked") on every
+// instance, within the notification's latency. The auth cache is used
+// only while the LISTEN is in place; when it is lost, the cache is
+// cleared, and once it is back the devices of the open sockets are
+// checked again (notifications may have been missed).
 type revocations struct {
 	s     *Server
 	once  sync.Once
@@ -29,38 +28,13 @@ type revocations struct {
 	gen atomic.Int64
 }
 
-func (v *revocations) start() { v.once.Do(func() { go v.run(v.s.baseCtx) }) }
-
-func (v *revocations) run(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	for {
-		err := v.listen(ctx)
-		v.ready.Store(false)
-		v.s.auth.clear()
-		if ctx.Err() != nil {
-			return
-		}
-		v.s.log.Warn("revocations: listen connection lost", "err", err)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
+func (v *revocations) start() {
+	v.once.Do(func() { v.s.listen(v, store.RevokeChannel, store.PairChannel) })
 }
 
-func (v *revocations) listen(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, v.s.st.Pool().Config().ConnConfig.Copy())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	for _, ch := range []string{store.RevokeChannel, store.PairChannel} {
-		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
-			return err
-		}
-	}
+// Backlog checks the open sockets' devices again and loads the auth
+// cache; then the cache is used.
+func (v *revocations) Backlog(ctx context.Context) error {
 	dctx, cancel := v.s.dbContext(ctx)
 	defer cancel()
 	if err := v.recheck(dctx); err != nil {
@@ -72,28 +46,21 @@ func (v *revocations) listen(ctx context.Context) error {
 		}
 	}
 	v.ready.Store(true)
-	for {
-		wctx, cancel := context.WithTimeout(ctx, 2*time.Second) // a partition is noticed within 2 s + 2 s
-		n, err := conn.WaitForNotification(wctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil || !pgconn.Timeout(err) || conn.IsClosed() {
-				return err
-			}
-			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			err = conn.Ping(pctx)
-			cancel()
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if n.Channel == store.PairChannel {
-			v.s.paired(n.Payload)
-			continue
-		}
-		v.s.revoked(n.Payload)
+	return nil
+}
+
+func (v *revocations) Notify(n *pgconn.Notification) {
+	if n.Channel == store.PairChannel {
+		v.s.paired(n.Payload)
+		return
 	}
+	v.s.revoked(n.Payload)
+}
+
+// Lost stops the cache's use until the next Backlog.
+func (v *revocations) Lost(error) {
+	v.ready.Store(false)
+	v.s.auth.clear()
 }
 
 // recheck closes the open sockets whose device no longer exists.

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"github.com/jackc/pgx/v5"
+	"github.com/subspace/kbkit/server/pglisten"
 	"github.com/subspace/kbkit/wire"
 	"log/slog"
 	"net/http"
@@ -96,11 +98,16 @@ type Server struct {
 
 	inval *invalidator
 
-	revoke    revocations
-	authGuard *authGuard
-	admission *admission
-	subsMu    sync.Mutex
-	subsByDev map[string]int // open subscriptions per device
+	revoke revocations
+	// listener is the LISTEN connection: the hub's, or the server's own
+	// (started with its first handler) when there is no hub.
+	listener    *pglisten.Listener
+	ownListener bool
+	listenOnce  sync.Once
+	authGuard   *authGuard
+	admission   *admission
+	subsMu      sync.Mutex
+	subsByDev   map[string]int // open subscriptions per device
 
 	resubscribes atomic.Int64 // slow subscribers resubscribed (for tests)
 }
@@ -151,6 +158,12 @@ func New(st *store.Store, hub *dispatch.Hub, opts Options) *Server {
 	s.revoke.s = s
 	s.metrics = newMetrics(opts.Registry, s)
 	s.inval = newInvalidator(s)
+	if hub != nil {
+		s.listener = hub.Listener()
+	} else if st != nil {
+		s.listener = pglisten.New(func() *pgx.ConnConfig { return st.Pool().Config().ConnConfig.Copy() }, s.log)
+		s.ownListener = true
+	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/trpc", s.serveTRPC)
 	s.mux.HandleFunc("/trpc/", s.serveTRPC)
@@ -291,4 +304,15 @@ func (l *limiter) allow(device string) *callError {
 	wait := time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
 	return &callError{code: wire.CodeTooManyRequests, message: "rate limit exceeded for this device",
 		retryable: true, retryAfter: wait}
+}
+
+// listen adds h for channels to the LISTEN connection.
+func (s *Server) listen(h pglisten.Handler, channels ...string) {
+	if s.listener == nil {
+		return
+	}
+	s.listener.Handle(h, channels...)
+	if s.ownListener {
+		s.listenOnce.Do(func() { go func() { _ = s.listener.Run(s.baseCtx) }() })
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/server/pglisten"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -29,16 +30,11 @@ var (
 const (
 	DefaultPollInterval = time.Second
 	DefaultBuffer       = 64
-	// AppName is the application_name of the hub's LISTEN connection.
-	AppName = "kbkit-dispatch"
 )
 
 const (
-	batchSize      = 1000            // log entries per read
-	maxCatchUps    = 8               // concurrent page catch-ups (pool connections)
-	pingEvery      = 2 * time.Second // liveness check of an idle LISTEN connection: a partition (packets dropped) is noticed within pingEvery + pingTimeout
-	pingTimeout    = 2 * time.Second
-	connectTimeout = 10 * time.Second
+	batchSize   = 1000 // log entries per read
+	maxCatchUps = 8    // concurrent page catch-ups (pool connections)
 	// queryTimeout bounds each read of the dispatcher: on a partition from
 	// Postgres (packets dropped) a read would otherwise hold its pool
 	// connection until TCP gives up, and the pool would run dry.
@@ -120,9 +116,7 @@ type Hub struct {
 
 	logReads atomic.Int64 // catch-up reads of a page's log
 
-	// beforeListen, if set, is called before each LISTEN connection attempt
-	// (a test hook).
-	beforeListen func()
+	listener *pglisten.Listener
 }
 
 // page is the hub's state of one page with local subscribers; all fields
@@ -192,6 +186,8 @@ func New(st *store.Store, opts ...Option) *Hub {
 		o(h)
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.listener = pglisten.New(func() *pgx.ConnConfig { return st.Pool().Config().ConnConfig.Copy() }, h.log)
+	h.listener.Handle(notifications{h}, store.NotifyChannel)
 	st.OnCommit(h.committed)
 	return h
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/server/pglisten"
 	"io"
 	"log/slog"
 	"os"
@@ -420,7 +421,7 @@ func TestCatchUpAfterReconnect(t *testing.T) {
 	blocked := make(chan struct{})
 	release := make(chan struct{})
 	h := New(st, Logger(quiet), PollInterval(never))
-	h.beforeListen = func() {
+	h.listener.BeforeConnect = func() {
 		mu.Lock()
 		attempts++
 		a := attempts
@@ -439,7 +440,7 @@ func TestCatchUpAfterReconnect(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			err := st.Pool().QueryRow(ctx, `SELECT pid FROM pg_stat_activity
-				WHERE application_name = $1 AND datname = current_database() AND query LIKE 'LISTEN%'`, AppName).Scan(&pid)
+				WHERE application_name = $1 AND datname = current_database() AND query LIKE 'LISTEN%'`, pglisten.AppName).Scan(&pid)
 			if err == nil {
 				return pid
 			}
@@ -483,7 +484,7 @@ func TestPollWithoutListen(t *testing.T) {
 	w := newWriter(t, st)
 	page := w.newPage(t)
 	h := New(st, Logger(quiet), PollInterval(50*time.Millisecond))
-	h.beforeListen = func() { <-h.ctx.Done() } // never connects
+	h.listener.BeforeConnect = func() { <-h.ctx.Done() } // never connects
 	startHub(t, h)
 	sub := subscribe(t, h, page, 1)
 	expect(t, sub, 1, 2)
@@ -600,7 +601,7 @@ func TestLocalCommitsNeedNoNotification(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	h := New(st, Logger(quiet), PollInterval(never))
-	h.beforeListen = func() {
+	h.listener.BeforeConnect = func() {
 		once.Do(func() { close(listening) })
 		<-release // no LISTEN connection until released
 	}

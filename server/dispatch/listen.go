@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -11,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/subspace/kbkit/server/store"
+	"github.com/subspace/kbkit/server/pglisten"
 )
 
 // noteLocked records that seq of page id is committed, and catches the
@@ -120,9 +119,10 @@ func (h *Hub) checkAll(ctx context.Context) {
 }
 
 // Run dispatches until ctx is done, then closes every subscription with
-// ErrClosed and returns ctx.Err(). It holds one dedicated connection
-// LISTENing on store.NotifyChannel, reconnecting with backoff when it is
-// lost, and polls every PollInterval. Run may be called once.
+// ErrClosed and returns ctx.Err(). It runs the hub's listener (Listener:
+// one connection LISTENing on store.NotifyChannel and on the channels
+// other handlers added, opened again with backoff when it is lost) and
+// polls every PollInterval. Run may be called once.
 func (h *Hub) Run(ctx context.Context) error {
 	if !h.started.CompareAndSwap(false, true) {
 		return errors.New("dispatch: Run called twice")
@@ -137,85 +137,28 @@ func (h *Hub) Run(ctx context.Context) error {
 		go h.poller()
 	}
 	h.mu.Unlock()
-
-	backoff := minBackoff
-	for h.ctx.Err() == nil {
-		conn, err := h.listen()
-		if err != nil {
-			if h.ctx.Err() == nil {
-				h.log.Warn("dispatch: listen", "err", err, "retry_in", backoff)
-			}
-			sleep(h.ctx, backoff)
-			backoff = min(2*backoff, maxBackoff)
-			continue
-		}
-		connected := time.Now()
-		h.checkAll(h.ctx)
-		err = h.wait(conn)
-		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = conn.Close(cctx)
-		cancel()
-		if h.ctx.Err() != nil {
-			break
-		}
-		h.log.Warn("dispatch: listen connection lost", "err", err)
-		if time.Since(connected) > 10*maxBackoff {
-			backoff = minBackoff
-		}
-		sleep(h.ctx, backoff)
-		backoff = min(2*backoff, maxBackoff)
-	}
+	_ = h.listener.Run(h.ctx)
 	return ctx.Err()
 }
 
-// listen opens the dedicated connection and LISTENs.
-func (h *Hub) listen() (*pgx.Conn, error) {
-	if h.beforeListen != nil {
-		h.beforeListen()
-	}
-	cfg := h.st.Pool().Config().ConnConfig.Copy()
-	if cfg.RuntimeParams == nil {
-		cfg.RuntimeParams = map[string]string{}
-	}
-	cfg.RuntimeParams["application_name"] = AppName
-	ctx, cancel := context.WithTimeout(h.ctx, connectTimeout)
-	defer cancel()
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{store.NotifyChannel}.Sanitize()); err != nil {
-		_ = conn.Close(context.Background())
-		return nil, err
-	}
-	return conn, nil
+// Listener is the hub's LISTEN connection, which the server shares for
+// its own channels (pglisten.Listener.Handle); Run runs it.
+func (h *Hub) Listener() *pglisten.Listener { return h.listener }
+
+// notifications is the hub's handler of store.NotifyChannel.
+type notifications struct{ h *Hub }
+
+// Backlog catches up every subscribed page (after each (re)connect).
+func (n notifications) Backlog(ctx context.Context) error {
+	n.h.checkAll(ctx)
+	return nil
 }
 
-// wait handles notifications until the connection fails or the hub stops;
-// an idle connection is pinged every pingEvery.
-func (h *Hub) wait(conn *pgx.Conn) error {
-	for {
-		wctx, cancel := context.WithTimeout(h.ctx, pingEvery)
-		n, err := conn.WaitForNotification(wctx)
-		cancel()
-		if err == nil {
-			h.notify(n.Payload, h.st.LocalBackend(n.PID))
-			continue
-		}
-		if h.ctx.Err() != nil {
-			return h.ctx.Err()
-		}
-		if !pgconn.Timeout(err) || conn.IsClosed() {
-			return err
-		}
-		pctx, cancel := context.WithTimeout(h.ctx, pingTimeout)
-		err = conn.Ping(pctx)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("ping: %w", err)
-		}
-	}
+func (n notifications) Notify(note *pgconn.Notification) {
+	n.h.notify(note.Payload, n.h.st.LocalBackend(note.PID))
 }
+
+func (notifications) Lost(error) {}
 
 func (h *Hub) poller() {
 	defer h.wg.Done()

@@ -26,15 +26,16 @@ func (e errRelock) Error() string { return "store: plan needs more locks" }
 
 // Submit decides one command: take the page locks (in page-id order),
 // deduplicate its id, plan it, apply every effect, write the changed rows,
-// the index rows, the log and the outbox, commit. A rejection is logged too
-// (without seq) so that a retry of the id gets the same answer. The
-// envelope must already be validated against the schema and its device_id
-// checked against dev.
+// the index rows and the log, NOTIFY NotifyChannel, commit. A rejection is
+// logged too (without seq) so that a retry of the id gets the same answer.
+// The envelope must already be validated against the schema and its
+// device_id checked against dev.
 //
-// Commands for the same page that queue up while its previous transaction
-// runs share one transaction (group commit, see group.go), each still with
-// its own seq, log row and outcome; if that transaction fails, each of them
-// is decided alone, so batching never changes an outcome.
+// Commands that queue up while transactions run share one transaction
+// (group commit, see group.go): a group may hold commands of several
+// pages, each still with its own seq, log row and outcome; if that
+// transaction fails, each of them is decided alone, so batching never
+// changes an outcome.
 //
 // An error means the command was not decided (ErrRetryable: retry with the
 // same id) or is not allowed (ErrNotFound, ErrForbidden); a decision is
