@@ -22,6 +22,7 @@ func TestMain(m *testing.M) { os.Exit(pgprovider.RunTests(m)) }
 
 // recorder is a WindowObserver that keeps what it saw.
 type recorder struct {
+	client.NopObserver
 	mu       sync.Mutex
 	subs     int
 	snaps    []int64
@@ -61,6 +62,7 @@ type fixture struct {
 	clients []*client.Client
 	devices []string
 	page    string
+	stop    func() // stops the server
 }
 
 // setup starts the reference server, pairs two devices and creates a page
@@ -77,7 +79,7 @@ func setup(t *testing.T) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := fixture{page: uuid.NewString()}
+	f := fixture{page: uuid.NewString(), stop: e.Close}
 	for _, tok := range tokens {
 		c := client.New(e.Endpoints()[0], tok)
 		me, err := c.Whoami(ctx)
@@ -101,7 +103,12 @@ func setup(t *testing.T) fixture {
 
 func (f fixture) open(t *testing.T, i int, obs client.WindowObserver) *client.Window {
 	t.Helper()
-	w, err := client.OpenWindow(context.Background(), f.clients[i], f.page, client.WindowOptions{Observer: obs})
+	return f.openWith(t, i, client.WindowOptions{Observer: obs})
+}
+
+func (f fixture) openWith(t *testing.T, i int, o client.WindowOptions) *client.Window {
+	t.Helper()
+	w, err := client.OpenWindow(context.Background(), f.clients[i], f.page, o)
 	if err != nil {
 		t.Fatal(err)
 	}

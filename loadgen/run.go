@@ -119,6 +119,7 @@ func (p *page) saw(seq int64) {
 }
 
 type window struct {
+	client.NopObserver
 	r   *runner
 	ed  *editor
 	pg  *page

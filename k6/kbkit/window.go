@@ -70,6 +70,10 @@ func (w *observer) Snapshot(seq int64, refetch bool) {
 	}
 }
 
+// Attempt and Rejected: Send's answers are measured by post.
+func (w *observer) Attempt(client.Attempt)  {}
+func (w *observer) Rejected(string, string) {}
+
 // Retry counts resends.
 func (w *observer) Retry() { w.mi.rec.Count(lgmetrics.Retries, time.Now(), 1) }
 
