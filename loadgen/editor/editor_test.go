@@ -176,7 +176,9 @@ func TestMeasuredEditor(t *testing.T) {
 	}
 	// Rejected by the server: window 1 edits the node window 0 deleted,
 	// before it applied the deletion.
-	env, _, ok := ws[1].Client().Local(func(kbcore.Doc) kbcore.Command { return cmd(kbcore.TypeEditText, map[string]any{"node": node, "text": "late"})(kbcore.Doc{}) })
+	env, _, ok := ws[1].Client().Local(func(kbcore.Doc) kbcore.Command {
+		return cmd(kbcore.TypeEditText, map[string]any{"node": node, "text": "late"})(kbcore.Doc{})
+	})
 	if !ok {
 		t.Fatal("window 1 refused the edit")
 	}
