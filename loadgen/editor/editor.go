@@ -154,6 +154,17 @@ func (s *Session) SetTitle(id, title string) {
 	s.titles[i] = title
 }
 
+// AddTitle records page id's title unless one is known already (a rename
+// seen here is newer than a layout's title).
+func (s *Session) AddTitle(id, title string) {
+	s.mu.Lock()
+	_, ok := s.titleAt[id]
+	s.mu.Unlock()
+	if !ok {
+		s.SetTitle(id, title)
+	}
+}
+
 // Titles are the pages' current titles, those known here, for links; the
 // caller must not modify them.
 func (s *Session) Titles() []string {
