@@ -15,6 +15,7 @@ import (
 	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/loadgen/metrics"
+	"github.com/subspace/kbkit/loadgen/plan"
 	"github.com/subspace/kbkit/server/pgprovider"
 	"github.com/subspace/kbkit/target"
 )
@@ -84,6 +85,38 @@ func TestErrorKind(t *testing.T) {
 	}
 }
 
+// serve starts the reference server, pairs n devices and creates a page
+// (as the plan of a run does); it returns the devices' clients and ids and
+// the page.
+func serve(t *testing.T, n int) ([]*client.Client, []string, string) {
+	t.Helper()
+	ctx := context.Background()
+	e, err := target.NewEmbedded(ctx, pgprovider.ForTest(t), target.EmbeddedOptions{Instances: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	tokens, err := e.Devices(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs []*client.Client
+	var devs []string
+	for _, tok := range tokens {
+		c := client.New(e.Endpoints()[0], tok)
+		me, err := c.Whoami(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, devs = append(cs, c), append(devs, me.DeviceID)
+	}
+	p := plan.Plan{RunID: uuid.NewString(), Editors: 1, Pages: 1, PerPage: 1}
+	if err := p.CreatePage(ctx, cs[0], devs[0], 0); err != nil {
+		t.Fatal(err)
+	}
+	return cs, devs, p.PageID(0)
+}
+
 // taps keeps the samples of a window.
 type taps struct {
 	mu  sync.Mutex
@@ -111,32 +144,13 @@ func (tp *taps) named(name string) []Sample {
 // to one document.
 func TestMeasuredEditor(t *testing.T) {
 	ctx := context.Background()
-	e, err := target.NewEmbedded(ctx, pgprovider.ForTest(t), target.EmbeddedOptions{Instances: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	tokens, err := e.Devices(ctx, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := uuid.NewString()
-	c0 := client.New(e.Endpoints()[0], tokens[0])
-	me, err := c0.Whoami(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(map[string]any{"title": "editor test"})
-	if _, rej, err := c0.Command(ctx, kbcore.Envelope{ID: uuid.NewString(), DeviceID: me.DeviceID, PageID: page, Type: kbcore.TypeCreatePage, Payload: b}); err != nil || rej != nil {
-		t.Fatal(err, rej)
-	}
-
+	cs, _, page := serve(t, 2)
 	s := NewSession()
 	recs := []*metrics.Recorder{metrics.NewRecorder(), metrics.NewRecorder()}
 	tps := []*taps{{}, {}}
 	var ws []*Window
-	for i, tok := range tokens {
-		w, err := s.Open(ctx, client.New(e.Endpoints()[0], tok), page, Options{Recorder: recs[i], Tap: tps[i].tap, Workload: "open", Data: i})
+	for i, c := range cs {
+		w, err := s.Open(ctx, c, page, Options{Recorder: recs[i], Tap: tps[i].tap, Workload: "open", Data: i})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,30 +249,12 @@ func TestMeasuredEditor(t *testing.T) {
 // warm-up) is neither recorded nor tapped.
 func TestNotMeasured(t *testing.T) {
 	ctx := context.Background()
-	e, err := target.NewEmbedded(ctx, pgprovider.ForTest(t), target.EmbeddedOptions{Instances: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	tokens, err := e.Devices(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.New(e.Endpoints()[0], tokens[0])
-	me, err := c.Whoami(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := uuid.NewString()
-	b, _ := json.Marshal(map[string]any{"title": "warm-up"})
-	if _, rej, err := c.Command(ctx, kbcore.Envelope{ID: uuid.NewString(), DeviceID: me.DeviceID, PageID: page, Type: kbcore.TypeCreatePage, Payload: b}); err != nil || rej != nil {
-		t.Fatal(err, rej)
-	}
+	cs, devs, page := serve(t, 1)
 	s := NewSession()
 	s.SetMeasuring(false)
 	rec := metrics.NewRecorder()
 	tp := &taps{}
-	w, err := s.Open(ctx, c, page, Options{DeviceID: me.DeviceID, Recorder: rec, Tap: tp.tap})
+	w, err := s.Open(ctx, cs[0], page, Options{DeviceID: devs[0], Recorder: rec, Tap: tp.tap})
 	if err != nil {
 		t.Fatal(err)
 	}
