@@ -378,7 +378,7 @@ func (w *Window) pause(ctx context.Context, attempt int) {
 		Pause(ctx, attempt)
 		return
 	}
-	sleep(ctx, w.opts.Backoff(attempt))
+	Sleep(ctx, w.opts.Backoff(attempt))
 }
 
 // retry is Retry with the window's pauses; tries <= 0: until ctx ends or
@@ -592,7 +592,7 @@ func (w *Window) refetch() {
 // Pause waits before retry attempt (0-based): 25 ms more per attempt, at
 // most half a second, or until ctx ends.
 func Pause(ctx context.Context, attempt int) {
-	sleep(ctx, time.Duration(min(attempt+1, 20))*25*time.Millisecond)
+	Sleep(ctx, time.Duration(min(attempt+1, 20))*25*time.Millisecond)
 }
 
 // Doubling is a Backoff for WindowOptions: first, doubling per attempt up
@@ -607,7 +607,8 @@ func Doubling(first, most time.Duration) func(attempt int) time.Duration {
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) {
+// Sleep waits d, or until ctx ends.
+func Sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
