@@ -30,6 +30,7 @@ type Window struct {
 	page   string
 	device string
 	obs    WindowObserver
+	opts   WindowOptions
 
 	share *pageShare // the page's share in this process (share.go)
 
@@ -69,7 +70,33 @@ type WindowObserver interface {
 	Retry()
 	// Error: something failed: subscribe, subscription-ended, refetch.
 	Error(kind string)
+	// Attempt: one kb.command call of a command ended (Send's, or a
+	// refetch's resend), with its times and answer.
+	Attempt(a Attempt)
+	// Rejected: a refetch found a pending command rejected (the snapshot's
+	// outcome, or the answer to its resend), and the window rolled it
+	// back. Send's own rejections are its answer, not reported here.
+	Rejected(id, code string)
 }
+
+// Attempt is one kb.command call of a window's command (spec/window.md:
+// an undecided command is sent again with the same id until it is
+// decided). Exactly one of Ack (committed), Rej and Err is meaningful.
+type Attempt struct {
+	Env      kbcore.Envelope
+	From, To time.Time
+	Ack      Ack
+	Rej      *kbcore.Rejection
+	Err      error
+	// Abandoned: the caller's context ended during the call, so the
+	// caller gave up on the command: the error is not the server's.
+	Abandoned bool
+	// Resend: a refetch sent it again (the snapshot did not know it).
+	Resend bool
+}
+
+// Committed reports whether the server answered the attempt committed.
+func (a Attempt) Committed() bool { return a.Err == nil && a.Rej == nil }
 
 // NopObserver observes nothing; embed it to implement a few methods.
 type NopObserver struct{}
@@ -79,6 +106,8 @@ func (NopObserver) Snapshot(int64, bool)         {}
 func (NopObserver) Event(Event, bool, time.Time) {}
 func (NopObserver) Retry()                       {}
 func (NopObserver) Error(string)                 {}
+func (NopObserver) Attempt(Attempt)              {}
+func (NopObserver) Rejected(string, string)      {}
 
 // WindowOptions configure OpenWindow.
 type WindowOptions struct {
@@ -87,9 +116,16 @@ type WindowOptions struct {
 	// WaitForPage is how long to wait for a page that does not exist yet
 	// (NOT_FOUND), e.g. one another machine of a run is creating.
 	WaitForPage time.Duration
-	// Observer, if set, sees subscriptions, snapshots, events, retries and
-	// errors.
+	// Observer, if set, sees subscriptions, snapshots, events, retries,
+	// attempts and errors.
 	Observer WindowObserver
+	// AttemptTimeout, if positive, bounds each kb.command call of Send: a
+	// call past it is undecided, and the command is sent again with the
+	// same id.
+	AttemptTimeout time.Duration
+	// Backoff, if set, is the pause before retry attempt n (0-based) of an
+	// undecided command, a subscription or a refetch; nil: Pause's.
+	Backoff func(attempt int) time.Duration
 }
 
 // ErrNotPending is Send's answer for a command the window no longer has
@@ -129,12 +165,12 @@ func OpenWindow(ctx context.Context, c *Client, pageID string, o WindowOptions) 
 	}
 	share := sharePage(pageID)
 	doc := share.snapshot(snap.Seq, snap.RawDoc, snap.Doc)
-	w := &Window{c: c, page: pageID, device: o.DeviceID, obs: o.Observer, share: share,
+	w := &Window{c: c, page: pageID, device: o.DeviceID, obs: o.Observer, opts: o, share: share,
 		w: kbcore.NewWindow(doc, snap.Seq), envs: map[string]kbcore.Envelope{}, adoptLeft: adoptTries,
 		changed: make(chan struct{}, 1), done: make(chan struct{})}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.obs.Snapshot(snap.Seq, false)
-	sub, err := w.subscribe(ctx)
+	sub, err := w.subscribe(ctx, 40)
 	if err != nil {
 		w.cancel()
 		releasePage(pageID, share)
@@ -288,12 +324,17 @@ func (w *Window) Send(ctx context.Context, env kbcore.Envelope) (seq int64, rej 
 	w.sending = env.ID
 	w.mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		seq, rej, err = w.c.Command(ctx, env)
+		var ack Ack
+		ack, rej, err = w.attempt(ctx, env, false)
+		seq = ack.Seq
 		if err == nil || !IsRetryable(err) || ctx.Err() != nil {
 			break
 		}
+		w.pause(ctx, attempt)
+		if ctx.Err() != nil {
+			break // the caller gave up during the pause
+		}
 		w.obs.Retry()
-		Pause(ctx, attempt)
 	}
 	w.mu.Lock()
 	if w.sending == env.ID {
@@ -314,6 +355,71 @@ func (w *Window) Send(ctx context.Context, env kbcore.Envelope) (seq int64, rej 
 	return seq, rej, err
 }
 
+// attempt makes one kb.command call of env (bounded by AttemptTimeout)
+// and reports it to the observer.
+func (w *Window) attempt(ctx context.Context, env kbcore.Envelope, resend bool) (Ack, *kbcore.Rejection, error) {
+	actx := ctx
+	if w.opts.AttemptTimeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, w.opts.AttemptTimeout)
+		defer cancel()
+	}
+	a := Attempt{Env: env, From: time.Now(), Resend: resend}
+	a.Ack, a.Rej, a.Err = w.c.Submit(actx, env)
+	a.To = time.Now()
+	a.Abandoned = a.Err != nil && ctx.Err() != nil
+	w.obs.Attempt(a)
+	return a.Ack, a.Rej, a.Err
+}
+
+// pause waits before retry attempt (0-based), as Backoff says.
+func (w *Window) pause(ctx context.Context, attempt int) {
+	if w.opts.Backoff == nil {
+		Pause(ctx, attempt)
+		return
+	}
+	Sleep(ctx, w.opts.Backoff(attempt))
+}
+
+// retry is Retry with the window's pauses; tries <= 0: until ctx ends or
+// fn fails for good.
+func (w *Window) retry(ctx context.Context, tries int, fn func() error) error {
+	var err error
+	for attempt := 0; tries <= 0 || attempt < tries; attempt++ {
+		if err = fn(); err == nil || !IsRetryable(err) || ctx.Err() != nil {
+			return err
+		}
+		w.pause(ctx, attempt)
+	}
+	return err
+}
+
+// Reopen replaces the window by a new one at the same server document and
+// seq, as a client reopening its page does: the undo history (kept
+// without bound by kbcore.Window) starts afresh. It does so only when
+// nothing is pending nor awaited, and reports whether it did.
+func (w *Window) Reopen() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.w.Pending()) > 0 || w.w.Awaiting() || w.sending != "" {
+		return false
+	}
+	w.w = kbcore.NewWindow(w.w.Server(), w.w.Seq())
+	return true
+}
+
+// Pending lists the ids of the commands the window holds pending (issued,
+// not yet applied by an echo nor settled), in order, and whether it waits
+// for a snapshot after a gap.
+func (w *Window) Pending() (ids []string, awaiting bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range w.w.Pending() {
+		ids = append(ids, c.ID)
+	}
+	return ids, w.w.Awaiting()
+}
+
 // Close ends the window's subscription and waits for its reader.
 func (w *Window) Close() {
 	w.mu.Lock()
@@ -330,10 +436,12 @@ func (w *Window) Close() {
 	<-w.done
 }
 
-func (w *Window) subscribe(ctx context.Context) (*Subscription, error) {
+// subscribe subscribes from the window's seq, trying at most tries times
+// (<= 0: until ctx ends or the server refuses for good).
+func (w *Window) subscribe(ctx context.Context, tries int) (*Subscription, error) {
 	var sub *Subscription
 	deliver := func(ev Event) bool { w.echo(ev); return true }
-	err := Retry(ctx, 40, func() error {
+	err := w.retry(ctx, tries, func() error {
 		var err error
 		sub, err = w.c.subscribe(ctx, w.page, w.Seq(), deliver)
 		if err != nil {
@@ -345,7 +453,8 @@ func (w *Window) subscribe(ctx context.Context) (*Subscription, error) {
 }
 
 // read applies the window's events until Close, resubscribing from the
-// window's seq when a subscription ends.
+// window's seq when a subscription ends, for as long as the window is open
+// and the server's refusals are transient (an outage of any length).
 func (w *Window) read() {
 	defer close(w.done)
 	defer releasePage(w.page, w.share)
@@ -364,9 +473,7 @@ func (w *Window) read() {
 			w.obs.Error("subscription-ended")
 		}
 		sub.Close()
-		ctx, cancel := context.WithTimeout(w.ctx, time.Minute)
-		next, err := w.subscribe(ctx)
-		cancel()
+		next, err := w.subscribe(w.ctx, 0)
 		if err != nil {
 			return
 		}
@@ -428,10 +535,11 @@ func (w *Window) echo(ev Event) {
 }
 
 // refetch replaces the window's server document after a gap and resends
-// the pending commands the snapshot does not know (same ids).
+// the pending commands the snapshot does not know (same ids). It tries
+// for as long as the window is open and the failures are transient: the
+// window waits for the snapshot, and applies nothing until it has it.
 func (w *Window) refetch() {
-	ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
-	defer cancel()
+	ctx := w.ctx
 	w.mu.Lock()
 	var ids []string
 	for _, c := range w.w.Pending() {
@@ -439,13 +547,22 @@ func (w *Window) refetch() {
 	}
 	w.mu.Unlock()
 	var snap Snapshot
-	err := Retry(ctx, 20, func() error { var err error; snap, err = w.c.Page(ctx, w.page, ids); return err })
+	err := w.retry(ctx, 0, func() error { var err error; snap, err = w.c.Page(ctx, w.page, ids); return err })
 	if err != nil {
 		w.obs.Error("refetch")
 		return
 	}
 	doc := w.share.snapshot(snap.Seq, snap.RawDoc, snap.Doc)
 	w.mu.Lock()
+	var rejected []string // id, code, ...: pending commands the snapshot says were rejected
+	if snap.Seq >= w.w.Seq() {
+		for _, c := range w.w.Pending() {
+			if o, ok := snap.Outcomes[c.ID]; ok && o.Rejected != nil {
+				rejected = append(rejected, c.ID, o.Rejected.Code)
+				delete(w.envs, c.ID)
+			}
+		}
+	}
 	acts := w.w.Snapshot(doc, snap.Seq, snap.Outcomes)
 	w.adoptLeft = adoptTries // a document of its own again
 	var resend []kbcore.Envelope
@@ -456,14 +573,18 @@ func (w *Window) refetch() {
 	}
 	w.mu.Unlock()
 	w.obs.Snapshot(snap.Seq, true)
+	for i := 0; i < len(rejected); i += 2 {
+		w.obs.Rejected(rejected[i], rejected[i+1])
+	}
 	for _, env := range resend {
 		w.obs.Retry()
-		_, rej, err := w.c.Command(ctx, env)
+		_, rej, err := w.attempt(ctx, env, true)
 		if err == nil && rej != nil {
 			w.mu.Lock()
 			w.w.Reject(env.ID, rej.Code)
 			delete(w.envs, env.ID)
 			w.mu.Unlock()
+			w.obs.Rejected(env.ID, rej.Code)
 		}
 	}
 }
@@ -471,7 +592,23 @@ func (w *Window) refetch() {
 // Pause waits before retry attempt (0-based): 25 ms more per attempt, at
 // most half a second, or until ctx ends.
 func Pause(ctx context.Context, attempt int) {
-	d := time.Duration(min(attempt+1, 20)) * 25 * time.Millisecond
+	Sleep(ctx, time.Duration(min(attempt+1, 20))*25*time.Millisecond)
+}
+
+// Doubling is a Backoff for WindowOptions: first, doubling per attempt up
+// to most.
+func Doubling(first, most time.Duration) func(attempt int) time.Duration {
+	return func(attempt int) time.Duration {
+		d := first
+		for i := 0; i < attempt && d < most; i++ {
+			d *= 2
+		}
+		return min(d, most)
+	}
+}
+
+// Sleep waits d, or until ctx ends.
+func Sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

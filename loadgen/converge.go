@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/subspace/kbkit/client"
-	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/loadgen/metrics"
 )
 
@@ -18,42 +17,12 @@ import (
 // after the load that took. Windows of one page at one seq must then show
 // the same document.
 func (r *runner) converge(end time.Time) {
-	deadline := end.Add(r.cfg.Drain)
 	var wg sync.WaitGroup
 	for _, w := range r.wins {
-		wg.Go(func() {
-			timer := time.NewTimer(time.Until(deadline))
-			defer timer.Stop()
-			for {
-				if w.cw.Converged(w.pg.head.Load()) {
-					now := time.Now()
-					w.ed.rec.Latency(metrics.Convergence, now, now.Sub(end))
-					return
-				}
-				select {
-				case <-w.cw.Changed():
-				case <-time.After(50 * time.Millisecond):
-				case <-timer.C:
-					w.ed.rec.Error("not-converged", time.Now())
-					return
-				}
-			}
-		})
+		wg.Go(func() { _ = w.ew.Converge(end, end.Add(r.cfg.Drain)) })
 	}
 	wg.Wait()
-	for _, pg := range r.pages {
-		var refSeq int64
-		var ref kbcore.Doc
-		for i, w := range pg.wins {
-			doc, seq := w.cw.Server()
-			switch {
-			case i == 0:
-				refSeq, ref = seq, doc
-			case seq == refSeq && !ref.Equal(doc):
-				w.ed.rec.Error("diverged", time.Now())
-			}
-		}
-	}
+	r.sess.Diverged()
 }
 
 func (r *runner) closeWindows() {
@@ -61,8 +30,8 @@ func (r *runner) closeWindows() {
 		return
 	}
 	for _, w := range r.wins {
-		if w.cw != nil {
-			w.cw.Close()
+		if w.ew != nil {
+			w.ew.Close()
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/kbcore"
+	lgeditor "github.com/subspace/kbkit/loadgen/editor"
 	"github.com/subspace/kbkit/target"
 )
 
@@ -116,7 +117,7 @@ func OpenIdle(ctx context.Context, target target.Target, cfg IdleConfig) (*IdleW
 		}
 		if err != nil {
 			mu.Lock()
-			rep.Errors[errorKind(err)]++
+			rep.Errors[lgeditor.ErrorKind(err)]++
 			mu.Unlock()
 			return nil
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/kbcore"
+	lgeditor "github.com/subspace/kbkit/loadgen/editor"
 	"github.com/subspace/kbkit/loadgen/metrics"
 	"github.com/subspace/kbkit/loadgen/plan"
 	"github.com/subspace/kbkit/loadgen/workload"
@@ -105,24 +105,15 @@ type device struct {
 type page struct {
 	idx  int
 	id   string
-	head atomic.Int64 // the highest seq this process has seen
-	wins []*window    // this process's windows on the page
+	wins []*window // this process's windows on the page
 }
 
-func (p *page) saw(seq int64) {
-	for {
-		h := p.head.Load()
-		if seq <= h || p.head.CompareAndSwap(h, seq) {
-			return
-		}
-	}
-}
-
+// window is an editor's measured window on a page (editor.Window) and
+// its workload's cursor.
 type window struct {
-	r   *runner
 	ed  *editor
 	pg  *page
-	cw  *client.Window // set once open
+	ew  *lgeditor.Window // set once open
 	cur workload.Cursor
 }
 
@@ -134,47 +125,27 @@ type editor struct {
 	wins []*window
 }
 
-// stamp is the intended start of a command in flight, for the echo and
-// fan-out latencies, until every window of its page here has seen it.
-type stamp struct {
-	start    time.Time
-	origin   *window
-	left     atomic.Int32
-	measured bool // started after the warm-up: its echoes are measured
-}
-
 type runner struct {
-	cfg      Config
-	target   target.Target
-	devices  []*device
-	pages    []*page
-	editors  []*editor
-	wins     []*window
-	recs     []*metrics.Recorder
-	stamps   sync.Map
+	cfg     Config
+	target  target.Target
+	devices []*device
+	pages   []*page
+	editors []*editor
+	wins    []*window
+	recs    []*metrics.Recorder
+	// sess is what the windows share: pages, stamps of the commands in
+	// flight, titles. It measures once the warm-up ends: an operation
+	// counts (as an operation, and its outcome and echoes) only if it
+	// started after, since one started in the warm-up and decided after
+	// it would otherwise count as committed but not as an operation.
+	sess     *lgeditor.Session
 	inflight atomic.Int64
 	closing  atomic.Bool
 	renames  atomic.Int64
-	// titles are the pages' current titles (copied on write: readers
-	// keep the slice they got).
-	titlesMu sync.RWMutex
-	titles   []string
 	plan     plan.Plan
 	phase    atomic.Value
-	// measuring is set when the warm-up ends. An operation counts (as an
-	// operation, and its outcome and echoes) only if it started after: one
-	// started in the warm-up and decided after it would otherwise count as
-	// committed but not as an operation.
-	measuring atomic.Bool
-	startMu   sync.Mutex
-	start     time.Time // the measured load's start (after the warm-up)
-}
-
-func (r *runner) setTitle(p int, title string) {
-	r.titlesMu.Lock()
-	defer r.titlesMu.Unlock()
-	r.titles = append([]string(nil), r.titles...)
-	r.titles[p] = title
+	startMu  sync.Mutex
+	start    time.Time // the measured load's start (after the warm-up)
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -201,7 +172,8 @@ func Run(ctx context.Context, target target.Target, cfg Config) (*metrics.Result
 			t.MaxIdleConnsPerHost = 4096
 		}
 	})
-	r := &runner{cfg: cfg, target: target}
+	r := &runner{cfg: cfg, target: target, sess: lgeditor.NewSession()}
+	r.sess.SetMeasuring(false)
 	r.phase.Store("setup")
 	stopStatus := r.statusLoop()
 	defer stopStatus()
@@ -275,7 +247,7 @@ func (r *runner) load(ctx context.Context) (*metrics.Result, error) {
 		for _, rec := range r.recs {
 			rec.Reset()
 		}
-		r.measuring.Store(true) // after every reset: no measured count is wiped
+		r.sess.SetMeasuring(true) // after every reset: no measured count is wiped
 		cpu0 = cputime.Self()
 		r.setPhase("load")
 		close(measured)
@@ -310,7 +282,7 @@ func (r *runner) load(ctx context.Context) (*metrics.Result, error) {
 		for {
 			select {
 			case now := <-tick.C:
-				if r.measuring.Load() {
+				if r.sess.Measuring() {
 					r.recs[0].InFlight(now, r.inflight.Load())
 				}
 			case <-loadCtx.Done():
@@ -474,79 +446,19 @@ func pace(ctx context.Context, p Pacer, start, end time.Time, queue chan<- time.
 
 // op is one operation of editor ed, intended to start at intended: draw
 // a command for one of its windows, apply it locally, post it (retrying
-// an undecided command with the same id) and record the outcome.
+// an undecided command with the same id) and record the outcome
+// (editor.Window.Local).
 func (r *runner) op(ctx context.Context, ed *editor, intended time.Time) {
 	r.inflight.Add(1)
 	defer r.inflight.Add(-1)
-	rec := ed.rec
 	w := ed.wins[ed.rng.IntN(len(ed.wins))]
 	id := uuid.NewString()
-	r.titlesMu.RLock()
-	titles := r.titles
-	r.titlesMu.RUnlock()
+	titles := r.sess.Titles()
 	var title string
 	if r.cfg.Workload.Mix[workload.Rename] > 0 {
 		title = fmt.Sprintf("LG %s s%d r%d", r.plan.Tag(), r.cfg.Shard.I, r.renames.Add(1))
 	}
-
-	// Read before anything is counted: measure() sets it after it reset
-	// every recorder, so a measured operation's counts all land after.
-	measured := r.measuring.Load()
-	if !measured {
-		rec = metrics.Discard
-	}
-	var cmd kbcore.Command
-	env, _, ok := w.cw.Local(func(doc kbcore.Doc) kbcore.Command {
-		cmd = r.cfg.Workload.Next(ed.rng, workload.Context{Doc: doc, ID: id, Titles: titles, Title: title}, &w.cur)
-		return cmd
+	w.ew.Local(ctx, r.cfg.Workload.Name, intended, func(doc kbcore.Doc) kbcore.Command {
+		return r.cfg.Workload.Next(ed.rng, workload.Context{Doc: doc, ID: id, Titles: titles, Title: title}, &w.cur)
 	})
-	now := time.Now()
-	rec.Count(metrics.Commands, now, 1)
-	rec.TypeCount(cmd.Type, metrics.Commands)
-	if !ok {
-		rec.Count(metrics.LocalRejections, now, 1)
-		rec.TypeCount(cmd.Type, metrics.LocalRejections)
-		return
-	}
-	// The stamp is in place before the command is posted: no echo of it
-	// can arrive earlier.
-	st := &stamp{start: intended, origin: w, measured: measured}
-	st.left.Store(int32(len(w.pg.wins)))
-	r.stamps.Store(id, st)
-
-	seq, rej, err := w.cw.Send(ctx, env)
-	now = time.Now()
-	switch {
-	case err != nil:
-		r.stamps.Delete(id)
-		rec.Error(errorKind(err), now)
-		rec.TypeCount(cmd.Type, metrics.Errors)
-	case rej != nil:
-		r.stamps.Delete(id)
-		rec.Rejection(rej.Code, now)
-		rec.TypeCount(cmd.Type, metrics.Rejections)
-	default:
-		w.pg.saw(seq)
-		rec.Count(metrics.Committed, now, 1)
-		rec.Latency(metrics.Commit, now, now.Sub(intended))
-		rec.TypeCount(cmd.Type, metrics.Committed)
-		rec.TypeLatency(cmd.Type, metrics.Commit, now.Sub(intended))
-		if cmd.Type == kbcore.TypeRenamePage {
-			r.setTitle(w.pg.idx, title)
-		}
-	}
-}
-
-func errorKind(err error) string {
-	var ce *client.Error
-	var ne net.Error
-	switch {
-	case errors.As(err, &ce):
-		return ce.Code
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return "timeout"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	}
-	return "network"
 }

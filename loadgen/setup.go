@@ -2,14 +2,13 @@ package loadgen
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	"github.com/subspace/kbkit/client"
-	"github.com/subspace/kbkit/kbcore"
+	lgeditor "github.com/subspace/kbkit/loadgen/editor"
 	"github.com/subspace/kbkit/loadgen/metrics"
 	"github.com/subspace/kbkit/loadgen/plan"
 )
@@ -62,13 +61,15 @@ func (r *runner) setup(ctx context.Context) error {
 	nPages, perPage := r.plan.Pages, r.plan.PerPage
 	var mine []*page
 	var creators []bool
-	r.titles = r.plan.Titles()
+	for p, title := range r.plan.Titles() {
+		r.sess.SetTitle(r.plan.PageID(p), title)
+	}
 	for p := 0; p < nPages; p++ {
 		pg := &page{idx: p, id: r.plan.PageID(p)}
 		r.pages = append(r.pages, pg)
 		for k := 0; k < perPage; k++ {
 			if ed := eds[r.plan.Editor(p, k)]; ed != nil {
-				w := &window{r: r, ed: ed, pg: pg}
+				w := &window{ed: ed, pg: pg}
 				pg.wins = append(pg.wins, w)
 				ed.wins = append(ed.wins, w)
 				r.wins = append(r.wins, w)
@@ -117,72 +118,14 @@ func (r *runner) setup(ctx context.Context) error {
 // subscription from its seq. A page another shard creates may not exist
 // yet (NOT_FOUND): wait for it.
 func (r *runner) open(ctx context.Context, w *window) error {
-	o := client.WindowOptions{DeviceID: w.ed.dev.id, Observer: w}
+	o := lgeditor.Options{DeviceID: w.ed.dev.id, Recorder: w.ed.rec, Workload: r.cfg.Workload.Name}
 	if r.cfg.Shard.N > 1 {
 		o.WaitForPage = 2 * time.Minute
 	}
-	cw, err := client.OpenWindow(ctx, w.ed.dev.c, w.pg.id, o)
+	ew, err := r.sess.Open(ctx, w.ed.dev.c, w.pg.id, o)
 	if err != nil {
 		return fmt.Errorf("loadgen: page %d: %w", w.pg.idx, err)
 	}
-	w.cw = cw
+	w.ew = ew
 	return nil
-}
-
-// ---- echoes: the window's observer ----
-
-func (w *window) Subscribed(reconnect bool) {
-	now := time.Now()
-	w.ed.rec.Count(metrics.Connects, now, 1)
-	if reconnect {
-		w.ed.rec.Count(metrics.Reconnects, now, 1)
-	}
-}
-
-func (w *window) Snapshot(seq int64, refetch bool) {
-	w.pg.saw(seq)
-	if refetch {
-		w.ed.rec.Count(metrics.Refetches, time.Now(), 1)
-	}
-}
-
-func (w *window) Retry() { w.ed.rec.Count(metrics.Retries, time.Now(), 1) }
-
-func (w *window) Error(kind string) { w.ed.rec.Error(kind, time.Now()) }
-
-func (w *window) Event(ev client.Event, applied bool, now time.Time) {
-	r, rec := w.r, w.ed.rec
-	w.pg.saw(ev.Seq)
-	if !applied {
-		return
-	}
-	// An event counts when a window applies it and its command is
-	// measured: sent after the warm-up here, or by another process (no
-	// stamp) while measuring. So echoes = committed x windows of the page
-	// in a single process.
-	counted := r.measuring.Load()
-	if v, ok := r.stamps.Load(ev.Cmd.ID); ok {
-		st := v.(*stamp)
-		counted = st.measured
-		switch {
-		case !st.measured:
-		case st.origin == w:
-			rec.Latency(metrics.Echo, now, now.Sub(st.start))
-			rec.TypeLatency(ev.Cmd.Type, metrics.Echo, now.Sub(st.start))
-		default:
-			rec.Latency(metrics.Fanout, now, now.Sub(st.start))
-		}
-		if st.left.Add(-1) <= 0 {
-			r.stamps.Delete(ev.Cmd.ID)
-		}
-	}
-	if counted {
-		rec.Count(metrics.Echoes, now, 1)
-	}
-	if ev.Cmd.Type == kbcore.TypeRenamePage {
-		var p kbcore.RenamePage
-		if json.Unmarshal(ev.Cmd.Payload, &p) == nil && p.Title != nil {
-			r.setTitle(w.pg.idx, *p.Title)
-		}
-	}
 }

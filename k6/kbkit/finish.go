@@ -48,8 +48,8 @@ func (mi *ModuleInstance) finish(data, opts sobek.Value) (map[string]any, error)
 	defer mi.flush()
 	r := mi.root
 	end := time.Now()
+	wins := r.windows()
 	r.mu.Lock()
-	wins := append([]*Window(nil), r.wins...)
 	started, cpu0 := r.started, r.cpu0
 	r.mu.Unlock()
 	cpu := cpuTime() - cpu0
@@ -58,30 +58,15 @@ func (mi *ModuleInstance) finish(data, opts sobek.Value) (map[string]any, error)
 	var notConverged sync.Map
 	for _, w := range wins {
 		wg.Go(func() {
-			if w.converge(end, end.Add(timeout)) != nil {
+			if w.ew.Converge(end, end.Add(timeout)) != nil {
 				notConverged.Store(w, true)
 			}
 		})
 	}
 	wg.Wait()
-	diverged := 0
-	byPage := map[*page][]*Window{}
+	diverged := r.sess.Diverged()
 	for _, w := range wins {
-		byPage[w.pg] = append(byPage[w.pg], w)
-	}
-	for _, ws := range byPage {
-		ref, refSeq := ws[0].cw.Server()
-		for _, w := range ws[1:] {
-			if doc, seq := w.cw.Server(); seq == refSeq && !ref.Equal(doc) {
-				diverged++
-				now := time.Now()
-				w.mi.rec.Error("diverged", now)
-				r.count(w.mi.m.failures, w.tags.Load().With("kind", "diverged"), now, 1)
-			}
-		}
-	}
-	for _, w := range wins {
-		w.shut()
+		w.ew.Close()
 	}
 	out := map[string]any{"windows": len(wins), "diverged": diverged}
 	n := 0

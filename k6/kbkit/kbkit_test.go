@@ -373,7 +373,7 @@ func TestPairAndSetupDevices(t *testing.T) {
 	for id := uint64(1); id <= 2; id++ {
 		vu := newVU(t, root, samples, id, lib.Options{})
 		vu.run(t, fmt.Sprintf(`kbkit.workloads.hotPage(kbkit.editor(%s))`, data))
-		devices[vu.mi.ed.Windows[0].cw.DeviceID()] = true
+		devices[vu.mi.ed.Windows[0].ew.Client().DeviceID()] = true
 	}
 	if len(devices) != 2 {
 		t.Errorf("the editors used %d devices, want 2", len(devices))

@@ -1,9 +1,10 @@
 // Package kbkit is the k6 extension k6/x/kbkit: kbkit's virtual editors
-// inside k6. Each editor is a VU holding real windows (client.Window:
+// inside k6, a thin binding over kbkit loadgen's measured editor
+// (loadgen/editor). Each editor is a VU holding real windows (client.Window:
 // kbcore.Window over the wire client, each with its own subscription), the
 // same windows, workloads and page layout as kbkit loadgen, so k6's
 // executors, thresholds, outputs and distribution (--execution-segment,
-// k6-operator) drive them.
+// k6-operator) drive them. index.d.ts describes the JS API.
 //
 //	import kbkit from 'k6/x/kbkit';
 //	export function setup() { return kbkit.setup({ url: __ENV.KBKIT_URL, token: __ENV.KBKIT_TOKEN, workload: 'hot-page' }); }
@@ -32,6 +33,7 @@ import (
 	"go.k6.io/k6/metrics"
 
 	"github.com/subspace/kbkit/client"
+	"github.com/subspace/kbkit/loadgen/editor"
 	lgmetrics "github.com/subspace/kbkit/loadgen/metrics"
 )
 
@@ -53,24 +55,21 @@ const (
 const recorders = 16
 
 // RootModule is the extension's state in one k6 process, shared by its
-// VUs: the open windows by page, the stamps of commands in flight (for
-// echo and fan-out), the buffered samples, and kbkit's own recorders for
-// the JSON result.
+// VUs: the measured editor's session (the open windows by page, the
+// stamps of commands in flight, the titles), the buffered samples, and
+// kbkit's own recorders for the JSON result.
 type RootModule struct {
+	sess    *editor.Session
 	mu      sync.Mutex
-	pages   map[string]*page
-	wins    []*Window
 	devices map[string]string // token -> device id
-	titles  map[string]string // page id -> current title
 	created map[string]bool   // pages of a run this process created
 	ran     map[int]bool      // editors whose windows this process opened
+	opened  int               // windows opened (seeds their random sources)
 	recs    []*lgmetrics.Recorder
 	nextRec int
 	started time.Time // the first command
 	cpu0    time.Duration
 
-	stamps  sync.Map // command id -> *stamp
-	swept   atomic.Int64
 	renames atomic.Int64
 
 	sampleMu sync.Mutex
@@ -79,40 +78,10 @@ type RootModule struct {
 	m *kbMetrics // registered by the first instance made in an init context
 }
 
-// page is one page's windows in this process and the highest seq seen.
-type page struct {
-	id   string
-	head atomic.Int64
-	wins []*Window
-}
-
-func (p *page) saw(seq int64) {
-	for {
-		h := p.head.Load()
-		if seq <= h || p.head.CompareAndSwap(h, seq) {
-			return
-		}
-	}
-}
-
-// stamp is a command in flight: when and by which window it was issued,
-// and the tags of its samples, until every window of its page here has
-// applied it.
-type stamp struct {
-	start  time.Time
-	origin *Window
-	tags   *metrics.TagSet
-	// left counts the page's windows here when it was issued; a window
-	// opened since may apply it too, so the stamp goes only once the
-	// origin applied it as well (the sweep takes what is left).
-	left   atomic.Int32
-	echoed atomic.Bool
-}
-
 // New returns the root module (one per process; modules.Register holds
 // it).
 func New() *RootModule {
-	r := &RootModule{pages: map[string]*page{}, devices: map[string]string{}, titles: map[string]string{}, ran: map[int]bool{},
+	r := &RootModule{sess: editor.NewSession(), devices: map[string]string{}, ran: map[int]bool{},
 		created: map[string]bool{}}
 	for range recorders {
 		r.recs = append(r.recs, lgmetrics.NewRecorder())
@@ -211,23 +180,6 @@ func (mi *ModuleInstance) flush() {
 	if len(batch) > 0 {
 		metrics.PushIfNotDone(mi.vu.Context(), state.Samples, metrics.Samples(batch))
 	}
-	r.sweep()
-}
-
-// sweep forgets stamps no window will apply any more (a window opened
-// after its command, or closed before its echo), every ten seconds.
-func (r *RootModule) sweep() {
-	now := time.Now()
-	last := r.swept.Load()
-	if now.UnixNano()-last < int64(10*time.Second) || !r.swept.CompareAndSwap(last, now.UnixNano()) {
-		return
-	}
-	r.stamps.Range(func(k, v any) bool {
-		if now.Sub(v.(*stamp).start) > time.Minute {
-			r.stamps.Delete(k)
-		}
-		return true
-	})
 }
 
 // count emits a counter sample and records it for the JSON result.
@@ -238,18 +190,6 @@ func (r *RootModule) count(m *metrics.Metric, tags *metrics.TagSet, at time.Time
 // latency emits a trend sample (ms).
 func (r *RootModule) latency(m *metrics.Metric, tags *metrics.TagSet, at time.Time, d time.Duration) {
 	r.emit(metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: m, Tags: tags}, Time: at, Value: metrics.D(d)})
-}
-
-// page returns the page's state, creating it.
-func (r *RootModule) page(id string) *page {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := r.pages[id]
-	if p == nil {
-		p = &page{id: id}
-		r.pages[id] = p
-	}
-	return p
 }
 
 // deviceID is the device of token at url, asked once per process.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +17,7 @@ import (
 	k6metrics "go.k6.io/k6/metrics"
 
 	"github.com/subspace/kbkit/client"
+	"github.com/subspace/kbkit/loadgen/editor"
 	"github.com/subspace/kbkit/loadgen/plan"
 	"github.com/subspace/kbkit/loadgen/workload"
 	"github.com/subspace/kbkit/server/store"
@@ -91,8 +91,8 @@ func (mi *ModuleInstance) openWindow(opts sobek.Value) (*Window, error) {
 	return mi.open(o.URL, o.Token, o.Page, 0, -1)
 }
 
-// open opens a window on pageID for editor (-1: a script's window).
-func (mi *ModuleInstance) open(url, token, pageID string, wait time.Duration, editor int) (*Window, error) {
+// open opens a window on pageID for editor ed (-1: a script's window).
+func (mi *ModuleInstance) open(url, token, pageID string, wait time.Duration, ed int) (*Window, error) {
 	defer mi.flush()
 	st := mi.vu.State()
 	ctx := mi.vu.Context()
@@ -102,75 +102,40 @@ func (mi *ModuleInstance) open(url, token, pageID string, wait time.Duration, ed
 	}
 	r := mi.root
 	r.mu.Lock()
-	n := len(r.wins)
+	n := r.opened
+	r.opened++
 	r.mu.Unlock()
-	w := &Window{root: r, mi: mi, pg: r.page(pageID), base: st.Tags.GetCurrentValues().Tags,
+	w := &Window{root: r, mi: mi, base: st.Tags.GetCurrentValues().Tags,
 		rng: rand.New(rand.NewPCG(st.VUIDGlobal, uint64(n)))}
-	w.tags.Store(w.base.With("workload", "script"))
-	cw, err := client.OpenWindow(ctx, client.New(url, token), pageID,
-		client.WindowOptions{DeviceID: dev, WaitForPage: wait, Observer: (*observer)(w)})
+	ew, err := r.sess.Open(ctx, client.New(url, token), pageID, editor.Options{DeviceID: dev, WaitForPage: wait,
+		Recorder: mi.rec, Tap: w.tap, Workload: "script", Data: w})
 	if err != nil {
-		mi.rec.Error("open", time.Now())
-		r.count(mi.m.failures, w.tags.Load().With("kind", "open"), time.Now(), 1)
 		return nil, fmt.Errorf("kbkit: %w", err)
 	}
-	w.cw = cw
-	r.add(w, editor)
+	w.ew = ew
+	if ed >= 0 {
+		r.mu.Lock()
+		r.ran[ed] = true
+		r.mu.Unlock()
+	}
 	// Counters start at zero, so that the summary lists them and
 	// thresholds such as count==0 have a sample to judge.
 	now := time.Now()
+	tags := w.base.With("workload", "script")
 	for _, m := range []*k6metrics.Metric{mi.m.rejections, mi.m.refetches, mi.m.reconnects, mi.m.failures} {
-		r.count(m, w.tags.Load(), now, 0)
+		r.count(m, tags, now, 0)
 	}
 	return w, nil
 }
 
-func (r *RootModule) add(w *Window, editor int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	w.pg.wins = append(w.pg.wins, w)
-	r.wins = append(r.wins, w)
-	if editor >= 0 {
-		r.ran[editor] = true
-	}
-}
-
-func (r *RootModule) forget(w *Window) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	drop := func(ws []*Window) []*Window {
-		out := ws[:0]
-		for _, x := range ws {
-			if x != w {
-				out = append(out, x)
-			}
+// windows are the process's open windows, in the order they opened.
+func (r *RootModule) windows() []*Window {
+	var out []*Window
+	for _, ew := range r.sess.Windows() {
+		if w, ok := ew.Data().(*Window); ok {
+			out = append(out, w)
 		}
-		return out
 	}
-	w.pg.wins = drop(w.pg.wins)
-	r.wins = drop(r.wins)
-}
-
-func (r *RootModule) windowsOn(p *page) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(p.wins)
-}
-
-func (r *RootModule) setTitle(pageID, title string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.titles[pageID] = title
-}
-
-func (r *RootModule) titleList() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.titles))
-	for _, t := range r.titles {
-		out = append(out, t)
-	}
-	sort.Strings(out)
 	return out
 }
 
@@ -206,7 +171,7 @@ func (mi *ModuleInstance) createPage(opts sobek.Value) (map[string]any, error) {
 	if err := p.CreatePage(ctx, client.New(o.URL, o.Token), dev, 0); err != nil {
 		return nil, fmt.Errorf("kbkit.createPage: %w", err)
 	}
-	mi.root.setTitle(p.PageID(0), p.Title(0))
+	mi.root.sess.SetTitle(p.PageID(0), p.Title(0))
 	nodes := make([]string, n)
 	for i := range nodes {
 		nodes[i] = fmt.Sprintf("s%d", i)
@@ -495,13 +460,9 @@ func (mi *ModuleInstance) editor(data sobek.Value) (*Editor, error) {
 	if e < 0 || e >= d.Editors {
 		return nil, fmt.Errorf("kbkit.editor: VU %d has no editor: the run has %d (editors in kbkit.setup; by default the test's most VUs)", st.VUIDGlobal, d.Editors)
 	}
-	mi.root.mu.Lock()
 	for i := 0; i < p.Pages; i++ {
-		if _, ok := mi.root.titles[p.PageID(i)]; !ok {
-			mi.root.titles[p.PageID(i)] = p.Title(i)
-		}
+		mi.root.sess.AddTitle(p.PageID(i), p.Title(i))
 	}
-	mi.root.mu.Unlock()
 	ed := &Editor{Index: e, rng: rand.New(rand.NewPCG(uint64(d.Seed), uint64(e))), tag: p.Tag()}
 	for _, s := range p.Windows(e) {
 		// The page's creator makes sure it exists (a repeat of setup's

@@ -3,36 +3,30 @@ package kbkit
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/grafana/sobek"
 	"go.k6.io/k6/metrics"
 
-	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/loadgen/editor"
 	lgmetrics "github.com/subspace/kbkit/loadgen/metrics"
 	"github.com/subspace/kbkit/loadgen/workload"
 )
 
 // Window is one open page of a VU, as JS sees it (kbkit.openWindow, or
-// editor.windows): a client.Window whose commands are posted one at a
-// time and waited for, as k6 calls are, while its echoes are applied on
-// its own goroutine.
+// editor.windows): a measured window (loadgen/editor, the editor of
+// kbkit loadgen too) whose commands are posted one at a time and waited
+// for, as k6 calls are, while its echoes are applied on its own
+// goroutine. Its samples become k6 samples (tap).
 type Window struct {
 	root *RootModule
 	mi   *ModuleInstance
-	cw   *client.Window
-	pg   *page
+	ew   *editor.Window
 	base *metrics.TagSet // the VU's tags when the window opened
-	// tags are base with the workload of the last command (for the
-	// window's own counters).
-	tags   atomic.Pointer[metrics.TagSet]
-	closed atomic.Bool
 
 	// The workloads' state (only the VU's goroutine touches them).
 	rng *rand.Rand
@@ -40,151 +34,69 @@ type Window struct {
 }
 
 // result is what a command call returns to JS.
-func result(typ, id string) map[string]any {
-	return map[string]any{"type": typ, "id": id, "committed": false}
-}
-
-// ---- client.WindowObserver: the reader goroutine's events ----
-
-// observer is the window as its client.Window's observer (a separate
-// type, so that JS does not see these methods).
-type observer Window
-
-// Subscribed counts connects, and reconnects.
-func (w *observer) Subscribed(reconnect bool) {
-	now := time.Now()
-	w.mi.rec.Count(lgmetrics.Connects, now, 1)
-	if reconnect {
-		w.mi.rec.Count(lgmetrics.Reconnects, now, 1)
-		w.root.count(w.mi.m.reconnects, w.tags.Load(), now, 1)
+func result(o editor.Outcome) map[string]any {
+	out := map[string]any{"type": o.Type, "id": o.ID, "committed": o.Committed}
+	switch {
+	case o.Committed:
+		out["seq"] = o.Seq
+	case o.Refused != "":
+		out["refused"] = o.Refused
+	case o.Rejected != "":
+		out["rejected"] = o.Rejected
+	case o.Err != nil:
+		out["error"] = o.Err.Error()
 	}
+	return out
 }
 
-// Snapshot counts refetches.
-func (w *observer) Snapshot(seq int64, refetch bool) {
-	w.pg.saw(seq)
-	if refetch {
-		now := time.Now()
-		w.mi.rec.Count(lgmetrics.Refetches, now, 1)
-		w.root.count(w.mi.m.refetches, w.tags.Load(), now, 1)
-	}
-}
-
-// Retry counts resends.
-func (w *observer) Retry() { w.mi.rec.Count(lgmetrics.Retries, time.Now(), 1) }
-
-// Error counts a failure by kind.
-func (w *observer) Error(kind string) {
-	now := time.Now()
-	w.mi.rec.Error(kind, now)
-	w.root.count(w.mi.m.failures, w.tags.Load().With("kind", kind), now, 1)
-}
-
-// Event measures echo (at the window that issued the command) and
-// fan-out (at every other window of the page in this process).
-func (w *observer) Event(ev client.Event, applied bool, now time.Time) {
-	r := w.root
-	w.mi.rec.Count(lgmetrics.Echoes, now, 1)
-	w.pg.saw(ev.Seq)
-	if !applied {
-		return
-	}
-	if v, ok := r.stamps.Load(ev.Cmd.ID); ok {
-		st := v.(*stamp)
-		if st.origin == (*Window)(w) {
-			w.mi.rec.Latency(lgmetrics.Echo, now, now.Sub(st.start))
-			r.latency(w.mi.m.echo, st.tags, now, now.Sub(st.start))
-			st.echoed.Store(true)
-		} else {
-			w.mi.rec.Latency(lgmetrics.Fanout, now, now.Sub(st.start))
-			r.latency(w.mi.m.fanout, st.tags, now, now.Sub(st.start))
-		}
-		if st.left.Add(-1) <= 0 && st.echoed.Load() {
-			r.stamps.Delete(ev.Cmd.ID)
+// tap turns the window's samples into k6 samples, tagged with the VU's
+// tags (those of the window that issued the command, for its echoes),
+// the workload, and the command type, rejection code or error kind.
+func (w *Window) tap(s editor.Sample) {
+	r, m := w.root, w.mi.m
+	base := w.base
+	if s.Origin != nil {
+		if o, ok := s.Origin.Data().(*Window); ok {
+			base = o.base
 		}
 	}
-	if ev.Cmd.Type == kbcore.TypeRenamePage {
-		var p kbcore.RenamePage
-		if json.Unmarshal(ev.Cmd.Payload, &p) == nil && p.Title != nil {
-			r.setTitle(w.pg.id, *p.Title)
-		}
+	tags := base.With("workload", s.Workload)
+	if s.Type != "" {
+		tags = tags.With("type", s.Type)
+	}
+	switch s.Name {
+	case lgmetrics.Commit:
+		r.latency(m.commit, tags, s.At, s.Latency)
+	case lgmetrics.Echo:
+		r.latency(m.echo, tags, s.At, s.Latency)
+	case lgmetrics.Fanout:
+		r.latency(m.fanout, tags, s.At, s.Latency)
+	case lgmetrics.Convergence:
+		r.latency(m.convergence, tags, s.At, s.Latency)
+	case editor.Rejection:
+		r.count(m.rejections, tags.With("code", s.Code), s.At, 1)
+	case editor.Error:
+		r.count(m.failures, tags.With("kind", s.Kind), s.At, 1)
+	case editor.Refetch:
+		r.count(m.refetches, tags, s.At, 1)
+	case editor.Reconnect:
+		r.count(m.reconnects, tags, s.At, 1)
 	}
 }
 
 // ---- commands ----
 
-// send posts the envelopes a call issued, in order, each measured and
-// stamped for its echoes; the result is the last one's.
-func (w *Window) send(wl string, envs []kbcore.Envelope, start time.Time) map[string]any {
-	out := result("", "")
-	for _, env := range envs {
-		out = w.post(wl, env, start)
-		if out["committed"] != true {
-			break
-		}
-	}
-	return out
-}
-
-func (w *Window) post(wl string, env kbcore.Envelope, start time.Time) map[string]any {
-	r, rec := w.root, w.mi.rec
-	tags := w.base.With("workload", wl).With("type", env.Type)
-	out := result(env.Type, env.ID)
-	st := &stamp{start: start, origin: w, tags: tags}
-	st.left.Store(int32(r.windowsOn(w.pg)))
-	r.stamps.Store(env.ID, st)
-	seq, rej, err := w.cw.Send(w.mi.vu.Context(), env)
-	now := time.Now()
-	switch {
-	case errors.Is(err, client.ErrNotPending):
-		r.stamps.Delete(env.ID)
-		out["refused"] = "not-pending"
-	case err != nil:
-		r.stamps.Delete(env.ID)
-		kind := errorKind(err)
-		rec.Error(kind, now)
-		r.count(w.mi.m.failures, tags.With("kind", kind), now, 1)
-		out["error"] = err.Error()
-	case rej != nil:
-		r.stamps.Delete(env.ID)
-		rec.Rejection(rej.Code, now)
-		r.count(w.mi.m.rejections, tags.With("code", rej.Code), now, 1)
-		out["rejected"] = rej.Code
-	default:
-		w.pg.saw(seq)
-		rec.Count(lgmetrics.Committed, now, 1)
-		rec.Latency(lgmetrics.Commit, now, now.Sub(start))
-		r.latency(w.mi.m.commit, tags, now, now.Sub(start))
-		out["committed"], out["seq"] = true, seq
-	}
-	return out
-}
-
 // local issues one command drawn by build from the rendered page and
 // sends it. wl tags its samples.
 func (w *Window) local(wl string, build func(id string, doc kbcore.Doc) kbcore.Command) (map[string]any, error) {
-	if w.closed.Load() {
-		return nil, errors.New("kbkit: the window is closed")
+	if w.ew.Closed() {
+		return nil, editor.ErrClosed
 	}
 	defer w.mi.flush()
 	w.root.begin()
-	w.tags.Store(w.base.With("workload", wl))
 	id := uuid.NewString()
-	start := time.Now()
-	var typ string
-	env, code, ok := w.cw.Local(func(doc kbcore.Doc) kbcore.Command {
-		c := build(id, doc)
-		typ = c.Type
-		return c
-	})
-	w.mi.rec.Count(lgmetrics.Commands, start, 1)
-	if !ok {
-		w.mi.rec.Count(lgmetrics.LocalRejections, start, 1)
-		out := result(typ, id)
-		out["refused"] = code
-		return out, nil
-	}
-	return w.post(wl, env, start), nil
+	out := w.ew.Local(w.mi.vu.Context(), wl, time.Now(), func(doc kbcore.Doc) kbcore.Command { return build(id, doc) })
+	return result(out), nil
 }
 
 func (w *Window) command(typ string, payload map[string]any) (map[string]any, error) {
@@ -278,14 +190,14 @@ func (w *Window) Delete(node string) (map[string]any, error) {
 }
 
 // Undo reverts the window's last own step; Redo the last undo.
-func (w *Window) Undo() (map[string]any, error) { return w.step(w.cw.Undo) }
+func (w *Window) Undo() (map[string]any, error) { return w.step(w.ew.Undo) }
 
 // Redo reverts the last undo.
-func (w *Window) Redo() (map[string]any, error) { return w.step(w.cw.Redo) }
+func (w *Window) Redo() (map[string]any, error) { return w.step(w.ew.Redo) }
 
-func (w *Window) step(fn func([]string) ([]kbcore.Envelope, string)) (map[string]any, error) {
-	if w.closed.Load() {
-		return nil, errors.New("kbkit: the window is closed")
+func (w *Window) step(fn func(context.Context, string, time.Time, []string) editor.Outcome) (map[string]any, error) {
+	if w.ew.Closed() {
+		return nil, editor.ErrClosed
 	}
 	defer w.mi.flush()
 	w.root.begin()
@@ -293,16 +205,7 @@ func (w *Window) step(fn func([]string) ([]kbcore.Envelope, string)) (map[string
 	for i := range ids {
 		ids[i] = uuid.NewString()
 	}
-	start := time.Now()
-	envs, code := fn(ids)
-	w.mi.rec.Count(lgmetrics.Commands, start, 1)
-	if len(envs) == 0 {
-		w.mi.rec.Count(lgmetrics.LocalRejections, start, 1)
-		out := result("", "")
-		out["refused"] = code
-		return out, nil
-	}
-	return w.send("script", envs, start), nil
+	return result(fn(w.mi.vu.Context(), "script", time.Now(), ids)), nil
 }
 
 // WaitConverged waits until the window has applied every command its
@@ -317,68 +220,36 @@ func (w *Window) WaitConverged(timeout sobek.Value) (float64, error) {
 	}
 	defer w.mi.flush()
 	start := time.Now()
-	if err := w.converge(start, start.Add(d)); err != nil {
+	if err := w.ew.Converge(start, start.Add(d)); err != nil {
 		return 0, err
 	}
 	return metrics.D(time.Since(start)), nil
 }
 
-// converge waits for the window to reach its page's head and records
-// the time since from.
-func (w *Window) converge(from, deadline time.Time) error {
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	for !w.cw.Converged(w.pg.head.Load()) {
-		select {
-		case <-w.cw.Changed():
-		case <-time.After(20 * time.Millisecond):
-		case <-timer.C:
-			now := time.Now()
-			w.mi.rec.Error("not-converged", now)
-			w.root.count(w.mi.m.failures, w.tags.Load().With("kind", "not-converged"), now, 1)
-			return fmt.Errorf("kbkit: window on page %s not converged after %s (at seq %d, page head %d)",
-				w.pg.id, time.Since(from).Round(time.Millisecond), w.cw.Seq(), w.pg.head.Load())
-		}
-	}
-	now := time.Now()
-	w.mi.rec.Latency(lgmetrics.Convergence, now, now.Sub(from))
-	w.root.latency(w.mi.m.convergence, w.tags.Load(), now, now.Sub(from))
-	return nil
-}
-
 // Close closes the window's subscription.
 func (w *Window) Close() {
-	w.shut()
+	w.ew.Close()
 	w.mi.flush()
-}
-
-// shut closes the window (from any goroutine: it flushes nothing).
-func (w *Window) shut() {
-	if w.closed.Swap(true) {
-		return
-	}
-	w.cw.Close()
-	w.root.forget(w)
 }
 
 // Nodes lists the ids of the rendered page's nodes in document order.
 func (w *Window) Nodes() []string {
 	var out []string
-	w.cw.Rendered().Walk(func(n kbcore.Node) bool { out = append(out, n.ID); return true })
+	w.ew.Client().Rendered().Walk(func(n kbcore.Node) bool { out = append(out, n.ID); return true })
 	return out
 }
 
 // Text is node's rendered text ("" when there is no such node).
 func (w *Window) Text(node string) string {
-	n, _ := w.cw.Rendered().Node(node)
+	n, _ := w.ew.Client().Rendered().Node(node)
 	return n.Text
 }
 
 // Seq is the seq of the last event the window applied.
-func (w *Window) Seq() int64 { return w.cw.Seq() }
+func (w *Window) Seq() int64 { return w.ew.Client().Seq() }
 
 // Page is the id of the window's page.
-func (w *Window) Page() string { return w.pg.id }
+func (w *Window) Page() string { return w.ew.Page().ID }
 
 // ---- helpers ----
 
@@ -414,17 +285,4 @@ func jsDuration(fn string, v sobek.Value, def time.Duration) (time.Duration, err
 		}
 	}
 	return 0, fmt.Errorf("kbkit: %s: timeout %s: want milliseconds or a duration such as \"5s\"", fn, v.String())
-}
-
-func errorKind(err error) string {
-	var ce *client.Error
-	switch {
-	case errors.As(err, &ce):
-		return ce.Code
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	}
-	return "network"
 }

@@ -65,18 +65,14 @@ func (mi *ModuleInstance) operate(fn string, spec workload.Spec, target, opts so
 	default:
 		return nil, fmt.Errorf("kbkit.workloads.%s: want an editor (kbkit.editor) or a window (kbkit.openWindow)", fn)
 	}
-	titles := mi.root.titleList()
+	titles := mi.root.sess.Titles()
 	title := ""
 	if spec.Mix[workload.Rename] > 0 {
 		title = fmt.Sprintf("LG %s v%d r%d", tag, mi.vu.State().VUIDGlobal, mi.root.renames.Add(1))
 	}
-	out, err := w.local(spec.Name, func(id string, doc kbcore.Doc) kbcore.Command {
+	return w.local(spec.Name, func(id string, doc kbcore.Doc) kbcore.Command {
 		return spec.Next(rng, workload.Context{Doc: doc, ID: id, Titles: titles, Title: title}, &w.cur)
 	})
-	if err == nil && out["committed"] == true && out["type"] == kbcore.TypeRenamePage {
-		mi.root.setTitle(w.pg.id, title)
-	}
-	return out, err
 }
 
 func exportOf(v sobek.Value) any {

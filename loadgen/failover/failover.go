@@ -709,11 +709,5 @@ func outage(spans []span) time.Duration {
 	return total
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
+// sleep waits d, or until ctx ends.
+var sleep = client.Sleep

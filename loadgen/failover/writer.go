@@ -3,6 +3,7 @@ package failover
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -24,27 +25,30 @@ const (
 	attemptTimeout = 10 * time.Second
 )
 
-// writer is one editor: a device, a Window on its page with its own
-// kb.onPage subscription, sending one command at a time and retrying it
-// with the same id until it is decided, as spec/window.md says.
+// writer is one editor: a device with a client.Window on its page (its
+// own kb.onPage subscription), sending one command at a time, each sent
+// again with the same id until it is decided, as spec/window.md says.
+// The window does the editing; the writer, as its observer, reports to
+// the run what the failover is judged on: every kb.command attempt's
+// times, every committed answer with its seq, every event's (page, seq,
+// id), and the rejections.
 type writer struct {
+	client.NopObserver
 	r    *run
 	idx  int
 	c    *client.Client
 	dev  string
 	page *page
 	rng  *rand.Rand
+	cw   *client.Window // set by open
 
-	mu      sync.Mutex
-	w       *kbcore.Window
-	issued  map[string]time.Time // when each pending command was issued
-	nodes   []string             // own nodes, once their create-after committed
-	n       int
-	sub     *client.Subscription
-	closing bool
-	stop    context.CancelFunc
-	ctx     context.Context
-	done    chan struct{}
+	mu     sync.Mutex
+	issued map[string]time.Time // when each pending command was issued
+	// sending is the command being posted, issued at sendingAt.
+	sending   string
+	sendingAt time.Time
+	nodes     []string // own nodes, once their create-after committed
+	n         int
 	// undecided: commands still undecided when the settle time ran out.
 	undecided int
 	// reopenWanted: a reopen was requested and not done yet; reopens:
@@ -54,130 +58,58 @@ type writer struct {
 }
 
 func newWriter(r *run, idx int, c *client.Client, dev string, p *page) *writer {
-	ctx, stop := context.WithCancel(context.Background())
 	return &writer{r: r, idx: idx, c: c, dev: dev, page: p, issued: map[string]time.Time{},
-		rng: rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(idx))), ctx: ctx, stop: stop}
+		rng: rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(idx)))}
 }
 
-// open starts the window from a snapshot and subscribes after its seq.
+// open opens the writer's window: a snapshot, then the subscription after
+// its seq, resubscribed whenever it ends until the writer closes.
 func (w *writer) open(ctx context.Context) error {
-	var snap client.Snapshot
-	var err error
-	for attempt := 0; attempt < 40; attempt++ {
-		if snap, err = w.c.Page(ctx, w.page.id, nil); err == nil || !client.IsRetryable(err) {
-			break
-		}
-		sleep(ctx, 100*time.Millisecond)
-	}
+	cw, err := client.OpenWindow(ctx, w.c, w.page.id, client.WindowOptions{DeviceID: w.dev, Observer: w,
+		AttemptTimeout: attemptTimeout, Backoff: client.Doubling(firstBackoff, maxBackoff)})
 	if err != nil {
-		return fmt.Errorf("failover: writer %d: kb.page: %w", w.idx, err)
+		return fmt.Errorf("failover: writer %d: %w", w.idx, err)
 	}
-	w.w = kbcore.NewWindow(snap.Doc, snap.Seq)
-	sub, err := w.c.Subscribe(ctx, w.page.id, snap.Seq)
-	if err != nil {
-		return fmt.Errorf("failover: writer %d: subscribe: %w", w.idx, err)
-	}
-	w.sub = sub
-	w.done = make(chan struct{})
-	go w.read()
+	w.cw = cw
 	return nil
 }
 
-// read applies the subscription's events, resubscribing after the
-// window's seq whenever a subscription ends, until the writer closes.
-func (w *writer) read() {
-	defer close(w.done)
-	for {
-		w.mu.Lock()
-		sub := w.sub
-		w.mu.Unlock()
-		for ev := range sub.Events() {
-			w.echo(ev)
-		}
-		sub.Close()
-		backoff := firstBackoff
-		for {
-			w.mu.Lock()
-			closing, after := w.closing, w.w.Seq()
-			w.mu.Unlock()
-			if closing {
-				return
-			}
-			next, err := w.c.Subscribe(w.ctx, w.page.id, after)
-			if err == nil {
-				w.mu.Lock()
-				if w.closing {
-					w.mu.Unlock()
-					next.Close()
-					return
-				}
-				w.sub = next
-				w.mu.Unlock()
-				break
-			}
-			sleep(w.ctx, backoff)
-			backoff = min(2*backoff, maxBackoff)
-		}
-	}
-}
+// ---- the window's observer ----
 
-func (w *writer) echo(ev client.Event) {
+// Event: a client was told (page, seq) holds the event's command.
+func (w *writer) Event(ev client.Event, _ bool, _ time.Time) {
 	w.r.saw(w.page.id, ev.Seq, ev.Cmd.ID)
-	w.mu.Lock()
-	acts := w.w.Echo(ev.Seq, ev.Cmd)
-	w.prune()
-	w.mu.Unlock()
-	for _, a := range acts {
-		if a.Kind == kbcore.ActionRefetch {
-			w.refetch()
-		}
-	}
 }
 
-// prune forgets the issue times of commands no longer pending (w.mu held).
-func (w *writer) prune() {
-	if len(w.issued) == 0 {
+// Attempt records one kb.command call, and a committed answer with its
+// seq. An attempt the run gave up on (its context ended) is not a failed
+// write.
+func (w *writer) Attempt(a client.Attempt) {
+	if a.Abandoned {
 		return
 	}
-	pending := map[string]bool{}
-	for _, c := range w.w.Pending() {
-		pending[c.ID] = true
+	w.r.attempt(a.From, a.To, a.Err)
+	if !a.Committed() {
+		return
 	}
-	for id := range w.issued {
-		if !pending[id] {
-			delete(w.issued, id)
-		}
-	}
-}
-
-// refetch gets a snapshot with the outcomes of the pending commands after
-// a gap. The command being posted is retried by the posting loop itself.
-func (w *writer) refetch() {
 	w.mu.Lock()
-	var ids []string
-	for _, c := range w.w.Pending() {
-		ids = append(ids, c.ID)
+	issued, ok := w.issued[a.Env.ID]
+	if a.Env.ID == w.sending {
+		issued, ok = w.sendingAt, true
 	}
 	w.mu.Unlock()
-	backoff := firstBackoff
-	for w.ctx.Err() == nil {
-		snap, err := w.c.Page(w.ctx, w.page.id, ids)
-		if err == nil {
-			w.mu.Lock()
-			acts := w.w.Snapshot(snap.Doc, snap.Seq, snap.Outcomes)
-			w.prune()
-			w.mu.Unlock()
-			for _, a := range acts {
-				if a.Kind == kbcore.ActionToast {
-					w.r.rejectedCmd(fmt.Sprintf("writer %d: a refetch reports a pending command rejected: %s", w.idx, a.Code))
-				}
-			}
-			return
-		}
-		sleep(w.ctx, backoff)
-		backoff = min(2*backoff, maxBackoff)
+	if !ok {
+		issued = a.From
 	}
+	w.r.acked(a.Env.ID, a.Env.PageID, a.Ack.Seq, a.Ack.Duplicate, issued, a.To)
 }
+
+// Rejected: a refetch found a pending command rejected.
+func (w *writer) Rejected(id, code string) {
+	w.r.rejectedCmd(fmt.Sprintf("writer %d: a refetch reports a pending command rejected: %s", w.idx, code))
+}
+
+// ---- the load ----
 
 // run issues commands until load ends, each posted until it is decided
 // or ops ends.
@@ -188,24 +120,37 @@ func (w *writer) run(load, ops context.Context) {
 			return
 		}
 		cmd := w.next()
-		w.mu.Lock()
-		acts := w.w.Local(cmd)
-		send := len(acts) == 1 && acts[0].Kind == kbcore.ActionSend
-		if send {
-			w.issued[cmd.ID] = time.Now()
-		}
-		w.mu.Unlock()
-		if !send {
-			w.r.refusedCmd(fmt.Sprintf("writer %d: its own window refused %s: %v", w.idx, cmd.Type, acts))
+		env, code, ok := w.cw.Local(func(kbcore.Doc) kbcore.Command { return cmd })
+		if !ok {
+			w.r.refusedCmd(fmt.Sprintf("writer %d: its own window refused %s: %s", w.idx, cmd.Type, code))
 			return
 		}
-		env := kbcore.Envelope{ID: cmd.ID, DeviceID: w.dev, PageID: w.page.id, Type: cmd.Type, Payload: cmd.Payload}
-		if !w.post(ops, env, time.Now()) {
+		w.mu.Lock()
+		w.issued[cmd.ID] = time.Now()
+		w.sending, w.sendingAt = cmd.ID, w.issued[cmd.ID]
+		w.mu.Unlock()
+		_, rej, err := w.cw.Send(ops, env)
+		w.mu.Lock()
+		w.sending = ""
+		w.mu.Unlock()
+		switch {
+		case err == nil && rej == nil:
+			if env.Type == kbcore.TypeCreateAfter {
+				w.mu.Lock()
+				w.nodes = append(w.nodes, env.ID)
+				w.mu.Unlock()
+			}
+		case rej != nil:
+			w.r.rejectedCmd(fmt.Sprintf("writer %d: %s %s rejected: %s: %s", w.idx, env.Type, env.ID, rej.Code, rej.Message))
+		case ops.Err() != nil && !errors.Is(err, client.ErrNotPending):
 			w.mu.Lock()
-			w.undecided++
+			w.undecided++ // the run gave up on it: not a failed write
 			w.mu.Unlock()
 			return
+		default: // neither a decision nor retryable
+			w.r.refusedCmd(fmt.Sprintf("writer %d: %s %s: %v", w.idx, env.Type, env.ID, err))
 		}
+		w.prune()
 		sleep(load, w.r.cfg.Think)
 	}
 }
@@ -230,60 +175,33 @@ func (w *writer) next() kbcore.Command {
 	return kbcore.Command{ID: id, Type: kbcore.TypeEditText, Payload: jsonOf(map[string]any{"node": node, "text": fmt.Sprintf("w%d e%d", w.idx, w.n)})}
 }
 
-// post sends env, issued at issued, until the server decides it; false if
-// ctx ended first.
-func (w *writer) post(ctx context.Context, env kbcore.Envelope, issued time.Time) bool {
-	backoff := firstBackoff
-	for ctx.Err() == nil {
-		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		from := time.Now()
-		a, rej, err := w.c.Submit(actx, env)
-		cancel()
-		to := time.Now()
-		if err != nil && ctx.Err() != nil {
-			return false // the run gave up on it: not a failed write
-		}
-		w.r.attempt(from, to, err)
-		switch {
-		case err == nil && rej == nil:
-			w.r.acked(env.ID, env.PageID, a.Seq, a.Duplicate, issued, to)
-			if env.Type == kbcore.TypeCreateAfter {
-				w.mu.Lock()
-				w.nodes = append(w.nodes, env.ID)
-				w.mu.Unlock()
-			}
-			return true
-		case rej != nil:
-			w.mu.Lock()
-			w.w.Reject(env.ID, rej.Code)
-			w.prune()
-			w.mu.Unlock()
-			w.r.rejectedCmd(fmt.Sprintf("writer %d: %s %s rejected: %s: %s", w.idx, env.Type, env.ID, rej.Code, rej.Message))
-			return true
-		case !client.IsRetryable(err):
-			w.mu.Lock()
-			w.w.Reject(env.ID, "refused")
-			w.prune()
-			w.mu.Unlock()
-			w.r.refusedCmd(fmt.Sprintf("writer %d: %s %s: %v", w.idx, env.Type, env.ID, err))
-			return true
-		}
-		sleep(ctx, backoff)
-		backoff = min(2*backoff, maxBackoff)
+// prune forgets the issue times of the commands no longer pending.
+func (w *writer) prune() {
+	ids, _ := w.cw.Pending()
+	pending := map[string]bool{}
+	for _, id := range ids {
+		pending[id] = true
 	}
-	return false
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id := range w.issued {
+		if !pending[id] {
+			delete(w.issued, id)
+		}
+	}
 }
 
 // caughtUp: the window applied its page's log up to head and holds no
 // command issued before the promotion still pending.
 func (w *writer) caughtUp(head int64, promoted time.Time) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.w.Seq() < head || w.w.Awaiting() {
+	ids, awaiting := w.cw.Pending()
+	if awaiting || w.cw.Seq() < head {
 		return false
 	}
-	for _, at := range w.issued {
-		if at.Before(promoted) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		if at, ok := w.issued[id]; ok && at.Before(promoted) {
 			return false
 		}
 	}
@@ -292,30 +210,20 @@ func (w *writer) caughtUp(head int64, promoted time.Time) bool {
 
 // settled: the window is at head with nothing pending.
 func (w *writer) settled(head int64) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Seq() == head && len(w.w.Pending()) == 0 && !w.w.Awaiting()
+	return w.cw.Seq() == head && w.cw.Converged(head)
 }
 
 // state is the window's seq, server document and number of pending
 // commands.
 func (w *writer) state() (int64, kbcore.Doc, int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Seq(), w.w.Server(), len(w.w.Pending())
+	ids, _ := w.cw.Pending()
+	doc, seq := w.cw.Server()
+	return seq, doc, len(ids)
 }
 
 func (w *writer) close() {
-	w.mu.Lock()
-	w.closing = true
-	sub := w.sub
-	w.mu.Unlock()
-	w.stop()
-	if sub != nil {
-		sub.Close()
-	}
-	if w.done != nil {
-		<-w.done
+	if w.cw != nil {
+		w.cw.Close()
 	}
 }
 
@@ -324,13 +232,13 @@ func jsonOf(v any) json.RawMessage {
 	return b
 }
 
-// requestReopen asks the writer to replace its window by a new one at
-// the same state, as a client reopening its page: kbcore.Window keeps
-// every own command's inverse for undo without bound, which a soak of
-// hours would otherwise count as the generator's growth. The writer does
-// it before its next command, once nothing of its own is pending
-// (reopenIdle): a window is seldom idle at an arbitrary moment, since
-// the echo of a command often arrives after the next one is issued.
+// requestReopen asks the writer to reopen its window at the same state
+// (client.Window.Reopen), as a client reopening its page: kbcore.Window
+// keeps every own command's inverse for undo without bound, which a soak
+// of hours would otherwise count as the generator's growth. The writer
+// does it before its next command, once nothing of its own is pending
+// (reopenIdle): a window is seldom idle at an arbitrary moment, since the
+// echo of a command often arrives after the next one is issued.
 func (w *writer) requestReopen() {
 	w.mu.Lock()
 	w.reopenWanted = true
@@ -350,18 +258,18 @@ func (w *writer) reopenIdle(ctx context.Context) {
 	deadline := time.Now().Add(reopenWait)
 	for {
 		w.mu.Lock()
-		if !w.reopenWanted {
-			w.mu.Unlock()
+		wanted := w.reopenWanted
+		w.mu.Unlock()
+		if !wanted {
 			return
 		}
-		if w.w != nil && len(w.w.Pending()) == 0 && !w.w.Awaiting() {
-			w.w = kbcore.NewWindow(w.w.Server(), w.w.Seq())
+		if w.cw.Reopen() {
+			w.mu.Lock()
 			w.reopenWanted = false
 			w.reopens++
 			w.mu.Unlock()
 			return
 		}
-		w.mu.Unlock()
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			return
 		}
