@@ -56,10 +56,10 @@ type Listener struct {
 	// test hook); set it before Run.
 	BeforeConnect func()
 
-	mu       sync.Mutex
-	all      []added
-	byChan   map[string][]Handler
-	added    []added // handlers added since the connection last took them
+	mu     sync.Mutex
+	all    []added
+	byChan map[string][]Handler
+	added  []added // handlers added since the connection last took them
 	// interrupt ends the current wait for a notification (Handle calls
 	// it, so that a new channel is listened on at once).
 	interrupt context.CancelFunc
