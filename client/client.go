@@ -234,7 +234,7 @@ type Event struct {
 }
 
 // ErrReconnect means the server asked clients to reconnect (shutdown).
-var ErrReconnect = errors.New("kbkit: server asked to reconnect")
+var ErrReconnect = errors.New("client: server asked to reconnect")
 
 // Subscription is a kb.onPage subscription on its own WebSocket.
 type Subscription struct {
@@ -376,7 +376,7 @@ func (s *Subscription) decodeMessage(b []byte) (ev Event, data bool, err error) 
 		Error *wire.ErrorShape `json:"error"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Event{}, false, fmt.Errorf("kbkit: bad message %.200s: %w", b, err)
+		return Event{}, false, fmt.Errorf("client: bad message %.200s: %w", b, err)
 	}
 	switch {
 	case m.Method == "reconnect":
@@ -394,7 +394,7 @@ func (s *Subscription) decodeMessage(b []byte) (ev Event, data bool, err error) 
 		return Event{}, false, nil
 	}
 	if m.Result.Data == nil {
-		return Event{}, false, fmt.Errorf("kbkit: an event without data: %.200s", b)
+		return Event{}, false, fmt.Errorf("client: an event without data: %.200s", b)
 	}
 	ev = *m.Result.Data
 	ev.TrackedID = m.Result.ID

@@ -90,7 +90,7 @@ func (p *h1Pool) put(c *h1Conn) {
 
 // errH1 is an answer this client does not read: the connection is
 // dropped and the command, not known to be decided, may be retried.
-var errH1 = errors.New("kbkit: unreadable HTTP answer")
+var errH1 = errors.New("client: unreadable HTTP answer")
 
 // post sends one POST and returns the status and body. An error means
 // the request may or may not have reached the server.

@@ -131,7 +131,7 @@ type WindowOptions struct {
 // ErrNotPending is Send's answer for a command the window no longer has
 // pending (a snapshot settled it, or a rejection dropped the undo that
 // reverted it): it must not be sent.
-var ErrNotPending = errors.New("kbkit: the command is not pending in the window")
+var ErrNotPending = errors.New("client: the command is not pending in the window")
 
 // OpenWindow opens pageID as a client does: a kb.page snapshot, then the
 // subscription from its seq, retrying what the server did not decide.

@@ -97,7 +97,7 @@ type rawWS struct {
 const wsGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 // errWSClosed is a read after the server closed the WebSocket.
-var errWSClosed = errors.New("kbkit: websocket closed by the server")
+var errWSClosed = errors.New("client: websocket closed by the server")
 
 func dialRawWS(ctx context.Context, u *url.URL, h http.Header, readLimit int) (*rawWS, error) {
 	host := u.Host
@@ -269,7 +269,7 @@ func unmask(p []byte, key [4]byte) {
 // fail closes the connection with a protocol error.
 func (w *rawWS) fail(code uint16, reason string) error {
 	w.closeWith(code, reason)
-	return fmt.Errorf("kbkit: websocket: %s", reason)
+	return fmt.Errorf("client: websocket: %s", reason)
 }
 
 func (w *rawWS) write(ctx context.Context, b []byte) error {

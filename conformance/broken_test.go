@@ -2,7 +2,7 @@ package conformance
 
 import (
 	"context"
-	"encoding/json"
+	"github.com/subspace/kbkit/conformance/broken"
 	"os"
 	"slices"
 	"sync"
@@ -11,7 +11,7 @@ import (
 )
 
 // The simulator must catch bugs: each test runs it against the reference
-// server behind a mutating proxy (mutate.go) that breaks one guarantee of
+// server behind a mutating proxy (conformance/broken) that breaks one guarantee of
 // the protocol, and asserts that the checker guarding that guarantee
 // fails. The control runs the same proxy without a mutation.
 
@@ -24,7 +24,7 @@ type mutatedRun struct {
 // runMutated runs each seed against one embedded server, each behind its
 // own proxy with a fresh newMut() (so that what the proxy did is counted
 // per seed), the seeds in parallel, and logs each seed's failing checkers.
-func runMutated(t *testing.T, newMut func() mutation, opts Options, seeds ...int64) []mutatedRun {
+func runMutated(t *testing.T, newMut func() broken.Mutation, opts Options, seeds ...int64) []mutatedRun {
 	t.Helper()
 	e := embedded(t, EmbeddedOptions{})
 	if opts.EchoTimeout == 0 {
@@ -41,12 +41,10 @@ func runMutated(t *testing.T, newMut func() mutation, opts Options, seeds ...int
 		go func() {
 			defer wg.Done()
 			mut := newMut()
-			p := newMutatingProxy(e, mut)
+			p := broken.NewProxy(e, mut)
 			defer p.Close()
 			runs[i].SeedReport = RunSeed(ctx, p, opts, seed)
-			if mut.fired != nil {
-				runs[i].fired = mut.fired.Load()
-			}
+			runs[i].fired = mut.Fired()
 		}()
 	}
 	wg.Wait()
@@ -160,38 +158,22 @@ func requireCaughtWhenExercised(t *testing.T, runs []mutatedRun, checkers ...str
 	}
 }
 
-// mutAtRest sends all traffic through every hook of the proxy (commands,
-// answers, client and server WebSocket messages, events decoded and
-// encoded again), each changing nothing.
-func mutAtRest() mutation {
-	return mutation{
-		command: func(_ string, body []byte) []byte { return body },
-		response: func(_ string, body []byte) []byte {
-			return rewriteData(body, func(map[string]json.RawMessage) bool { return true })
-		},
-		upstream: func(b []byte) []byte { return b },
-		stream: func(string) streamMutator {
-			return mapEvents(func(ev wireEvent) wireEvent { return ev })
-		},
-	}
-}
-
 // The control: through the proxy without a mutation, the options and
 // seeds of every variant pass every checker (so what fails there is the
 // mutation's doing), and so does a seed that restarts instances behind
 // the proxy (seed 10 of faults-150). "plain" has no hooks; the others
-// pass through every hook at rest (mutAtRest).
+// pass through every hook at rest (broken.AtRest).
 func TestMutatingProxyControl(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		mut   func() mutation
+		mut   func() broken.Mutation
 		opts  Options
 		seeds []int64
 	}{
-		{"plain", func() mutation { return mutation{} }, Options{}, seedRange(1, 4)},
-		{"faults", mutAtRest, Options{Faults: true}, seedRange(1, 4)},
-		{"long", mutAtRest, Options{Steps: 200}, seedRange(1, 6)},
-		{"faults-150", mutAtRest, Options{Faults: true, Steps: 150}, []int64{10, 1, 2, 3}},
+		{"plain", func() broken.Mutation { return broken.Mutation{} }, Options{}, seedRange(1, 4)},
+		{"faults", broken.AtRest, Options{Faults: true}, seedRange(1, 4)},
+		{"long", broken.AtRest, Options{Steps: 200}, seedRange(1, 6)},
+		{"faults-150", broken.AtRest, Options{Faults: true, Steps: 150}, []int64{10, 1, 2, 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runs := runMutated(t, tc.mut, tc.opts, tc.seeds...)
@@ -222,7 +204,7 @@ func TestMutatingProxyControl(t *testing.T) {
 // kb.page's seq, ends exactly there; the extra events lie past the head,
 // where readLog stops reading.
 func TestBrokenDoubleEcho(t *testing.T) {
-	runs := runMutated(t, mutDoubleEcho, Options{}, seedRange(1, 3)...)
+	runs := runMutated(t, variant(t, "double-echo"), Options{}, seedRange(1, 3)...)
 	requireExercised(t, runs)
 	requireCaught(t, runs, CheckExactlyOnce)
 	requireCaughtWhenExercised(t, runs, CheckExactlyOnce)
@@ -240,7 +222,7 @@ func TestBrokenDoubleEcho(t *testing.T) {
 // (a foreign command in the log) claim the same seq, and nobody claims the
 // first application's.
 func TestBrokenSkipDedup(t *testing.T) {
-	runs := runMutated(t, mutSkipDedup, Options{Faults: true}, seedRange(1, 4)...)
+	runs := runMutated(t, variant(t, "skip-dedup"), Options{Faults: true}, seedRange(1, 4)...)
 	requireExercised(t, runs)
 	requireCaught(t, runs, CheckExactlyOnce)
 	requireCaught(t, runs, CheckLinear)
@@ -256,7 +238,7 @@ func TestBrokenSkipDedup(t *testing.T) {
 // log the checker reads always swaps seqs 4 and 5 of each page (the last
 // setup command and the first client command).
 func TestBrokenReorder(t *testing.T) {
-	runs := runMutated(t, mutReorder, Options{}, seedRange(1, 4)...)
+	runs := runMutated(t, variant(t, "reorder"), Options{}, seedRange(1, 4)...)
 	requireExercised(t, runs)
 	requireCaught(t, runs, CheckProjection)
 	requireCaughtWhenExercised(t, runs, CheckExactlyOnce, CheckProjection)
@@ -274,8 +256,18 @@ func TestBrokenReorder(t *testing.T) {
 // would miss some: a merge undone by restore-page drops four commands whose
 // effects cancel out.
 func TestBrokenDropDerived(t *testing.T) {
-	runs := runMutated(t, mutDropDerived, Options{Steps: 200}, seedRange(1, 6)...)
+	runs := runMutated(t, variant(t, "drop-derived"), Options{Steps: 200}, seedRange(1, 6)...)
 	requireExercised(t, runs)
 	requireCaught(t, runs, CheckGapless)
 	requireCaughtWhenExercised(t, runs, CheckGapless, CheckProtocol)
+}
+
+// variant is the named broken-server variant's mutation constructor.
+func variant(t *testing.T, name string) func() broken.Mutation {
+	t.Helper()
+	mk, ok := broken.Variant(name)
+	if !ok {
+		t.Fatalf("no broken-server variant %q", name)
+	}
+	return mk
 }

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"github.com/subspace/kbkit/conformance/broken"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,7 @@ const slack = 10 * time.Second
 // seed ends and halts the run. resume notices the holes in the stream.
 func TestBrokenNoOwnEcho(t *testing.T) {
 	opts := Options{EchoTimeout: 300 * time.Millisecond, SeedTimeout: 20 * time.Second}
-	runs := runMutated(t, mutNoOwnEcho, opts, seedRange(1, 2)...)
+	runs := runMutated(t, variant(t, "no-own-echo"), opts, seedRange(1, 2)...)
 	requireExercised(t, runs)
 	requireEnded(t, runs, opts.SeedTimeout+slack)
 	requireCaughtWhenExercised(t, runs, CheckProtocol)
@@ -72,7 +73,7 @@ func TestBrokenNoOwnEcho(t *testing.T) {
 // out an echo timeout stops it, and no further seed starts.
 func TestBrokenNoOwnEchoRunEnds(t *testing.T) {
 	e := embedded(t, EmbeddedOptions{})
-	p := newMutatingProxy(e, mutNoOwnEcho())
+	p := broken.NewProxy(e, variant(t, "no-own-echo")())
 	defer p.Close()
 	opts := Options{Seeds: 8, Parallel: 2, EchoTimeout: 300 * time.Millisecond, SeedTimeout: 15 * time.Second}
 	start := time.Now()
@@ -101,7 +102,7 @@ func TestBrokenNoOwnEchoRunEnds(t *testing.T) {
 // never reaches the head (protocol: no echo). The seed ends.
 func TestBrokenRenumber(t *testing.T) {
 	opts := Options{EchoTimeout: 300 * time.Millisecond, SeedTimeout: 20 * time.Second}
-	runs := runMutated(t, mutRenumber, opts, seedRange(1, 2)...)
+	runs := runMutated(t, variant(t, "renumber"), opts, seedRange(1, 2)...)
 	requireExercised(t, runs)
 	requireEnded(t, runs, opts.SeedTimeout+slack)
 	requireCaughtWhenExercised(t, runs, CheckExactlyOnce, CheckProtocol)
@@ -113,7 +114,7 @@ func TestBrokenRenumber(t *testing.T) {
 // it echoes them at: the echo of an acknowledged id must carry that seq.
 func TestBrokenAckSeq(t *testing.T) {
 	opts := Options{EchoTimeout: 300 * time.Millisecond, SeedTimeout: 20 * time.Second}
-	runs := runMutated(t, mutAckSeq, opts, seedRange(1, 2)...)
+	runs := runMutated(t, variant(t, "ack-seq"), opts, seedRange(1, 2)...)
 	requireExercised(t, runs)
 	requireEnded(t, runs, opts.SeedTimeout+slack)
 	requireCaughtWhenExercised(t, runs, CheckExactlyOnce)
@@ -124,7 +125,7 @@ func TestBrokenAckSeq(t *testing.T) {
 // opens its subscription after the seqs of its snapshot, so every seed
 // resumes, and the first event must be lastEventId + 1.
 func TestBrokenIgnoreLastEventID(t *testing.T) {
-	runs := runMutated(t, mutIgnoreLastEventID, Options{}, seedRange(1, 2)...)
+	runs := runMutated(t, variant(t, "ignore-last-event-id"), Options{}, seedRange(1, 2)...)
 	requireExercised(t, runs)
 	requireCaughtWhenExercised(t, runs, CheckResume)
 	requireFinding(t, runs, CheckResume, "first event is seq 1")
@@ -144,7 +145,7 @@ func TestBrokenUntrackedEvents(t *testing.T) {
 		{"result-id-not-seq", true, `is tracked with result.id "5"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runs := runMutated(t, mutUntracked(tc.wrongID), Options{}, 1)
+			runs := runMutated(t, variant(t, map[bool]string{false: "untracked-events", true: "event-id-not-seq"}[tc.wrongID]), Options{}, 1)
 			requireExercised(t, runs)
 			requireCaughtWhenExercised(t, runs, CheckResume)
 			requireFinding(t, runs, CheckResume, tc.finding)
@@ -156,7 +157,7 @@ func TestBrokenUntrackedEvents(t *testing.T) {
 // duplicate: true. Retries of committed ids follow lost answers: seeds 1
 // and 2 lose answers (lose=0.06).
 func TestBrokenNoDuplicateFlag(t *testing.T) {
-	runs := runMutated(t, mutNoDuplicateFlag, Options{Faults: true}, seedRange(1, 2)...)
+	runs := runMutated(t, variant(t, "no-duplicate-flag"), Options{Faults: true}, seedRange(1, 2)...)
 	requireExercised(t, runs)
 	requireCaughtWhenExercised(t, runs, CheckDedup)
 	requireFinding(t, runs, CheckDedup, "(want seq")
@@ -166,7 +167,7 @@ func TestBrokenNoDuplicateFlag(t *testing.T) {
 // is equal, the bytes are not (projection, on every refetch and at the
 // end).
 func TestBrokenNonCanonicalPage(t *testing.T) {
-	runs := runMutated(t, mutNonCanonicalPage, Options{Faults: true}, 1)
+	runs := runMutated(t, variant(t, "non-canonical-page"), Options{Faults: true}, 1)
 	requireExercised(t, runs)
 	requireCaughtWhenExercised(t, runs, CheckProjection)
 	requireFinding(t, runs, CheckProjection, "not the canonical encoding of the fold")
@@ -186,7 +187,7 @@ func TestBrokenNonCanonicalPage(t *testing.T) {
 // cells or outputs are left at the end. (On seed 3 only mid-run kb.page
 // calls lost any: by the end those cells were gone, nothing to see.)
 func TestBrokenLoseCells(t *testing.T) {
-	runs := runMutated(t, mutLoseCells, Options{Steps: 200}, seedRange(1, 3)...)
+	runs := runMutated(t, variant(t, "lose-cells"), Options{Steps: 200}, seedRange(1, 3)...)
 	requireExercised(t, runs)
 	requireCaught(t, runs, CheckProjection)
 	requireFinding(t, runs, CheckProjection, "differs from the fold of its log")
@@ -197,7 +198,7 @@ func TestBrokenLoseCells(t *testing.T) {
 // refetches, and the outcomes must report the rejection, even though the
 // resend that follows converges.
 func TestBrokenDropRejectedOutcomes(t *testing.T) {
-	runs := runMutated(t, mutDropRejectedOutcomes, Options{Faults: true, Steps: 150}, seedRange(1, 3)...)
+	runs := runMutated(t, variant(t, "drop-rejected-outcomes"), Options{Faults: true, Steps: 150}, seedRange(1, 3)...)
 	requireExercised(t, runs)
 	requireCaught(t, runs, CheckOutcomes)
 	requireFinding(t, runs, CheckOutcomes, "which the server had rejected")
@@ -209,7 +210,7 @@ func TestBrokenDropRejectedOutcomes(t *testing.T) {
 // steps before the 21st call, and the mutation never fires.
 func TestBrokenNoAnswer(t *testing.T) {
 	opts := Options{EchoTimeout: 2 * time.Second, SeedTimeout: 8 * time.Second}
-	runs := runMutated(t, mutNoAnswer, opts, 1)
+	runs := runMutated(t, variant(t, "no-answer"), opts, 1)
 	requireExercised(t, runs)
 	requireEnded(t, runs, opts.SeedTimeout+slack)
 	requireFinding(t, runs, CheckProtocol, "did not finish within")
@@ -220,8 +221,8 @@ func TestBrokenNoAnswer(t *testing.T) {
 // back-off (not in a tight loop), and a cancelled run stops at once.
 func TestBrokenRefuseSockets(t *testing.T) {
 	e := embedded(t, EmbeddedOptions{})
-	mut := mutRefuseSockets()
-	p := newMutatingProxy(e, mut)
+	mut := variant(t, "refuse-sockets")()
+	p := broken.NewProxy(e, mut)
 	defer p.Close()
 	opts := Options{Windows: 2, EchoTimeout: 300 * time.Millisecond, SeedTimeout: time.Minute}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -230,7 +231,7 @@ func TestBrokenRefuseSockets(t *testing.T) {
 	start := time.Now()
 	r := RunSeed(ctx, p, opts, 1)
 	took := time.Since(start)
-	attempts := mut.fired.Load()
+	attempts := mut.Fired()
 	t.Logf("seed ran %s, %d refused WebSockets, err %q", took.Round(time.Millisecond), attempts, r.Err)
 	if took > runFor+3*time.Second {
 		t.Errorf("the seed went on for %s after its context was cancelled at %s", took-runFor, runFor)

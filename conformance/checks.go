@@ -27,11 +27,6 @@ const (
 	CheckLinear      = "linearizability"
 )
 
-// Checkers lists every checker in report order (the protocol checker
-// first).
-var Checkers = []string{CheckProtocol, CheckConvergence, CheckProjection, CheckGapless,
-	CheckExactlyOnce, CheckRollback, CheckRefetch, CheckLinear, CheckResume, CheckOutcomes, CheckDedup}
-
 type pageState struct {
 	id   string
 	log  []client.Event
@@ -82,12 +77,66 @@ func lastSeq(evs []client.Event) int64 {
 	return evs[len(evs)-1].Seq
 }
 
+// Checker is one checker of the simulator: a row of Checks, run on every
+// seed's end state after the findings made while the seed ran.
+type Checker struct {
+	Name    string
+	Section string // what of spec/ it holds the server (and the clients) to
+	Proves  string // one line, as the README's table says it
+	run     func(s *sim, f *final) []string
+}
+
+// final is what the checkers read at a seed's end: each page's snapshot,
+// its whole log and the fold of it, and how often each id is in the logs.
+type final struct {
+	pages map[string]*pageState
+	inLog map[string]int
+	logAt map[string]map[int64]string // page -> seq -> id
+	vis   string                      // the linearizability visualization, on failure
+}
+
+// Checks are the checkers in report order (the protocol checker first).
+var Checks = []Checker{
+	{CheckProtocol, "PROTOCOL.md 4, 6", "every answer was a decision or a retryable error; every owed echo arrived", (*sim).checkProtocol},
+	{CheckConvergence, "window.md", "every window renders the fold of the server's log, nothing pending", (*sim).checkConvergence},
+	{CheckProjection, "PROTOCOL.md 4.2", "`kb.page` equals the fold of the log", (*sim).checkProjection},
+	{CheckGapless, "PROTOCOL.md 4.1, 4.4", "each page's seqs run 1..n", (*sim).checkGapless},
+	{CheckExactlyOnce, "PROTOCOL.md 4.1", "each acknowledged id is in the log once, at the seq acknowledged; rejected ids never", (*sim).checkExactlyOnce},
+	{CheckRollback, "window.md", "rejected commands vanished from every window", (*sim).checkRollback},
+	{CheckRefetch, "window.md", "every gap led to a refetch (and across a run, dropped echoes did exercise refetch)", (*sim).checkRefetch},
+	{CheckLinear, "README.md 6; PROTOCOL.md 4.1", "Porcupine finds a linearization of each page's history under the reducer (HTML visualization on failure)", (*sim).checkLinear},
+	{CheckResume, "PROTOCOL.md 4.4", "a subscription opened with lastEventId N delivers N+1, N+2, ... (nothing <= N, no hole)", exercisedOnly(CheckResume, "no subscription was opened after a seq")},
+	{CheckOutcomes, "PROTOCOL.md 4.2", "a refetch's outcomes list every pending id the server had decided, with that decision", exercisedOnly(CheckOutcomes, "no refetch had a pending id the server had decided")},
+	{CheckDedup, "PROTOCOL.md 4.1", "a retry of a decided id gets the original decision (duplicate: true, the original seq)", exercisedOnly(CheckDedup, "no decided id was sent again")},
+}
+
+// Checkers lists every checker's name in report order.
+var Checkers = func() []string {
+	out := make([]string, len(Checks))
+	for i, c := range Checks {
+		out[i] = c.Name
+	}
+	return out
+}()
+
+// exercisedOnly is the run of a checker whose findings are all made while
+// the seed runs (checks_wire.go): at the end it only says whether the seed
+// gave it anything to check.
+func exercisedOnly(name, why string) func(*sim, *final) []string {
+	return func(s *sim, _ *final) []string {
+		if s.exercised[name] == 0 {
+			s.skip(name, why)
+		}
+		return nil
+	}
+}
+
 func (s *sim) check() ([]CheckResult, string) {
 	c := s.kitClient()
-	pages := map[string]*pageState{}
+	f := &final{pages: map[string]*pageState{}, inLog: map[string]int{}, logAt: map[string]map[int64]string{}}
 	for _, id := range s.pages {
 		ps := &pageState{id: id}
-		pages[id] = ps
+		f.pages[id] = ps
 		snap, err := s.retryPage(c, id, nil)
 		if err != nil {
 			ps.err = fmt.Sprintf("kb.page %s: %v", id, err)
@@ -102,33 +151,48 @@ func (s *sim) check() ([]CheckResult, string) {
 			ps.fold = kbcore.Apply(ps.fold, ev.Cmd).Doc
 		}
 	}
-	s.rec.final(pages)
-	s.checkForeign(pages)
+	for _, id := range s.pages {
+		f.logAt[id] = map[int64]string{}
+		for _, ev := range f.pages[id].log {
+			f.inLog[ev.Cmd.ID]++
+			f.logAt[id][ev.Seq] = ev.Cmd.ID
+		}
+	}
+	s.rec.final(f.pages)
+	s.checkForeign(f.pages)
 	var out []CheckResult
-	add := func(name string, problems []string) {
+	for _, ch := range Checks {
 		// The findings made while the seed ran come first: they happened
 		// first, and the checks at the end often only see their effects.
-		problems = append(slices.Clone(s.found[name]), problems...)
-		r := CheckResult{Name: name, Passed: len(problems) == 0}
+		found := ch.run(s, f)
+		problems := append(slices.Clone(s.found[ch.Name]), found...)
+		r := CheckResult{Name: ch.Name, Passed: len(problems) == 0}
 		if len(problems) > 8 {
 			problems = append(problems[:8], fmt.Sprintf("... and %d more", len(problems)-8))
 		}
 		r.Detail = strings.Join(problems, "\n")
+		if why, ok := s.skipped[ch.Name]; ok && r.Passed {
+			r.Skipped, r.Detail = true, why
+		}
 		out = append(out, r)
 	}
+	return out, f.vis
+}
 
-	var protocol []string
-	protocol = append(protocol, s.failures...)
-	for _, ps := range pages {
-		if ps.err != "" {
+func (s *sim) checkProtocol(f *final) []string {
+	protocol := slices.Clone(s.failures)
+	for _, id := range s.pages {
+		if ps := f.pages[id]; ps.err != "" {
 			protocol = append(protocol, ps.err)
 		}
 	}
-	add(CheckProtocol, protocol)
+	return protocol
+}
 
+func (s *sim) checkConvergence(f *final) []string {
 	var conv []string
 	for _, w := range s.wins {
-		ps := pages[s.pages[w.page]]
+		ps := f.pages[s.pages[w.page]]
 		if ps.err != "" {
 			continue // reported by the protocol checker
 		}
@@ -140,11 +204,13 @@ func (s *sim) check() ([]CheckResult, string) {
 				w.idx, shortID(ps.id), w.w.Seq(), lastSeq(ps.log), docDiff(ps.fold, w.w.Rendered())))
 		}
 	}
-	add(CheckConvergence, conv)
+	return conv
+}
 
+func (s *sim) checkProjection(f *final) []string {
 	var proj []string
 	for _, id := range s.pages {
-		ps := pages[id]
+		ps := f.pages[id]
 		switch {
 		case ps.err != "":
 		case !ps.snap.Doc.Equal(ps.fold):
@@ -155,15 +221,13 @@ func (s *sim) check() ([]CheckResult, string) {
 			}
 		}
 	}
-	add(CheckProjection, proj)
+	return proj
+}
 
+func (s *sim) checkGapless(f *final) []string {
 	var gapless []string
-	inLog := map[string]int{}
 	for _, id := range s.pages {
-		ps := pages[id]
-		for _, ev := range ps.log {
-			inLog[ev.Cmd.ID]++
-		}
+		ps := f.pages[id]
 		for i, ev := range ps.log {
 			if ev.Seq != int64(i+1) {
 				gapless = append(gapless, fmt.Sprintf("page %s: position %d holds seq %d", shortID(id), i+1, ev.Seq))
@@ -174,37 +238,33 @@ func (s *sim) check() ([]CheckResult, string) {
 			gapless = append(gapless, fmt.Sprintf("page %s: log ends at %d but kb.page says seq %d", shortID(id), lastSeq(ps.log), ps.snap.Seq))
 		}
 	}
-	add(CheckGapless, gapless)
+	return gapless
+}
 
+func (s *sim) checkExactlyOnce(f *final) []string {
 	var once []string
-	for id, n := range inLog {
+	for id, n := range f.inLog {
 		if n > 1 {
 			once = append(once, fmt.Sprintf("command %s appears %d times in the logs", id, n))
 		}
 	}
-	logAt := map[string]map[int64]string{} // page -> seq -> id
-	for _, id := range s.pages {
-		logAt[id] = map[int64]string{}
-		for _, ev := range pages[id].log {
-			logAt[id][ev.Seq] = ev.Cmd.ID
-		}
-	}
 	for _, o := range s.sortedOps() {
-		if pages[o.page].err != "" {
+		if f.pages[o.page].err != "" {
 			continue
 		}
 		switch {
-		case o.ret != 0 && o.rejected == "" && logAt[o.page][o.seq] != o.id:
-			once = append(once, fmt.Sprintf("command %s (%s) was acknowledged with seq %d, but the log holds %q there", o.id, o.cmd.Type, o.seq, logAt[o.page][o.seq]))
-		case o.ret != 0 && o.rejected == "" && inLog[o.id] != 1:
-			once = append(once, fmt.Sprintf("acknowledged command %s (%s, seq %d) appears %d times in the log", o.id, o.cmd.Type, o.seq, inLog[o.id]))
-		case o.rejected != "" && inLog[o.id] > 0:
+		case o.ret != 0 && o.rejected == "" && f.logAt[o.page][o.seq] != o.id:
+			once = append(once, fmt.Sprintf("command %s (%s) was acknowledged with seq %d, but the log holds %q there", o.id, o.cmd.Type, o.seq, f.logAt[o.page][o.seq]))
+		case o.ret != 0 && o.rejected == "" && f.inLog[o.id] != 1:
+			once = append(once, fmt.Sprintf("acknowledged command %s (%s, seq %d) appears %d times in the log", o.id, o.cmd.Type, o.seq, f.inLog[o.id]))
+		case o.rejected != "" && f.inLog[o.id] > 0:
 			once = append(once, fmt.Sprintf("rejected command %s (%s: %s) is in the log", o.id, o.cmd.Type, o.rejected))
 		}
 	}
-	once = append(once, s.provenance(pages)...)
-	add(CheckExactlyOnce, once)
+	return append(once, s.provenance(f.pages)...)
+}
 
+func (s *sim) checkRollback(f *final) []string {
 	var rollback []string
 	for _, o := range s.sortedOps() {
 		if o.rejected == "" {
@@ -222,15 +282,17 @@ func (s *sim) check() ([]CheckResult, string) {
 			// among them): then the fold of the log holds it too, and it
 			// is the log's doing, not a rollback that failed.
 			if o.cmd.Type == kbcore.TypeCreateAfter && s.pages[w.page] == o.page {
-				_, inFold := pages[o.page].fold.Node(createdID(o.cmd))
+				_, inFold := f.pages[o.page].fold.Node(createdID(o.cmd))
 				if _, ok := w.w.Rendered().Node(createdID(o.cmd)); ok && !inFold {
 					rollback = append(rollback, fmt.Sprintf("window %d renders node %s of rejected command %s", w.idx, createdID(o.cmd), o.id))
 				}
 			}
 		}
 	}
-	add(CheckRollback, rollback)
+	return rollback
+}
 
+func (s *sim) checkRefetch(*final) []string {
 	var refetch []string
 	if s.stats.Dropped == 0 && s.stats.Gaps == 0 {
 		s.skip(CheckRefetch, "no echo was dropped and no gap seen")
@@ -241,29 +303,13 @@ func (s *sim) check() ([]CheckResult, string) {
 	if s.stats.Gaps > s.stats.Refetches {
 		refetch = append(refetch, fmt.Sprintf("%d gaps but only %d refetches", s.stats.Gaps, s.stats.Refetches))
 	}
-	add(CheckRefetch, refetch)
+	return refetch
+}
 
-	lin, vis := s.linearizability(pages)
-	add(CheckLinear, lin)
-
-	if s.exercised[CheckResume] == 0 {
-		s.skip(CheckResume, "no subscription was opened after a seq")
-	}
-	add(CheckResume, nil)
-	if s.exercised[CheckOutcomes] == 0 {
-		s.skip(CheckOutcomes, "no refetch had a pending id the server had decided")
-	}
-	add(CheckOutcomes, nil)
-	if s.exercised[CheckDedup] == 0 {
-		s.skip(CheckDedup, "no decided id was sent again")
-	}
-	add(CheckDedup, nil)
-	for i := range out {
-		if why, ok := s.skipped[out[i].Name]; ok && out[i].Passed {
-			out[i].Skipped, out[i].Detail = true, why
-		}
-	}
-	return out, vis
+func (s *sim) checkLinear(f *final) []string {
+	lin, vis := s.linearizability(f.pages)
+	f.vis = vis
+	return lin
 }
 
 // skip marks checker as given nothing to check in this seed.

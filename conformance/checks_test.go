@@ -1,6 +1,9 @@
 package conformance
 
 import (
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/subspace/kbkit/kbcore"
@@ -37,5 +40,30 @@ func TestPageModelDerivedRejections(t *testing.T) {
 		if ok && !m.Equal(after, st) {
 			t.Errorf("%s rejected changed the page", tc.cmd.Type)
 		}
+	}
+}
+
+// TestReadmeListsTheCheckers holds the README's table of checkers to
+// Checks: every row, in order, with the line it proves.
+func TestReadmeListsTheCheckers(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "| checker | what it proves |\n|---|---|\n")
+	if !ok {
+		t.Fatal("README.md has no table of checkers")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	var rows []string
+	for _, line := range strings.Split(strings.TrimSpace(table), "\n") {
+		rows = append(rows, line)
+	}
+	var want []string
+	for _, c := range Checks {
+		want = append(want, "| "+c.Name+" | "+c.Proves+" |")
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("README's checkers:\n%s\nChecks:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"github.com/subspace/kbkit/conformance/broken"
 	mrand "math/rand/v2"
 	"slices"
 	"testing"
@@ -164,7 +165,7 @@ func TestShrinkBroken(t *testing.T) {
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
 			e := embedded(t, EmbeddedOptions{Instances: 1})
-			p, stop, err := Broken(e, tc.variant)
+			p, stop, err := broken.New(e, tc.variant)
 			if err != nil {
 				t.Fatal(err)
 			}

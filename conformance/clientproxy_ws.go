@@ -3,9 +3,9 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"github.com/subspace/kbkit/conformance/internal/wsrelay"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,25 +18,8 @@ import (
 func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
-	u := *p.upstream()
-	u.Scheme = strings.Replace(u.Scheme, "http", "ws", 1)
-	u.Path, u.RawQuery = r.URL.Path, r.URL.RawQuery
-	h := http.Header{}
-	if a := r.Header.Get("Authorization"); a != "" {
-		h.Set("Authorization", a)
-	}
-	up, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPHeader: h})
-	if err != nil {
-		status := http.StatusBadGateway
-		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			status = resp.StatusCode
-		}
-		http.Error(w, "proxy: "+err.Error(), status)
-		return
-	}
-	down, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
-	if err != nil {
-		up.CloseNow()
+	down, up, ok := wsrelay.Pair(ctx, w, r, *p.upstream())
+	if !ok {
 		return
 	}
 	p.mu.Lock()
@@ -57,7 +40,7 @@ func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 	var subsMu sync.Mutex
 	subs := map[string]string{} // subscription id -> page
 	// Client to server: every subscription it opens is recorded.
-	go relayUp(ctx, cancel, down, up, func(b []byte) []byte {
+	go wsrelay.RelayUp(ctx, cancel, down, up, func(b []byte) []byte {
 		for _, m := range subscriptions(b) {
 			subsMu.Lock()
 			subs[string(m.id)] = m.page
@@ -66,19 +49,19 @@ func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 		}
 		return b
 	})
-	msgs := serverMessages(ctx, up)
-	var held *wireEvent
-	pageOf := func(ev wireEvent) string {
+	msgs := wsrelay.ServerMessages(ctx, up)
+	var held *wsrelay.Event
+	pageOf := func(ev wsrelay.Event) string {
 		subsMu.Lock()
 		defer subsMu.Unlock()
-		return subs[string(ev.sub)]
+		return subs[string(ev.Sub)]
 	}
-	write := func(evs ...wireEvent) bool {
+	write := func(evs ...wsrelay.Event) bool {
 		for _, ev := range evs {
 			// Recorded before the write: the client may act on it (a
 			// refetch) before Write returns.
-			p.record(proxyRec{kind: recDeliver, page: pageOf(ev), seq: ev.seq, cmdID: ev.cmdID})
-			if down.Write(ctx, websocket.MessageText, ev.encode()) != nil {
+			p.record(proxyRec{kind: recDeliver, page: pageOf(ev), seq: ev.Seq, cmdID: ev.CmdID})
+			if down.Write(ctx, websocket.MessageText, ev.Encode()) != nil {
 				return false
 			}
 		}
@@ -101,7 +84,7 @@ func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 				flush()
 				return
 			}
-			ev, isEvent := parseEvent(b)
+			ev, isEvent := wsrelay.ParseEvent(b)
 			switch {
 			case !isEvent:
 				if !flush() || down.Write(ctx, websocket.MessageText, b) != nil {
@@ -110,16 +93,16 @@ func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 			case held != nil:
 				h := *held
 				held = nil
-				p.record(proxyRec{kind: recReorder, page: pageOf(ev), seq: ev.seq, after: h.seq})
+				p.record(proxyRec{kind: recReorder, page: pageOf(ev), seq: ev.Seq, after: h.Seq})
 				if !write(ev, h) {
 					return
 				}
 			case p.chance(p.faults.Drop):
-				p.record(proxyRec{kind: recDrop, page: pageOf(ev), seq: ev.seq, cmdID: ev.cmdID})
+				p.record(proxyRec{kind: recDrop, page: pageOf(ev), seq: ev.Seq, cmdID: ev.CmdID})
 			case p.chance(p.faults.Reorder):
 				held = &ev
 			case p.chance(p.faults.Duplicate):
-				p.record(proxyRec{kind: recDup, page: pageOf(ev), seq: ev.seq})
+				p.record(proxyRec{kind: recDup, page: pageOf(ev), seq: ev.Seq})
 				if !write(ev, ev) {
 					return
 				}
@@ -128,7 +111,7 @@ func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 			}
-			idle.Reset(flushAfter)
+			idle.Reset(wsrelay.FlushAfter)
 		case <-idle.C:
 			if !flush() {
 				return

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"github.com/subspace/kbkit/target"
 	"time"
 )
 
@@ -45,7 +46,7 @@ func (s *sim) awaitFailover() error {
 	err := <-s.failover
 	s.failover = nil
 	if err != nil {
-		return fmt.Errorf("%w: failover: %v", ErrCannotRun, err)
+		return fmt.Errorf("%w: failover: %v", target.ErrCannotRun, err)
 	}
 	s.logf("failover done: the new primary serves, a new standby streams")
 	s.rec.fault(nil, "failover done: the new primary serves")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/target"
 	"io"
 	"os"
 	"slices"
@@ -104,7 +105,7 @@ func (s *sim) openForeign() error {
 	wg.Wait()
 	for k, fw := range s.foreign {
 		if err := res[k].startErr; err != nil {
-			return fmt.Errorf("%w: --client %q: %v", ErrCannotRun, fw.line, err)
+			return fmt.Errorf("%w: --client %q: %v", target.ErrCannotRun, fw.line, err)
 		}
 	}
 	for k, fw := range s.foreign {

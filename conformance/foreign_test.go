@@ -286,7 +286,7 @@ func processesWith(s string) []string {
 }
 
 // A client adapter that does not declare the client suite, or declares
-// no intent or an unknown one, cannot run (ErrCannotRun), and says why.
+// no intent or an unknown one, cannot run (target.ErrCannotRun), and says why.
 func TestForeignClientInitIsChecked(t *testing.T) {
 	e := embedded(t, EmbeddedOptions{})
 	for _, tc := range []struct{ initOK, want string }{

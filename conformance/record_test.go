@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"github.com/subspace/kbkit/conformance/broken"
 	"os"
 	"regexp"
 	"strconv"
@@ -37,7 +38,7 @@ func readTimeline(t *testing.T, path string) timelineData {
 }
 
 // TestTimelineShowsTheBug runs a seed against a server that logs some
-// commands twice (mutDoubleEcho): the seed's timeline has a lane per
+// commands twice (variant(t, "double-echo")): the seed's timeline has a lane per
 // window, instance and page log, and the exactly-once finding about a
 // doubled command lights up that command's POST (one seq acknowledged)
 // and its two log entries (two seqs): the bug, in the events. A passing
@@ -46,7 +47,7 @@ func readTimeline(t *testing.T, path string) timelineData {
 func TestTimelineShowsTheBug(t *testing.T) {
 	e := embedded(t, EmbeddedOptions{})
 	dir := t.TempDir()
-	p := newMutatingProxy(e, mutDoubleEcho())
+	p := broken.NewProxy(e, variant(t, "double-echo")())
 	defer p.Close()
 	opts := Options{Steps: 60, EchoTimeout: time.Second, HTMLDir: dir, OutDir: dir}
 	r := RunSeed(context.Background(), p, opts, 1)

@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/subspace/kbkit/target"
 	"time"
 
 	"github.com/subspace/kbkit/client"
@@ -16,7 +17,7 @@ func (s *sim) setup() error {
 	}
 	eps := s.target.Endpoints()
 	if len(eps) == 0 {
-		return fmt.Errorf("%w: target has no endpoint", ErrCannotRun)
+		return fmt.Errorf("%w: target has no endpoint", target.ErrCannotRun)
 	}
 	for _, tok := range tokens {
 		d := deviceInfo{token: tok}
@@ -31,7 +32,7 @@ func (s *sim) setup() error {
 			s.pause(attempt)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: whoami: %v", ErrCannotRun, err)
+			return fmt.Errorf("%w: whoami: %v", target.ErrCannotRun, err)
 		}
 		d.deviceID = me.DeviceID
 		s.devices = append(s.devices, d)
@@ -56,7 +57,7 @@ func (s *sim) setup() error {
 		w.c = s.devices[w.dev].clients[i%len(eps)]
 		snap, err := s.retryPage(w.c, s.pages[w.page], nil)
 		if err != nil {
-			return fmt.Errorf("%w: open window %d: %v", ErrCannotRun, i, err)
+			return fmt.Errorf("%w: open window %d: %v", target.ErrCannotRun, i, err)
 		}
 		w.w = kbcore.NewWindow(snap.Doc, snap.Seq)
 		w.recv = snap.Seq
@@ -82,9 +83,9 @@ func (s *sim) direct(dev int, page, typ string, payload any) error {
 			}
 			return nil
 		case err == nil:
-			return fmt.Errorf("%w: setup %s rejected: %s", ErrCannotRun, typ, rej.Message)
+			return fmt.Errorf("%w: setup %s rejected: %s", target.ErrCannotRun, typ, rej.Message)
 		case !client.IsRetryable(err) || attempt > 50 || s.ctx.Err() != nil:
-			return fmt.Errorf("%w: setup %s: %v", ErrCannotRun, typ, err)
+			return fmt.Errorf("%w: setup %s: %v", target.ErrCannotRun, typ, err)
 		}
 		s.pause(attempt)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/subspace/kbkit/target"
 	"strings"
 	"sync"
 	"time"
@@ -611,7 +612,7 @@ func (s *sim) fault(step int) error {
 			s.rec.fault(nil, "Postgres restarted (fault)")
 			s.stats.Restarts++
 			if err := r.RestartPostgres(s.ctx); err != nil {
-				return fmt.Errorf("%w: restart Postgres: %v", ErrCannotRun, err)
+				return fmt.Errorf("%w: restart Postgres: %v", target.ErrCannotRun, err)
 			}
 		}
 	case s.faults.RestartInstance && s.rng.OneIn(4):
@@ -621,7 +622,7 @@ func (s *sim) fault(step int) error {
 			s.rec.restart(i)
 			s.stats.Restarts++
 			if err := r.RestartInstance(s.ctx, i); err != nil {
-				return fmt.Errorf("%w: restart instance: %v", ErrCannotRun, err)
+				return fmt.Errorf("%w: restart instance: %v", target.ErrCannotRun, err)
 			}
 		}
 	case len(s.wins) > 0 && s.chance(s.faults.Cut*20):

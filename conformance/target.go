@@ -48,9 +48,6 @@ type (
 	RemoteCommands = target.RemoteCommands
 )
 
-// ErrCannotRun wraps every reason a run could not start (exit status 2).
-var ErrCannotRun = target.ErrCannotRun
-
 // PreflightTimeout bounds Preflight.
 const PreflightTimeout = target.PreflightTimeout
 

@@ -3,35 +3,16 @@ package kbcore_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/subspace/kbkit/internal/benchdoc"
 	"testing"
 
 	"github.com/subspace/kbkit/kbcore"
-	"github.com/subspace/kbkit/kbcore/rank"
 )
 
-// benchDoc builds a page of n nodes: groups of 100, one top-level node
-// each with 99 children, so lookups, neighbours and moves are realistic.
+// benchDoc is benchdoc.Page(n).
 func benchDoc(b *testing.B, n int) kbcore.Doc {
 	b.Helper()
-	groups := (n + 99) / 100
-	top, err := rank.NBetween("", "", groups)
-	if err != nil {
-		b.Fatal(err)
-	}
-	kids, err := rank.NBetween("", "", 99)
-	if err != nil {
-		b.Fatal(err)
-	}
-	nodes := make([]kbcore.Node, 0, n)
-	for g := 0; g < groups && len(nodes) < n; g++ {
-		root := fmt.Sprintf("g%d", g)
-		nodes = append(nodes, kbcore.Node{ID: root, Rank: top[g], Text: "heading " + root})
-		for k := 0; k < 99 && len(nodes) < n; k++ {
-			nodes = append(nodes, kbcore.Node{ID: fmt.Sprintf("g%dk%d", g, k), Parent: root, Rank: kids[k],
-				Text: "some text with a [[Link]] and #tag"})
-		}
-	}
-	d, err := kbcore.NewDoc(kbcore.Page{ID: "p", Title: "Bench"}, nodes)
+	d, err := benchdoc.Page(n)
 	if err != nil {
 		b.Fatal(err)
 	}

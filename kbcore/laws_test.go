@@ -9,20 +9,15 @@ import (
 
 	"github.com/subspace/kbkit/conformance/cases"
 	"github.com/subspace/kbkit/kbcore"
-	"github.com/subspace/kbkit/spec"
 )
 
 // commandCases returns every reducer case of the built-in spec as a parsed
 // document and command.
 func commandCases(t testing.TB) []specCase {
 	t.Helper()
-	files, err := cases.LoadFS(spec.FS, ".")
+	all, err := cases.Open()
 	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := cases.All(files)
-	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the built-in spec's cases: %v", err)
 	}
 	var out []specCase
 	for _, c := range all {

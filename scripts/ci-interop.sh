@@ -20,21 +20,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
-say() { echo "ci-interop: $*" >&2; }
-die() { echo "ci-interop: FAILED: $*" >&2; exit 1; }
-
-START=$(date +%s)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-interop.XXXXXX")
+. scripts/lib/ci.sh
 . scripts/lib/serve.sh
-
-cleanup() {
-	local rc=$?
-	serve_kill
-	[ "$rc" = 0 ] || serve_log_tail
-	rm -rf "$WORK"
-	exit "$rc"
-}
-trap cleanup EXIT
+ci_begin ci-interop
 
 for t in go node npm; do
 	command -v "$t" >/dev/null 2>&1 || die "$t is required"

@@ -28,21 +28,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
-say() { echo "ci-k6: $*" >&2; }
-die() { echo "ci-k6: FAILED: $*" >&2; exit 1; }
-
-START=$(date +%s)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-k6.XXXXXX")
+. scripts/lib/ci.sh
 . scripts/lib/serve.sh
-
-cleanup() {
-	local rc=$?
-	serve_kill
-	[ "$rc" = 0 ] || serve_log_tail
-	rm -rf "$WORK"
-	exit "$rc"
-}
-trap cleanup EXIT
+ci_begin ci-k6
 
 command -v go >/dev/null 2>&1 || die "go is required"
 

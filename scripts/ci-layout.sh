@@ -12,7 +12,12 @@
 #  6. the wire's shapes have one home (wire/): the server, the client and
 #     the protocol suite import it, and no other Go file writes the error
 #     code table (a JSON-RPC number such as -32700) or kb.limits' fields
-#     (a json:"max_body" tag) again.
+#     (a json:"max_body" tag) again;
+#  7. the deliberately broken servers (conformance/broken) are no part of
+#     the simulator: no package but cmd/ and tests imports them;
+#  8. one error for a run that cannot start: ErrCannotRun is declared
+#     once (target), and one LISTEN loop: only server/pglisten calls
+#     WaitForNotification.
 #
 # Prints what is wrong and exits 1; takes a few seconds.
 set -euo pipefail
@@ -79,6 +84,25 @@ again=$(git grep -nE -- '\{-32700,|json:"max_body"' -- '*.go' ':!wire/' || true)
 if [ -n "$again" ]; then
 	say "FAILED: the wire's shapes written again outside wire/:"
 	echo "$again" >&2
+	rc=1
+fi
+
+users=$(go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep -E " $MOD/conformance/broken( |\$)" | grep -vE "^$MOD/cmd/" || true)
+if [ -n "$users" ]; then
+	say "FAILED: packages other than cmd/ import the broken servers:"
+	echo "$users" >&2
+	rc=1
+fi
+decl=$(git grep -nE '^(var )?\s*ErrCannotRun\s*=' -- '*.go' || true)
+if [ "$(printf '%s\n' "$decl" | grep -c .)" != 1 ]; then
+	say "FAILED: ErrCannotRun must be declared once (target/target.go):"
+	echo "$decl" >&2
+	rc=1
+fi
+loops=$(git grep -ln 'WaitForNotification(' -- '*.go' ':!*_test.go' ':!server/pglisten/' || true)
+if [ -n "$loops" ]; then
+	say "FAILED: a LISTEN loop outside server/pglisten:"
+	echo "$loops" >&2
 	rc=1
 fi
 

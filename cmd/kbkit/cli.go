@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/subspace/kbkit/target"
 	"io"
 	"os"
 	"strings"
@@ -15,7 +16,7 @@ import (
 // package prefixes that would stutter after the command's own.
 func cannotRun(err error) string {
 	msg := err.Error()
-	if p := conformance.ErrCannotRun.Error() + ": "; strings.HasPrefix(msg, p) {
+	if p := target.ErrCannotRun.Error() + ": "; strings.HasPrefix(msg, p) {
 		return "could not run: " + strings.TrimPrefix(msg, p)
 	}
 	return msg

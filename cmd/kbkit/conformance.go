@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/conformance/broken"
 	"io"
 	"os"
 	"os/signal"
@@ -149,7 +150,7 @@ func addConformanceRunFlags(fl *pflag.FlagSet, f *conformanceFlags) {
 	fl.BoolVar(&f.strict, "strict", false, "a checker skipped by every seed fails the run (exit 1)")
 	fl.StringVar(&f.htmlDir, "html", "", "write a timeline page (seed-N.html) of every failing seed to this directory")
 	fl.BoolVar(&f.htmlAll, "html-all", false, "with --html: a timeline of every seed, passing ones too")
-	fl.StringVar(&f.broken, "broken-server", "", "put the target behind a proxy that breaks one guarantee ("+strings.Join(conformance.BrokenVariants(), ", ")+"): to see the checkers and the timeline catch a bug")
+	fl.StringVar(&f.broken, "broken-server", "", "put the target behind a proxy that breaks one guarantee ("+strings.Join(broken.Variants(), ", ")+"): to see the checkers and the timeline catch a bug")
 	_ = fl.MarkHidden("broken-server")
 	addShrinkFlags(fl, &f.shrinkFlags)
 }
@@ -239,8 +240,8 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	var fresh func() (conformance.Target, func(), error) // a shrink's target per run (nil: target)
 	if f.broken != "" {
 		base := target
-		fresh = func() (conformance.Target, func(), error) { return conformance.Broken(base, f.broken) }
-		b, stopProxy, err := conformance.Broken(target, f.broken)
+		fresh = func() (conformance.Target, func(), error) { return broken.New(base, f.broken) }
+		b, stopProxy, err := broken.New(target, f.broken)
 		if err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run:", err)
 			return exitError{exitErrored}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/internal/syncio"
 	"io"
 	"os"
 	"slices"
@@ -97,7 +98,7 @@ bad flag or expectations file).`,
 
 // runSpecFuzz is `kbkit spec fuzz`; it returns the exit code.
 func runSpecFuzz(ctx context.Context, o specFuzzOptions, stdout, rawStderr io.Writer) int {
-	stderr := &syncWriter{w: rawStderr}
+	stderr := &syncio.Writer{W: rawStderr}
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "kbkit spec fuzz: "+format+"\n", args...)
 		return exitErrored

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/subspace/kbkit/internal/fileout"
 	"io"
 	"os"
 	"path/filepath"
@@ -281,7 +282,7 @@ func readMatrix(path string) (*matrix.Matrix, error) {
 // writeMatrixOutputs writes --html, --json and --badges.
 func writeMatrixOutputs(m *matrix.Matrix, o matrixOptions, stdout io.Writer) error {
 	if o.html != "" {
-		if err := writeOutput(o.html, func(w io.Writer) error { return m.HTML(w) }); err != nil {
+		if err := fileout.Write(o.html, func(w io.Writer) error { return m.HTML(w) }); err != nil {
 			return fmt.Errorf("--html: %v", err)
 		}
 	}
@@ -292,7 +293,7 @@ func writeMatrixOutputs(m *matrix.Matrix, o matrixOptions, stdout io.Writer) err
 			return err
 		}
 	default:
-		if err := writeOutput(o.json, m.WriteJSON); err != nil {
+		if err := fileout.Write(o.json, m.WriteJSON); err != nil {
 			return fmt.Errorf("--json: %v", err)
 		}
 	}
@@ -308,18 +309,4 @@ func writeMatrixOutputs(m *matrix.Matrix, o matrixOptions, stdout io.Writer) err
 		}
 	}
 	return nil
-}
-
-// writeOutput writes path through fn; a failed write leaves no file.
-func writeOutput(path string, fn func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := fn(f); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	return f.Close()
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"regexp"
-	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -207,11 +205,7 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 		env.Restart = protocol.RestartURL(o.restartURL)
 	}
 	if err := env.Preflight(ctx); err != nil {
-		msg := err.Error()
-		if errors.Is(err, protocol.ErrCannotRun) {
-			msg = "could not run: " + strings.TrimPrefix(msg, protocol.ErrCannotRun.Error()+": ")
-		}
-		return fail("%s", msg)
+		return fail("%s", cannotRun(err))
 	}
 	fmt.Fprintf(stderr, "kbkit conformance protocol: %s, workspace %s, device %s\n", env.BaseURL, env.WorkspaceID, env.DeviceID)
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/subspace/kbkit/internal/syncio"
 	"io"
 	"io/fs"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -104,22 +104,12 @@ timeout or protocol error; a bad case) or the run could not start.`,
 // runSpec is `kbkit spec run`; it returns the exit code.
 func runSpec(ctx context.Context, o specRunOptions, paths []string, stdout, rawStderr io.Writer) int {
 	// The adapter's stderr is forwarded from another goroutine.
-	stderr := &syncWriter{w: rawStderr}
+	stderr := &syncio.Writer{W: rawStderr}
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "kbkit spec run: "+format+"\n", args...)
 		return exitErrored
 	}
-	var files []cases.File
-	var err error
-	if len(paths) == 0 {
-		files, err = cases.LoadFS(spec.FS, ".")
-	} else {
-		files, err = cases.LoadPaths(paths)
-	}
-	if err != nil {
-		return fail("%v", err)
-	}
-	all, err := cases.All(files)
+	all, err := cases.Open(paths...)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -375,15 +365,3 @@ var exportLinks = strings.NewReplacer(
 	"](../conformance/adapters/", "]("+exportedAdapters,
 	"](../examples/client-js/", "]("+exportedClient,
 )
-
-// syncWriter serialises writes.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(b)
-}

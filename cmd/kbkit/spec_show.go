@@ -13,7 +13,6 @@ import (
 
 	"github.com/subspace/kbkit/conformance/adapter"
 	"github.com/subspace/kbkit/conformance/cases"
-	"github.com/subspace/kbkit/spec"
 )
 
 // specShowOptions are the flags of `kbkit spec show`.
@@ -67,17 +66,7 @@ func showSpecCase(ctx context.Context, o specShowOptions, id string, paths []str
 	if id == "" {
 		return errors.New("the case id is empty")
 	}
-	var files []cases.File
-	var err error
-	if len(paths) == 0 {
-		files, err = cases.LoadFS(spec.FS, ".")
-	} else {
-		files, err = cases.LoadPaths(paths)
-	}
-	if err != nil {
-		return err
-	}
-	all, err := cases.All(files)
+	all, err := cases.Open(paths...)
 	if err != nil {
 		return err
 	}

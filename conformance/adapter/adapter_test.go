@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/internal/syncio"
 	"os"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -101,11 +101,7 @@ func text(s string) cases.TokenizeRequest { return cases.TokenizeRequest{Text: &
 // TestReferenceThroughProtocol runs the built-in spec through Serve and the
 // client: every case must come out exactly as in process.
 func TestReferenceThroughProtocol(t *testing.T) {
-	files, err := cases.LoadFS(spec.FS, ".")
-	if err != nil {
-		t.Skipf("the built-in spec does not load (being edited?): %v", err)
-	}
-	all, err := cases.All(files)
+	all, err := cases.Open()
 	if err != nil {
 		t.Skipf("the built-in spec does not load (being edited?): %v", err)
 	}
@@ -127,7 +123,7 @@ func TestReferenceThroughProtocol(t *testing.T) {
 }
 
 func TestCrashRestarts(t *testing.T) {
-	var stderr syncBuffer
+	var stderr syncio.Buffer
 	c := start(t, "misbehave", Options{Stderr: &stderr})
 	ctx := context.Background()
 	if _, err := c.Tokenize(ctx, text("[[a]]")); err != nil {
@@ -154,7 +150,7 @@ func TestCrashRestarts(t *testing.T) {
 }
 
 func TestTimeoutRestarts(t *testing.T) {
-	c := start(t, "misbehave", Options{Timeout: 300 * time.Millisecond, Stderr: &syncBuffer{}})
+	c := start(t, "misbehave", Options{Timeout: 300 * time.Millisecond, Stderr: &syncio.Buffer{}})
 	ctx := context.Background()
 	begin := time.Now()
 	_, err := c.Tokenize(ctx, text("hang"))
@@ -170,7 +166,7 @@ func TestTimeoutRestarts(t *testing.T) {
 }
 
 func TestProtocolErrors(t *testing.T) {
-	c := start(t, "misbehave", Options{Stderr: &syncBuffer{}})
+	c := start(t, "misbehave", Options{Stderr: &syncio.Buffer{}})
 	ctx := context.Background()
 	for _, magic := range []string{"garbage", "wrong-id"} {
 		_, err := c.Tokenize(ctx, text(magic))
@@ -187,7 +183,7 @@ func TestProtocolErrors(t *testing.T) {
 }
 
 func TestErrorReplies(t *testing.T) {
-	c := start(t, "misbehave", Options{Stderr: &syncBuffer{}})
+	c := start(t, "misbehave", Options{Stderr: &syncio.Buffer{}})
 	ctx := context.Background()
 	_, err := c.Tokenize(ctx, text("unsupported"))
 	var re *RemoteError
@@ -239,7 +235,7 @@ func TestStartFails(t *testing.T) {
 	exe, _ := os.Executable()
 	for _, mode := range []string{"no-init", "exit"} {
 		_, err := Start(context.Background(), []string{exe}, Options{
-			Env: append(os.Environ(), modeEnv+"="+mode), Timeout: 2 * time.Second, Stderr: &syncBuffer{}})
+			Env: append(os.Environ(), modeEnv+"="+mode), Timeout: 2 * time.Second, Stderr: &syncio.Buffer{}})
 		if err == nil {
 			t.Errorf("%s: Start succeeded", mode)
 		}
@@ -250,7 +246,7 @@ func TestStartFails(t *testing.T) {
 }
 
 func TestGivesUp(t *testing.T) {
-	c := start(t, "misbehave", Options{Stderr: &syncBuffer{}, MaxFailures: 2})
+	c := start(t, "misbehave", Options{Stderr: &syncio.Buffer{}, MaxFailures: 2})
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
 		if _, err := c.Tokenize(ctx, text("crash")); err == nil {
@@ -336,24 +332,6 @@ func TestSplitCommand(t *testing.T) {
 			t.Errorf("SplitCommand(%q) = %q, want an error", bad, got)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the stderr goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A command whose own type or id has the wrong JSON type is rejected, never

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/internal/syncio"
 	"io"
 	"os"
 	"os/exec"
@@ -63,7 +64,7 @@ func (o Options) withDefaults() Options {
 type Client struct {
 	argv []string
 	opts Options
-	errW *lockedWriter
+	errW *syncio.Writer
 
 	mu       sync.Mutex
 	p        *proc
@@ -94,7 +95,7 @@ func Start(ctx context.Context, argv []string, opts Options) (*Client, error) {
 			argv[0] = opts.Self
 		}
 	}
-	c := &Client{argv: argv, opts: opts, errW: &lockedWriter{w: opts.Stderr}}
+	c := &Client{argv: argv, opts: opts, errW: &syncio.Writer{W: opts.Stderr}}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.start(ctx); err != nil {
@@ -461,16 +462,4 @@ func (p *proc) kill() {
 		case <-time.After(time.Second):
 		}
 	})
-}
-
-// lockedWriter serialises writes of whole lines.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }

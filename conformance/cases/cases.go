@@ -1,8 +1,8 @@
 // Package cases loads kbkit's language-neutral YAML case files and checks an
 // implementation against them.
 //
-//	files, _ := cases.LoadFS(spec.FS, ".")
-//	for _, c := range cases.All(files) {
+//	all, _ := cases.Open() // the built-in spec's cases
+//	for _, c := range all {
 //		r := cases.Check(ctx, cases.Reference{}, c)
 //		if r.Status != cases.Pass { fmt.Println(r.ID, r.Diff) }
 //	}
@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/spec"
 	"io/fs"
 	"os"
 	"path"
@@ -354,4 +355,20 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// Open returns the cases of the case files at paths (files or
+// directories); with none, the cases of kbkit's built-in spec (spec.FS).
+func Open(paths ...string) ([]Case, error) {
+	var files []File
+	var err error
+	if len(paths) == 0 {
+		files, err = LoadFS(spec.FS, ".")
+	} else {
+		files, err = LoadPaths(paths)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return All(files)
 }

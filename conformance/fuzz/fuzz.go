@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/target"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -119,24 +120,20 @@ type Report struct {
 	Differences []*Difference
 }
 
-// ErrCannotRun wraps the reasons a run cannot proceed (no suites, no
-// bound, an adapter that gave up).
-var ErrCannotRun = errors.New("fuzz: cannot run")
-
 // Run fuzzes o.Impl until o.Count inputs or o.Duration have passed.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Impl == nil {
-		return nil, fmt.Errorf("%w: no implementation", ErrCannotRun)
+		return nil, fmt.Errorf("%w: no implementation", target.ErrCannotRun)
 	}
 	if len(o.Suites) == 0 {
-		return nil, fmt.Errorf("%w: no suite to fuzz", ErrCannotRun)
+		return nil, fmt.Errorf("%w: no suite to fuzz", target.ErrCannotRun)
 	}
 	if o.Count <= 0 && o.Duration <= 0 {
-		return nil, fmt.Errorf("%w: neither a count nor a duration", ErrCannotRun)
+		return nil, fmt.Errorf("%w: neither a count nor a duration", target.ErrCannotRun)
 	}
 	for _, s := range o.Suites {
 		if !isSuite(s) {
-			return nil, fmt.Errorf("%w: unknown suite %q", ErrCannotRun, s)
+			return nil, fmt.Errorf("%w: unknown suite %q", target.ErrCannotRun, s)
 		}
 	}
 	if o.ShrinkTime <= 0 {
@@ -158,7 +155,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		needs := slices.Contains(o.Suites, cases.SuiteCommands) || slices.Contains(o.Suites, cases.SuitePlanner)
 		if len(f.types) == 0 && needs {
-			return nil, fmt.Errorf("%w: the implementation applies none of the spec's command types", ErrCannotRun)
+			return nil, fmt.Errorf("%w: the implementation applies none of the spec's command types", target.ErrCannotRun)
 		}
 	}
 	return f.run(ctx)
@@ -296,7 +293,7 @@ func (f *fuzzer) probe(ctx context.Context, suite string, s *Source) (probed, er
 	p.out = cases.Check(ctx, f.impl, full)
 	if err := f.impl.last; err != nil {
 		if errors.Is(err, adapter.ErrGaveUp) {
-			return p, fmt.Errorf("%w: %v", ErrCannotRun, err)
+			return p, fmt.Errorf("%w: %v", target.ErrCannotRun, err)
 		}
 		if ctx.Err() != nil {
 			return p, ctx.Err()

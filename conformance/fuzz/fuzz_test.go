@@ -3,6 +3,7 @@ package fuzz
 import (
 	"context"
 	"errors"
+	"github.com/subspace/kbkit/target"
 	"math/rand/v2"
 	"testing"
 
@@ -85,8 +86,8 @@ func TestRunRefusesWhatItCannotRun(t *testing.T) {
 		"no bound":      {Impl: cases.Reference{}, Suites: []string{"tokenizer"}},
 		"no command":    {Impl: cases.Reference{}, Suites: []string{"commands"}, Commands: []string{"frobnicate"}, Count: 1},
 	} {
-		if _, err := Run(ctx, o); !errors.Is(err, ErrCannotRun) {
-			t.Errorf("%s: %v, want ErrCannotRun", name, err)
+		if _, err := Run(ctx, o); !errors.Is(err, target.ErrCannotRun) {
+			t.Errorf("%s: %v, want target.ErrCannotRun", name, err)
 		}
 	}
 	// A tokenizer-only implementation that applies no command still runs.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/subspace/kbkit/conformance/cases"
-	"github.com/subspace/kbkit/spec"
 )
 
 // moreMutants widen the planted set for a kill-rate measurement; they run
@@ -73,11 +72,7 @@ func TestFuzzKillRate(t *testing.T) {
 	if only == "" {
 		t.Skip("set KBKIT_FUZZ_MUTANTS=all (or a mutant's name) to measure the kill rate")
 	}
-	files, err := cases.LoadFS(spec.FS, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	specCases, err := cases.All(files)
+	specCases, err := cases.Open()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,9 +25,16 @@ import (
 
 // startRated is start with a per-device rate limit.
 func startRated(t *testing.T, wrap func(http.Handler) http.Handler, limits server.Limits, rl server.RateLimit) *Env {
+	env, _ := startEmbedded(t, conformance.EmbeddedOptions{Instances: 1, Wrap: wrap, Limits: limits, RateLimit: rl})
+	return env
+}
+
+// startEmbedded runs the reference server with opts and returns an Env
+// with one device of it, preflighted, and the server.
+func startEmbedded(t *testing.T, opts conformance.EmbeddedOptions) (*Env, *conformance.Embedded) {
 	t.Helper()
 	ctx := context.Background()
-	e, err := conformance.NewEmbedded(ctx, pgprovider.ForTest(t), conformance.EmbeddedOptions{Instances: 1, Wrap: wrap, Limits: limits, RateLimit: rl})
+	e, err := conformance.NewEmbedded(ctx, pgprovider.ForTest(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +47,7 @@ func startRated(t *testing.T, wrap func(http.Handler) http.Handler, limits serve
 	if err := env.Preflight(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return env
+	return env, e
 }
 
 // A rate limit advertised in kb.limits (with its burst): the subscription

@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/subspace/kbkit/conformance"
-	"github.com/subspace/kbkit/server/pgprovider"
 )
 
 // Each check of checks_certify.go fails against a server broken the way
@@ -354,8 +352,7 @@ func TestBrokenSocketQueue(t *testing.T) {
 // a client that does not read is held longer than kb.limits says): the
 // server holds it 60 s, kb.limits says 1 s.
 func TestBrokenWriteTimeout(t *testing.T) {
-	ctx := context.Background()
-	e, err := conformance.NewEmbedded(ctx, pgprovider.ForTest(t), conformance.EmbeddedOptions{Instances: 1, Limits: testLimits, WriteTimeout: time.Minute,
+	env, _ := startEmbedded(t, conformance.EmbeddedOptions{Instances: 1, Limits: testLimits, WriteTimeout: time.Minute,
 		Wrap: func(h http.Handler) http.Handler {
 			return rewrite(h, func(r *http.Request, status int, body []byte) (int, []byte) {
 				if r.URL.Path == "/trpc/kb.limits" {
@@ -364,18 +361,6 @@ func TestBrokenWriteTimeout(t *testing.T) {
 				return status, body
 			})
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	tok, err := e.Devices(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &Env{BaseURL: e.Endpoints()[0], Token: tok[0]}
-	if err := env.Preflight(ctx); err != nil {
-		t.Fatal(err)
-	}
 	results := runHostile(t, env, "hostile-write-timeout", "ws-ping")
 	expectFailures(t, results, []string{"protocol/hostile-write-timeout"}, []string{"protocol/ws-ping"})
 }

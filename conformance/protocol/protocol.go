@@ -20,15 +20,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/target"
 	"net/http"
 	"regexp"
 	"strings"
 	"time"
 )
-
-// ErrCannotRun means the suite could not start: the server is unreachable
-// or a token is not valid.
-var ErrCannotRun = errors.New("protocol: cannot run")
 
 // Env is the server under test and what the checks need to talk to it.
 type Env struct {
@@ -93,39 +90,39 @@ func (e *Env) defaults() {
 
 // Preflight asks kb.whoami for each token and fills in the devices. An
 // unreachable server, a token the server refuses, or an --other-token of
-// the same workspace is ErrCannotRun: no check could say anything useful.
+// the same workspace is target.ErrCannotRun: no check could say anything useful.
 func (e *Env) Preflight(ctx context.Context) error {
 	e.defaults()
 	if e.BaseURL == "" {
-		return fmt.Errorf("%w: no server URL", ErrCannotRun)
+		return fmt.Errorf("%w: no server URL", target.ErrCannotRun)
 	}
 	who := func(token, what string) (ws, dev string, err error) {
 		r, err := e.send(ctx, request{method: http.MethodGet, path: "/trpc/kb.whoami", token: token})
 		if err != nil {
-			return "", "", fmt.Errorf("%w: the server at %s is unreachable: %v", ErrCannotRun, e.BaseURL, err)
+			return "", "", fmt.Errorf("%w: the server at %s is unreachable: %v", target.ErrCannotRun, e.BaseURL, err)
 		}
 		if !json.Valid(r.Body) {
-			return "", "", fmt.Errorf("%w: the server at %s is not a kbkit server (kb.whoami answered HTTP %d, not a tRPC answer)", ErrCannotRun, e.BaseURL, r.Status)
+			return "", "", fmt.Errorf("%w: the server at %s is not a kbkit server (kb.whoami answered HTTP %d, not a tRPC answer)", target.ErrCannotRun, e.BaseURL, r.Status)
 		}
 		if r.Status == http.StatusUnauthorized {
-			return "", "", fmt.Errorf("%w: the server refuses %s (HTTP 401): %s", ErrCannotRun, what, excerpt(r.Body, 300))
+			return "", "", fmt.Errorf("%w: the server refuses %s (HTTP 401): %s", target.ErrCannotRun, what, excerpt(r.Body, 300))
 		}
 		data, ferr := expectSuccess(r)
 		if ferr != nil {
-			return "", "", fmt.Errorf("%w: kb.whoami with %s: %v", ErrCannotRun, what, ferr)
+			return "", "", fmt.Errorf("%w: kb.whoami with %s: %v", target.ErrCannotRun, what, ferr)
 		}
 		var d struct {
 			WorkspaceID string `json:"workspace_id"`
 			DeviceID    string `json:"device_id"`
 		}
 		if err := jsonUnmarshal(data, &d); err != nil || d.DeviceID == "" || d.WorkspaceID == "" {
-			return "", "", fmt.Errorf("%w: kb.whoami with %s answered no {workspace_id, device_id}: %s", ErrCannotRun, what, excerpt(r.Body, 300))
+			return "", "", fmt.Errorf("%w: kb.whoami with %s answered no {workspace_id, device_id}: %s", target.ErrCannotRun, what, excerpt(r.Body, 300))
 		}
 		return d.WorkspaceID, d.DeviceID, nil
 	}
 	var err error
 	if e.Token == "" {
-		return fmt.Errorf("%w: no device token", ErrCannotRun)
+		return fmt.Errorf("%w: no device token", target.ErrCannotRun)
 	}
 	if e.WorkspaceID, e.DeviceID, err = who(e.Token, "the token"); err != nil {
 		return err
@@ -135,7 +132,7 @@ func (e *Env) Preflight(ctx context.Context) error {
 			return err
 		}
 		if e.OtherWorkspaceID == e.WorkspaceID {
-			return fmt.Errorf("%w: the other token is a device of the same workspace %s; it must be of another workspace", ErrCannotRun, e.WorkspaceID)
+			return fmt.Errorf("%w: the other token is a device of the same workspace %s; it must be of another workspace", target.ErrCannotRun, e.WorkspaceID)
 		}
 	}
 	if e.Token2 != "" {
@@ -145,7 +142,7 @@ func (e *Env) Preflight(ctx context.Context) error {
 		}
 		if ws != e.WorkspaceID || e.Device2ID == e.DeviceID {
 			return fmt.Errorf("%w: the second token must be another device (not %s) of the workspace %s; it is device %s of workspace %s",
-				ErrCannotRun, e.DeviceID, e.WorkspaceID, e.Device2ID, ws)
+				target.ErrCannotRun, e.DeviceID, e.WorkspaceID, e.Device2ID, ws)
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/subspace/kbkit/target"
 	"io"
 	"maps"
 	"net/http"
@@ -173,16 +174,16 @@ func TestPreflightCannotRun(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	err := (&Env{BaseURL: url, Token: "x"}).Preflight(ctx)
-	if !errors.Is(err, ErrCannotRun) || !strings.Contains(err.Error(), "unreachable") {
+	if !errors.Is(err, target.ErrCannotRun) || !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("unreachable server: %v", err)
 	}
 	env := start(t, nil)
 	err = (&Env{BaseURL: env.BaseURL, Token: "kbk_nope"}).Preflight(ctx)
-	if !errors.Is(err, ErrCannotRun) || !strings.Contains(err.Error(), "401") {
+	if !errors.Is(err, target.ErrCannotRun) || !strings.Contains(err.Error(), "401") {
 		t.Errorf("bad token: %v", err)
 	}
 	err = (&Env{BaseURL: env.BaseURL, Token: env.Token, OtherToken: env.Token}).Preflight(ctx)
-	if !errors.Is(err, ErrCannotRun) || !strings.Contains(err.Error(), "same workspace") {
+	if !errors.Is(err, target.ErrCannotRun) || !strings.Contains(err.Error(), "same workspace") {
 		t.Errorf("other token of the same workspace: %v", err)
 	}
 }

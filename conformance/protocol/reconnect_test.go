@@ -14,27 +14,13 @@ import (
 	"time"
 
 	"github.com/subspace/kbkit/conformance"
-	"github.com/subspace/kbkit/server/pgprovider"
 )
 
 // startRestartable runs the reference server and returns an Env for it
 // without a restart hook, and the function that restarts it gracefully.
 func startRestartable(t *testing.T) (*Env, func(ctx context.Context) error) {
 	t.Helper()
-	ctx := context.Background()
-	e, err := conformance.NewEmbedded(ctx, pgprovider.ForTest(t), conformance.EmbeddedOptions{Instances: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	tok, err := e.Devices(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &Env{BaseURL: e.Endpoints()[0], Token: tok[0]}
-	if err := env.Preflight(ctx); err != nil {
-		t.Fatal(err)
-	}
+	env, e := startEmbedded(t, conformance.EmbeddedOptions{Instances: 1})
 	return env, func(ctx context.Context) error { return e.RestartInstance(ctx, 0) }
 }
 

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/internal/fileout"
 	"io"
 	"os"
 	"os/signal"
@@ -482,7 +483,7 @@ percentile spectra of both runs overlaid and their time series side by side.`,
 				return errored(stderr, err)
 			}
 			if htmlOut != "" {
-				if err := writeFile(htmlOut, func(w io.Writer) error { return lgreport.CompareHTML(w, args[0], a, args[1], b) }); err != nil {
+				if err := fileout.Write(htmlOut, func(w io.Writer) error { return lgreport.CompareHTML(w, args[0], a, args[1], b) }); err != nil {
 					return errored(stderr, err)
 				}
 			}
@@ -500,20 +501,6 @@ percentile spectra of both runs overlaid and their time series side by side.`,
 	}
 	cmd.Flags().StringVar(&htmlOut, "html", "", "write the comparison as an HTML page to this file")
 	return cmd
-}
-
-// writeFile writes path through fn; a failed write leaves no file.
-func writeFile(path string, fn func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := fn(f); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	return f.Close()
 }
 
 func exprs(cs []metrics.Check) []string {

@@ -140,6 +140,37 @@ func (c *child) stop() error {
 	}
 }
 
+// pair runs a measurement between two children: the listening one (role
+// listen with listenCfg) answers its address, the other (role dial, with
+// the config dialCfg makes of that address) answers when it is ready
+// (into ready), is told "go", and both are measured over a window of
+// warmup then duration. Each end's mark comes first in a and b.
+func pair(ctx context.Context, spawn Spawner, listen string, listenCfg any, dial string, dialCfg func(addr string) any, ready any, warmup, duration time.Duration) (a, b []mark, err error) {
+	srv, err := start(spawn, listen, listenCfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer srv.stop()
+	var up struct {
+		Addr string `json:"addr"`
+	}
+	if err := srv.reply(&up); err != nil {
+		return nil, nil, err
+	}
+	cl, err := start(spawn, dial, dialCfg(up.Addr))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.stop()
+	if err := cl.reply(ready); err != nil {
+		return nil, nil, err
+	}
+	if err := cl.send("go"); err != nil {
+		return nil, nil, err
+	}
+	return window(ctx, warmup, duration, cl, srv)
+}
+
 // window takes two readings of each child, Warmup apart from the start and
 // Duration apart from each other (or until ctx ends).
 func window(ctx context.Context, warmup, duration time.Duration, children ...*child) (a, b []mark, err error) {

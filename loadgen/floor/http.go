@@ -52,32 +52,11 @@ func HTTP(ctx context.Context, spawn Spawner, cfg HTTPConfig) (HTTPResult, error
 	if err := cfg.check(); err != nil {
 		return res, err
 	}
-	srv, err := start(spawn, roleHTTPServer, cfg)
-	if err != nil {
-		return res, err
-	}
-	defer srv.stop()
-	var ready struct {
-		Addr string `json:"addr"`
-	}
-	if err := srv.reply(&ready); err != nil {
-		return res, err
-	}
-	cl, err := start(spawn, roleHTTPClient, httpClientConfig{HTTPConfig: cfg, URL: "http://" + ready.Addr + "/"})
-	if err != nil {
-		return res, err
-	}
-	defer cl.stop()
 	var ok struct {
 		Ready bool `json:"ready"`
 	}
-	if err := cl.reply(&ok); err != nil {
-		return res, err
-	}
-	if err := cl.send("go"); err != nil {
-		return res, err
-	}
-	a, b, err := window(ctx, cfg.Warmup, cfg.Duration, cl, srv)
+	a, b, err := pair(ctx, spawn, roleHTTPServer, cfg, roleHTTPClient,
+		func(addr string) any { return httpClientConfig{HTTPConfig: cfg, URL: "http://" + addr + "/"} }, &ok, cfg.Warmup, cfg.Duration)
 	if err != nil {
 		return res, err
 	}

@@ -48,32 +48,11 @@ func Loopback(ctx context.Context, spawn Spawner, cfg LoopbackConfig) (LoopbackR
 	if err := cfg.check(); err != nil {
 		return res, err
 	}
-	recv, err := start(spawn, roleLoopbackRecv, cfg)
-	if err != nil {
-		return res, err
-	}
-	defer recv.stop()
-	var ready struct {
-		Addr string `json:"addr"`
-	}
-	if err := recv.reply(&ready); err != nil {
-		return res, err
-	}
-	send, err := start(spawn, roleLoopbackSend, senderConfig{LoopbackConfig: cfg, Addr: ready.Addr})
-	if err != nil {
-		return res, err
-	}
-	defer send.stop()
 	var ok struct {
 		Connected int `json:"connected"`
 	}
-	if err := send.reply(&ok); err != nil {
-		return res, err
-	}
-	if err := send.send("go"); err != nil {
-		return res, err
-	}
-	a, b, err := window(ctx, cfg.Warmup, cfg.Duration, send, recv)
+	a, b, err := pair(ctx, spawn, roleLoopbackRecv, cfg, roleLoopbackSend,
+		func(addr string) any { return senderConfig{LoopbackConfig: cfg, Addr: addr} }, &ok, cfg.Warmup, cfg.Duration)
 	if err != nil {
 		return res, err
 	}

@@ -1,8 +1,9 @@
-package conformance
+package broken
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/subspace/kbkit/conformance/internal/wsrelay"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,11 +19,11 @@ import (
 // mutNoOwnEcho: a server that never echoes a device's own commands to
 // that device's sockets (its other devices get them). A window then waits
 // for an echo it is owed.
-func mutNoOwnEcho() mutation {
+func mutNoOwnEcho() Mutation {
 	n := new(atomic.Int64)
 	var mu sync.Mutex
 	poster := map[string]string{} // command id -> Authorization of its POST
-	return mutation{
+	return Mutation{
 		fired: n,
 		command: func(auth string, body []byte) []byte {
 			if id, _ := envelopeID(body); id != "" {
@@ -35,9 +36,9 @@ func mutNoOwnEcho() mutation {
 			return body
 		},
 		stream: func(auth string) streamMutator {
-			return filterEvents(func(ev wireEvent) bool {
+			return filterEvents(func(ev wsrelay.Event) bool {
 				mu.Lock()
-				own := poster[ev.cmdID] == auth
+				own := poster[ev.CmdID] == auth
 				mu.Unlock()
 				if own {
 					n.Add(1)
@@ -49,24 +50,24 @@ func mutNoOwnEcho() mutation {
 }
 
 // filterEvents is a stream mutator that passes the events keep accepts.
-type filterEvents func(ev wireEvent) bool
+type filterEvents func(ev wsrelay.Event) bool
 
-func (f filterEvents) event(ev wireEvent) []wireEvent {
+func (f filterEvents) event(ev wsrelay.Event) []wsrelay.Event {
 	if f(ev) {
-		return []wireEvent{ev}
+		return []wsrelay.Event{ev}
 	}
 	return nil
 }
 
-func (filterEvents) flush() []wireEvent { return nil }
+func (filterEvents) flush() []wsrelay.Event { return nil }
 
 // mutRenumber: a server that loses every event of seq 3 mod 7 and
 // renumbers the rest of the stream so that no gap shows. A window's own
 // echoes come at other seqs than its commands were acknowledged with, and
 // the stream never reaches the head kb.page and the answers report.
-func mutRenumber() mutation {
+func mutRenumber() Mutation {
 	n := new(atomic.Int64)
-	return mutation{fired: n, stream: func(string) streamMutator { return &renumber{fired: n} }}
+	return Mutation{fired: n, stream: func(string) streamMutator { return &renumber{fired: n} }}
 }
 
 type renumber struct {
@@ -74,25 +75,25 @@ type renumber struct {
 	fired *atomic.Int64
 }
 
-func (r *renumber) event(ev wireEvent) []wireEvent {
-	if ev.seq%7 == 3 {
+func (r *renumber) event(ev wsrelay.Event) []wsrelay.Event {
+	if ev.Seq%7 == 3 {
 		r.fired.Add(1)
 		r.shift++
 		return nil
 	}
-	ev.seq -= r.shift
-	return []wireEvent{ev}
+	ev.Seq -= r.shift
+	return []wsrelay.Event{ev}
 }
 
-func (r *renumber) flush() []wireEvent { return nil }
+func (r *renumber) flush() []wsrelay.Event { return nil }
 
 // mutAckSeq: a server whose kb.command answers name another seq than the
 // one it logged the command at: a command logged at a seq of 0 mod 5
 // (from 10 on) is acknowledged two seqs earlier, its retries too. The
 // window's own echo then comes at a seq other than its acknowledgement.
-func mutAckSeq() mutation {
+func mutAckSeq() Mutation {
 	n := new(atomic.Int64)
-	return mutation{fired: n, response: func(proc string, body []byte) []byte {
+	return Mutation{fired: n, response: func(proc string, body []byte) []byte {
 		if proc != "kb.command" {
 			return body
 		}
@@ -111,9 +112,9 @@ func mutAckSeq() mutation {
 // mutIgnoreLastEventID: a server that ignores a subscription's
 // lastEventId and replays the page's log from seq 1 on every resume
 // (modelled by taking lastEventId out of the subscription on its way in).
-func mutIgnoreLastEventID() mutation {
+func mutIgnoreLastEventID() Mutation {
 	n := new(atomic.Int64)
-	return mutation{fired: n, upstream: func(b []byte) []byte {
+	return Mutation{fired: n, upstream: func(b []byte) []byte {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(b, &m) != nil {
 			return b
@@ -140,18 +141,18 @@ func mutIgnoreLastEventID() mutation {
 // mutUntracked: a server whose data events are not tracked as tRPC
 // resumes them: with wrongID, result.id is the previous seq; without,
 // result.id is left out (every other event each).
-func mutUntracked(wrongID bool) func() mutation {
-	return func() mutation {
+func mutUntracked(wrongID bool) func() Mutation {
+	return func() Mutation {
 		n := new(atomic.Int64)
-		return mutation{fired: n, stream: func(string) streamMutator {
-			return mapEvents(func(ev wireEvent) wireEvent {
-				if ev.seq%2 == 0 {
+		return Mutation{fired: n, stream: func(string) streamMutator {
+			return mapEvents(func(ev wsrelay.Event) wsrelay.Event {
+				if ev.Seq%2 == 0 {
 					n.Add(1)
 					id := ""
 					if wrongID {
-						id = strconv.FormatInt(ev.seq-1, 10)
+						id = strconv.FormatInt(ev.Seq-1, 10)
 					}
-					ev.tracked = &id
+					ev.Tracked = &id
 				}
 				return ev
 			})
@@ -160,17 +161,17 @@ func mutUntracked(wrongID bool) func() mutation {
 }
 
 // mapEvents is a stream mutator that rewrites each event.
-type mapEvents func(ev wireEvent) wireEvent
+type mapEvents func(ev wsrelay.Event) wsrelay.Event
 
-func (f mapEvents) event(ev wireEvent) []wireEvent { return []wireEvent{f(ev)} }
+func (f mapEvents) event(ev wsrelay.Event) []wsrelay.Event { return []wsrelay.Event{f(ev)} }
 
-func (mapEvents) flush() []wireEvent { return nil }
+func (mapEvents) flush() []wsrelay.Event { return nil }
 
 // mutNoDuplicateFlag: a server that deduplicates a retried committed id
 // (the original seq) but leaves duplicate: true out of the answer.
-func mutNoDuplicateFlag() mutation {
+func mutNoDuplicateFlag() Mutation {
 	n := new(atomic.Int64)
-	return mutation{fired: n, response: func(proc string, body []byte) []byte {
+	return Mutation{fired: n, response: func(proc string, body []byte) []byte {
 		if proc != "kb.command" {
 			return body
 		}
@@ -188,9 +189,9 @@ func mutNoDuplicateFlag() mutation {
 // mutNonCanonicalPage: a server whose kb.page documents are valid but not
 // in canonical JSON: "page" before "nodes", the page's keys and the nodes
 // in reverse order.
-func mutNonCanonicalPage() mutation {
+func mutNonCanonicalPage() Mutation {
 	n := new(atomic.Int64)
-	return mutation{fired: n, response: func(proc string, body []byte) []byte {
+	return Mutation{fired: n, response: func(proc string, body []byte) []byte {
 		if proc != "kb.page" {
 			return body
 		}
@@ -227,7 +228,8 @@ func reorderDoc(raw json.RawMessage) (json.RawMessage, bool) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(mustJSON(k))
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
 		b.WriteByte(':')
 		b.Write(d.Page[k])
 	}
@@ -245,9 +247,9 @@ func reorderDoc(raw json.RawMessage) (json.RawMessage, bool) {
 // mutLoseCells: a server whose kb.page documents lose the cells of table
 // nodes and the outputs of code nodes (its log keeps the set-cell and
 // set-outputs commands).
-func mutLoseCells() mutation {
+func mutLoseCells() Mutation {
 	n := new(atomic.Int64)
-	return mutation{fired: n, response: func(proc string, body []byte) []byte {
+	return Mutation{fired: n, response: func(proc string, body []byte) []byte {
 		if proc != "kb.page" {
 			return body
 		}
@@ -280,9 +282,9 @@ func mutLoseCells() mutation {
 // mutDropRejectedOutcomes: a server whose kb.page leaves rejected ids out
 // of outcomes (it reports only the committed ones): a client that lost a
 // rejection's answer learns nothing from its refetch.
-func mutDropRejectedOutcomes() mutation {
+func mutDropRejectedOutcomes() Mutation {
 	n := new(atomic.Int64)
-	return mutation{fired: n, response: func(proc string, body []byte) []byte {
+	return Mutation{fired: n, response: func(proc string, body []byte) []byte {
 		if proc != "kb.page" {
 			return body
 		}
@@ -309,10 +311,10 @@ func mutDropRejectedOutcomes() mutation {
 
 // mutNoAnswer: a server that stops answering kb.command after the first
 // 20 calls (the commands are still applied; the answers never come).
-func mutNoAnswer() mutation {
+func mutNoAnswer() Mutation {
 	n := new(atomic.Int64)
 	var calls atomic.Int64
-	return mutation{fired: n, response: func(proc string, body []byte) []byte {
+	return Mutation{fired: n, response: func(proc string, body []byte) []byte {
 		if proc != "kb.command" || calls.Add(1) <= 20 {
 			return body
 		}
@@ -323,9 +325,9 @@ func mutNoAnswer() mutation {
 
 // mutRefuseSockets: a server that refuses every WebSocket (503): windows
 // can never subscribe and must back off while they retry.
-func mutRefuseSockets() mutation {
+func mutRefuseSockets() Mutation {
 	n := new(atomic.Int64)
-	return mutation{fired: n, refuseSockets: true}
+	return Mutation{fired: n, refuseSockets: true}
 }
 
 // rewriteData applies f to the "data" object of a tRPC success answer

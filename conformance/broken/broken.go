@@ -1,13 +1,21 @@
-package conformance
+// Package broken holds kbkit's deliberately broken servers: proxies in
+// front of a target that each break one guarantee of spec/PROTOCOL.md, so
+// that a user (kbkit conformance run --broken-server) and the simulator's
+// own tests see its checkers, shrinker and timeline catch it. Nothing of
+// a correct run depends on them.
+package broken
 
 import (
+	"encoding/json"
 	"fmt"
+	"github.com/subspace/kbkit/conformance/internal/wsrelay"
+	"github.com/subspace/kbkit/target"
 	"sort"
 	"strings"
 )
 
 // brokenVariants are the deliberately broken servers of mutate.go, by name.
-var brokenVariants = map[string]func() mutation{
+var brokenVariants = map[string]func() Mutation{
 	"double-echo":            mutDoubleEcho,
 	"reorder":                mutReorder,
 	"skip-dedup":             mutSkipDedup,
@@ -26,8 +34,8 @@ var brokenVariants = map[string]func() mutation{
 	"refuse-sockets":         mutRefuseSockets,
 }
 
-// BrokenVariants lists the names Broken accepts.
-func BrokenVariants() []string {
+// Variants lists the names New and Variant accept.
+func Variants() []string {
 	out := make([]string, 0, len(brokenVariants))
 	for n := range brokenVariants {
 		out = append(out, n)
@@ -36,9 +44,9 @@ func BrokenVariants() []string {
 	return out
 }
 
-// Broken puts target behind a proxy that breaks one guarantee of
+// New puts tgt behind a proxy that breaks one guarantee of
 // spec/PROTOCOL.md, to watch kbkit's checkers and reports catch it (the
-// tests of this package use the same variants): double-echo logs every
+// simulator's tests use the same variants): double-echo logs every
 // command of seq 3 mod 8 twice, reorder swaps the commands of seqs 4 and
 // 5 mod 10, skip-dedup applies a retried command again, drop-derived
 // never publishes derived commands, no-own-echo never echoes a device's
@@ -54,11 +62,42 @@ func BrokenVariants() []string {
 // code outputs, no-answer stops answering kb.command after 20
 // calls, refuse-sockets refuses every WebSocket. The returned func stops
 // the proxy.
-func Broken(target Target, name string) (Target, func(), error) {
+func New(tgt target.Target, name string) (target.Target, func(), error) {
 	mk, ok := brokenVariants[name]
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: no broken-server variant %q (one of %s)", ErrCannotRun, name, strings.Join(BrokenVariants(), ", "))
+		return nil, nil, fmt.Errorf("%w: no broken-server variant %q (one of %s)", target.ErrCannotRun, name, strings.Join(Variants(), ", "))
 	}
-	p := newMutatingProxy(target, mk())
+	p := NewProxy(tgt, mk())
 	return p, p.Close, nil
+}
+
+// Variant returns the constructor of the named variant's mutation.
+func Variant(name string) (func() Mutation, bool) {
+	mk, ok := brokenVariants[name]
+	return mk, ok
+}
+
+// AtRest is the control: a mutation that sends all traffic through every
+// hook of the proxy (commands, answers, client and server WebSocket
+// messages, events decoded and encoded again), each changing nothing.
+func AtRest() Mutation {
+	return Mutation{
+		command: func(_ string, body []byte) []byte { return body },
+		response: func(_ string, body []byte) []byte {
+			return rewriteData(body, func(map[string]json.RawMessage) bool { return true })
+		},
+		upstream: func(b []byte) []byte { return b },
+		stream: func(string) streamMutator {
+			return mapEvents(func(ev wsrelay.Event) wsrelay.Event { return ev })
+		},
+	}
+}
+
+// Fired counts the mutations made (commands rewritten, events doubled,
+// swapped or dropped): zero means the run did not exercise the bug.
+func (m Mutation) Fired() int64 {
+	if m.fired == nil {
+		return 0
+	}
+	return m.fired.Load()
 }

@@ -1,9 +1,11 @@
-package conformance
+package broken
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/subspace/kbkit/conformance/internal/wsrelay"
+	"github.com/subspace/kbkit/target"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,13 +21,13 @@ import (
 	"github.com/google/uuid"
 )
 
-// This file is test support: a Target that puts a mutating proxy in front
+// This file is test support: a target.Target that puts a mutating proxy in front
 // of another target, to make deliberately broken servers out of a correct
 // one and prove that the checkers notice (broken_test.go).
 
-// mutation is how a mutatingProxy breaks the server behind it. A nil field
+// mutation is how a Proxy breaks the server behind it. A nil field
 // passes that traffic through unchanged.
-type mutation struct {
+type Mutation struct {
 	// command sees the body of every POST /trpc/kb.command (one envelope)
 	// and the request's Authorization header (which device posts it)
 	// before it is forwarded, and returns the body to forward.
@@ -54,77 +56,18 @@ type mutation struct {
 type streamMutator interface {
 	// event returns what the client receives in place of ev (nothing, ev,
 	// or several events); it may hold events back.
-	event(ev wireEvent) []wireEvent
+	event(ev wsrelay.Event) []wsrelay.Event
 	// flush returns the events held back: the stream has been idle for a
 	// while, another message follows, or the stream ends.
-	flush() []wireEvent
+	flush() []wsrelay.Event
 }
 
-// wireEvent is a tracked data event:
-// {"id":SUB,"result":{"type":"data","id":"SEQ","data":{"seq":SEQ,"cmd":CMD}}}.
-type wireEvent struct {
-	sub   json.RawMessage // the subscription's id
-	seq   int64
-	cmd   json.RawMessage // {id, type, payload} as logged
-	cmdID string
-	// tracked overrides result.id (nil: the seq in decimal; "" leaves
-	// result.id out).
-	tracked *string
-}
-
-func parseEvent(b []byte) (wireEvent, bool) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Result *struct {
-			Type string          `json:"type"`
-			ID   string          `json:"id"`
-			Data json.RawMessage `json:"data"`
-		} `json:"result"`
-	}
-	if json.Unmarshal(b, &m) != nil || m.Result == nil || m.Result.Type != "data" || m.Result.ID == "" {
-		return wireEvent{}, false
-	}
-	var d struct {
-		Seq int64           `json:"seq"`
-		Cmd json.RawMessage `json:"cmd"`
-	}
-	if json.Unmarshal(m.Result.Data, &d) != nil || d.Seq <= 0 || len(d.Cmd) == 0 {
-		return wireEvent{}, false
-	}
-	var c struct {
-		ID string `json:"id"`
-	}
-	_ = json.Unmarshal(d.Cmd, &c)
-	return wireEvent{sub: m.ID, seq: d.Seq, cmd: d.Cmd, cmdID: c.ID}, true
-}
-
-func (e wireEvent) encode() []byte {
-	type data struct {
-		Seq int64           `json:"seq"`
-		Cmd json.RawMessage `json:"cmd"`
-	}
-	type result struct {
-		Type string `json:"type"`
-		ID   string `json:"id,omitempty"`
-		Data data   `json:"data"`
-	}
-	id := strconv.FormatInt(e.seq, 10)
-	if e.tracked != nil {
-		id = *e.tracked
-	}
-	b, _ := json.Marshal(struct {
-		ID     json.RawMessage `json:"id"`
-		Result result          `json:"result"`
-	}{e.sub, result{"data", id, data{e.seq, e.cmd}}})
-	return b
-}
-
-// mutatingProxy is a Target whose endpoints are proxies, one per instance
+// Proxy is a target.Target whose endpoints are proxies, one per instance
 // of the inner target, forwarding HTTP and the /trpc WebSocket through a
-// mutation. Devices and restarts are the inner target's.
-type mutatingProxy struct {
-	inner     Target
-	mut       mutation
+// Mutation. Devices and restarts are the inner target's.
+type Proxy struct {
+	inner     target.Target
+	mut       Mutation
 	ctx       context.Context
 	cancel    context.CancelFunc
 	transport *http.Transport
@@ -132,12 +75,8 @@ type mutatingProxy struct {
 	wg        sync.WaitGroup // WebSocket pumps
 }
 
-// flushAfter is how long a stream may hold events back while the server
-// sends nothing.
-const flushAfter = 100 * time.Millisecond
-
-func newMutatingProxy(inner Target, mut mutation) *mutatingProxy {
-	p := &mutatingProxy{inner: inner, mut: mut,
+func NewProxy(inner target.Target, mut Mutation) *Proxy {
+	p := &Proxy{inner: inner, mut: mut,
 		transport: http.DefaultTransport.(*http.Transport).Clone()}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	for i := range inner.Endpoints() {
@@ -147,7 +86,7 @@ func newMutatingProxy(inner Target, mut mutation) *mutatingProxy {
 }
 
 // Close stops the proxies and their sockets (not the inner target).
-func (p *mutatingProxy) Close() {
+func (p *Proxy) Close() {
 	p.cancel()
 	for _, s := range p.servers {
 		s.Close()
@@ -156,8 +95,8 @@ func (p *mutatingProxy) Close() {
 	p.transport.CloseIdleConnections()
 }
 
-// Endpoints implements Target: the proxies' URLs.
-func (p *mutatingProxy) Endpoints() []string {
+// Endpoints implements target.Target: the proxies' URLs.
+func (p *Proxy) Endpoints() []string {
 	out := make([]string, len(p.servers))
 	for i, s := range p.servers {
 		out[i] = s.URL
@@ -165,37 +104,37 @@ func (p *mutatingProxy) Endpoints() []string {
 	return out
 }
 
-// Devices implements Target.
-func (p *mutatingProxy) Devices(ctx context.Context, n int) ([]string, error) {
+// Devices implements target.Target.
+func (p *Proxy) Devices(ctx context.Context, n int) ([]string, error) {
 	return p.inner.Devices(ctx, n)
 }
 
 // RestartInstance restarts the inner instance i (its proxy stays up; the
 // proxied sockets end with the instance's).
-func (p *mutatingProxy) RestartInstance(ctx context.Context, i int) error {
-	if r, ok := p.inner.(Restarter); ok {
+func (p *Proxy) RestartInstance(ctx context.Context, i int) error {
+	if r, ok := p.inner.(target.Restarter); ok {
 		return r.RestartInstance(ctx, i)
 	}
 	return nil
 }
 
-// CanRestartPostgres implements PostgresRestarter.
-func (p *mutatingProxy) CanRestartPostgres() bool {
-	r, ok := p.inner.(PostgresRestarter)
+// CanRestartPostgres implements target.PostgresRestarter.
+func (p *Proxy) CanRestartPostgres() bool {
+	r, ok := p.inner.(target.PostgresRestarter)
 	return ok && r.CanRestartPostgres()
 }
 
-// RestartPostgres implements PostgresRestarter.
-func (p *mutatingProxy) RestartPostgres(ctx context.Context) error {
-	return p.inner.(PostgresRestarter).RestartPostgres(ctx)
+// RestartPostgres implements target.PostgresRestarter.
+func (p *Proxy) RestartPostgres(ctx context.Context) error {
+	return p.inner.(target.PostgresRestarter).RestartPostgres(ctx)
 }
 
-func (p *mutatingProxy) upstream(i int) *url.URL {
+func (p *Proxy) upstream(i int) *url.URL {
 	u, _ := url.Parse(p.inner.Endpoints()[i]) // looked up per request: restarts may move it
 	return u
 }
 
-func (p *mutatingProxy) handler(i int) http.Handler {
+func (p *Proxy) handler(i int) http.Handler {
 	rp := &httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(p.upstream(i)) },
 		Transport: p.transport,
@@ -230,8 +169,8 @@ func (p *mutatingProxy) handler(i int) http.Handler {
 }
 
 // modifyResponse passes the answer to a kb.command or kb.page call
-// through the mutation's response hook.
-func (p *mutatingProxy) modifyResponse(resp *http.Response) error {
+// through the Mutation's response hook.
+func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if p.mut.response == nil || resp.Request == nil || resp.Header.Get("Content-Encoding") != "" {
 		return nil
 	}
@@ -261,29 +200,12 @@ func (p *mutatingProxy) modifyResponse(resp *http.Response) error {
 
 // websocket proxies one /trpc WebSocket: it dials the instance with the
 // client's credentials, then pumps messages both ways, server-to-client
-// data events through the mutation.
-func (p *mutatingProxy) websocket(w http.ResponseWriter, r *http.Request, i int) {
+// data events through the Mutation.
+func (p *Proxy) websocket(w http.ResponseWriter, r *http.Request, i int) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
-	u := *p.upstream(i)
-	u.Scheme = strings.Replace(u.Scheme, "http", "ws", 1)
-	u.Path, u.RawQuery = r.URL.Path, r.URL.RawQuery
-	h := http.Header{}
-	if a := r.Header.Get("Authorization"); a != "" {
-		h.Set("Authorization", a)
-	}
-	up, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPHeader: h})
-	if err != nil {
-		status := http.StatusBadGateway
-		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			status = resp.StatusCode // e.g. 401 or 503: the instance's refusal
-		}
-		http.Error(w, "proxy: "+err.Error(), status)
-		return
-	}
-	down, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
-	if err != nil {
-		up.CloseNow()
+	down, up, ok := wsrelay.Pair(ctx, w, r, *p.upstream(i))
+	if !ok {
 		return
 	}
 	p.wg.Add(1)
@@ -293,17 +215,17 @@ func (p *mutatingProxy) websocket(w http.ResponseWriter, r *http.Request, i int)
 	up.SetReadLimit(64 << 20)
 	down.SetReadLimit(64 << 20)
 
-	// Client to server: through the mutation's upstream hook.
-	go relayUp(ctx, cancel, down, up, p.mut.upstream)
-	// Server to client: through the mutation.
-	msgs := serverMessages(ctx, up)
+	// Client to server: through the Mutation's upstream hook.
+	go wsrelay.RelayUp(ctx, cancel, down, up, p.mut.upstream)
+	// Server to client: through the Mutation.
+	msgs := wsrelay.ServerMessages(ctx, up)
 	var mut streamMutator
 	if p.mut.stream != nil {
 		mut = p.mut.stream(r.Header.Get("Authorization"))
 	}
-	write := func(evs []wireEvent) bool {
+	write := func(evs []wsrelay.Event) bool {
 		for _, ev := range evs {
-			if down.Write(ctx, websocket.MessageText, ev.encode()) != nil {
+			if down.Write(ctx, websocket.MessageText, ev.Encode()) != nil {
 				return false
 			}
 		}
@@ -320,7 +242,7 @@ func (p *mutatingProxy) websocket(w http.ResponseWriter, r *http.Request, i int)
 				}
 				return
 			}
-			ev, isEvent := parseEvent(b)
+			ev, isEvent := wsrelay.ParseEvent(b)
 			switch {
 			case mut == nil:
 				if down.Write(ctx, websocket.MessageText, b) != nil {
@@ -335,7 +257,7 @@ func (p *mutatingProxy) websocket(w http.ResponseWriter, r *http.Request, i int)
 					return
 				}
 			}
-			idle.Reset(flushAfter)
+			idle.Reset(wsrelay.FlushAfter)
 		case <-idle.C:
 			if mut != nil && !write(mut.flush()) {
 				return
@@ -351,22 +273,22 @@ func (p *mutatingProxy) websocket(w http.ResponseWriter, r *http.Request, i int)
 
 // Each variant breaks one guarantee of spec/PROTOCOL.md; a fresh value
 // has fresh state (ids seen, counter).
-func mutDoubleEcho() mutation {
+func mutDoubleEcho() Mutation {
 	n := new(atomic.Int64)
-	return mutation{fired: n, stream: func(string) streamMutator { return &doubleEcho{fired: n} }}
+	return Mutation{fired: n, stream: func(string) streamMutator { return &doubleEcho{fired: n} }}
 }
 
-func mutReorder() mutation {
+func mutReorder() Mutation {
 	n := new(atomic.Int64)
-	return mutation{fired: n, stream: func(string) streamMutator { return &reorderEchoes{fired: n} }}
+	return Mutation{fired: n, stream: func(string) streamMutator { return &reorderEchoes{fired: n} }}
 }
 
 // mutSkipDedup forwards a command id posted before under a fresh id: a
 // server without deduplication, where a retry applies twice.
-func mutSkipDedup() mutation {
+func mutSkipDedup() Mutation {
 	n := new(atomic.Int64)
 	seen := newIDSet()
-	return mutation{fired: n, command: func(_ string, body []byte) []byte {
+	return Mutation{fired: n, command: func(_ string, body []byte) []byte {
 		id, env := envelopeID(body)
 		if id == "" || !seen.add(id) {
 			return body
@@ -379,10 +301,10 @@ func mutSkipDedup() mutation {
 }
 
 // mutDropDerived: a server that does not publish derived commands.
-func mutDropDerived() mutation {
+func mutDropDerived() Mutation {
 	n := new(atomic.Int64)
 	posted := newIDSet()
-	return mutation{
+	return Mutation{
 		fired: n,
 		command: func(_ string, body []byte) []byte {
 			if id, _ := envelopeID(body); id != "" {
@@ -402,51 +324,51 @@ type doubleEcho struct {
 	fired *atomic.Int64
 }
 
-func (d *doubleEcho) event(ev wireEvent) []wireEvent {
-	real := ev.seq
-	ev.seq += d.shift
-	out := []wireEvent{ev}
+func (d *doubleEcho) event(ev wsrelay.Event) []wsrelay.Event {
+	real := ev.Seq
+	ev.Seq += d.shift
+	out := []wsrelay.Event{ev}
 	if real%8 == 3 {
 		d.fired.Add(1)
 		d.shift++
-		ev.seq++
+		ev.Seq++
 		out = append(out, ev)
 	}
 	return out
 }
 
-func (d *doubleEcho) flush() []wireEvent { return nil }
+func (d *doubleEcho) flush() []wsrelay.Event { return nil }
 
 // reorderEchoes swaps the commands of the events with seqs 4 and 5 mod 10
 // (each keeps its seq): the server delivers a page's commands out of
 // order. An event 4 mod 10 whose successor does not follow at once is
 // sent unchanged.
 type reorderEchoes struct {
-	held  *wireEvent
+	held  *wsrelay.Event
 	fired *atomic.Int64
 }
 
-func (r *reorderEchoes) event(ev wireEvent) []wireEvent {
+func (r *reorderEchoes) event(ev wsrelay.Event) []wsrelay.Event {
 	if h := r.held; h != nil {
 		r.held = nil
-		if ev.seq == h.seq+1 {
+		if ev.Seq == h.Seq+1 {
 			r.fired.Add(1)
-			h.cmd, h.cmdID, ev.cmd, ev.cmdID = ev.cmd, ev.cmdID, h.cmd, h.cmdID
-			return []wireEvent{*h, ev}
+			h.Cmd, h.CmdID, ev.Cmd, ev.CmdID = ev.Cmd, ev.CmdID, h.Cmd, h.CmdID
+			return []wsrelay.Event{*h, ev}
 		}
-		return append([]wireEvent{*h}, r.event(ev)...)
+		return append([]wsrelay.Event{*h}, r.event(ev)...)
 	}
-	if ev.seq%10 == 4 {
+	if ev.Seq%10 == 4 {
 		r.held = &ev
 		return nil
 	}
-	return []wireEvent{ev}
+	return []wsrelay.Event{ev}
 }
 
-func (r *reorderEchoes) flush() []wireEvent {
+func (r *reorderEchoes) flush() []wsrelay.Event {
 	if h := r.held; h != nil {
 		r.held = nil
-		return []wireEvent{*h}
+		return []wsrelay.Event{*h}
 	}
 	return nil
 }
@@ -458,15 +380,15 @@ type dropUnposted struct {
 	fired  *atomic.Int64
 }
 
-func (d dropUnposted) event(ev wireEvent) []wireEvent {
-	if !d.posted.has(ev.cmdID) {
+func (d dropUnposted) event(ev wsrelay.Event) []wsrelay.Event {
+	if !d.posted.has(ev.CmdID) {
 		d.fired.Add(1)
 		return nil
 	}
-	return []wireEvent{ev}
+	return []wsrelay.Event{ev}
 }
 
-func (d dropUnposted) flush() []wireEvent { return nil }
+func (d dropUnposted) flush() []wsrelay.Event { return nil }
 
 type idSet struct {
 	mu  sync.Mutex
@@ -499,44 +421,4 @@ func envelopeID(body []byte) (string, map[string]json.RawMessage) {
 	var id string
 	_ = json.Unmarshal(env["id"], &id)
 	return id, env
-}
-
-// relayUp relays a proxied socket's client messages to the server, each
-// text message through hook (nil: as it is), until either side fails;
-// then it cancels the socket's context.
-func relayUp(ctx context.Context, cancel func(), down, up *websocket.Conn, hook func([]byte) []byte) {
-	defer cancel()
-	for {
-		typ, b, err := down.Read(ctx)
-		if err != nil {
-			return
-		}
-		if hook != nil && typ == websocket.MessageText {
-			b = hook(b)
-		}
-		if up.Write(ctx, typ, b) != nil {
-			return
-		}
-	}
-}
-
-// serverMessages reads a proxied socket's server messages into a channel,
-// closed when a read fails or ctx ends.
-func serverMessages(ctx context.Context, up *websocket.Conn) <-chan []byte {
-	msgs := make(chan []byte)
-	go func() {
-		defer close(msgs)
-		for {
-			_, b, err := up.Read(ctx)
-			if err != nil {
-				return
-			}
-			select {
-			case msgs <- b:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return msgs
 }
