@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -116,5 +118,35 @@ func BenchmarkWSRead(b *testing.B) {
 			b.Fatal(err)
 		}
 		buf = m[:0]
+	}
+}
+
+// BenchmarkWSWrite is the client's own WebSocket writing one masked
+// kb.command-sized text message to a loopback socket.
+func BenchmarkWSWrite(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			_, _ = io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	ws := &rawWS{nc: nc}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ws.write(ctx, benchEvent); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
