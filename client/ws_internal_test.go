@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/subspace/kbkit/internal/wsframe"
 )
 
 // TestRawWS: the client's own WebSocket reads what a coder/websocket
@@ -102,16 +103,16 @@ func TestRawWS(t *testing.T) {
 // before, is not measurable apart from its connection; in the fan-out
 // profile it was about 2.5 µs per message above the read, this one 0.6).
 func BenchmarkWSRead(b *testing.B) {
-	frame := append([]byte{0x81, 126, byte(len(benchEvent) >> 8), byte(len(benchEvent))}, benchEvent...)
+	frame := wsframe.AppendFrame(nil, wsframe.OpText, benchEvent, nil)
 	frames := bytes.Repeat(frame, 4096)
 	r := bytes.NewReader(frames)
-	ws := &rawWS{br: bufio.NewReaderSize(r, 4096), readLimit: 1 << 20}
+	ws := newRawWS(nil, nil, 1<<20)
+	ws.fr.Src = r
 	buf := make([]byte, 0, 1024)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		if i%4096 == 0 {
 			r.Reset(frames)
-			ws.br.Reset(r)
 		}
 		m, err := ws.read(buf)
 		if err != nil || len(m) != len(benchEvent) {
@@ -141,7 +142,7 @@ func BenchmarkWSWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer nc.Close()
-	ws := &rawWS{nc: nc}
+	ws := newRawWS(nc, nil, 1<<20)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

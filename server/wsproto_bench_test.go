@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"testing"
+
+	"github.com/subspace/kbkit/internal/wsframe"
 )
 
 var benchWSEvent = []byte(`{"id":1,"result":{"type":"data","id":"4711","data":{"seq":4711,"cmd":{"id":"3f0c8a52-5d2e-4c1b-9a57-0c5b1f6e2d90","type":"edit-text","payload":{"node":"8d1c4e0a-7b3f-4f6e-a1d2-5e9c0b7a3f14","text":"the quick brown fox jumps over the lazy dog whi"}}}}}`)
@@ -11,20 +13,16 @@ var benchWSEvent = []byte(`{"id":1,"result":{"type":"data","id":"4711","data":{"
 // text message (a client's kb.command size) from bytes already read.
 func BenchmarkWSFrameRead(b *testing.B) {
 	key := [4]byte{0x11, 0x22, 0x33, 0x44}
-	frame := []byte{0x81, 0x80 | 126, byte(len(benchWSEvent) >> 8), byte(len(benchWSEvent))}
-	frame = append(frame, key[:]...)
-	for i, c := range benchWSEvent {
-		frame = append(frame, c^key[i&3])
-	}
+	frame := wsframe.AppendMasked(nil, true, wsframe.OpText, key, benchWSEvent)
 	frames := bytes.Repeat(frame, 1024)
-	fr := &frameReader{limit: 1 << 20, control: func(byte, []byte) {}}
+	fr := &frameReader{wsframe.Reader{Limit: 1 << 20, MustMask: true, Control: func(byte, []byte) {}}}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		if i%1024 == 0 {
-			fr.pre, fr.r, fr.w = frames, 0, 0
+			fr.Pre = frames
 		}
 		op, m, cerr := fr.next()
-		if cerr != nil || op != opText || len(m) != len(benchWSEvent) {
+		if cerr != nil || op != wsframe.OpText || len(m) != len(benchWSEvent) {
 			b.Fatal(cerr)
 		}
 	}
@@ -37,7 +35,7 @@ func BenchmarkWSFrameWrite(b *testing.B) {
 	buf := make([]byte, 0, 4096)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = appendFrame(buf[:0], opText, prefix, ev)
+		buf = appendFrame(buf[:0], wsframe.OpText, prefix, ev)
 	}
 	if len(buf) != len(benchWSEvent)+4 {
 		b.Fatal(len(buf))
