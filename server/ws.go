@@ -195,8 +195,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
-		b := appendFrame(nil, wsframe.OpText, reconnectMessage, nil)
-		b = appendFrame(b, wsframe.OpClose, closePayload(websocket.StatusGoingAway, "server shutting down"), nil)
+		b := wsframe.AppendFrame(nil, wsframe.OpText, reconnectMessage, nil)
+		b = wsframe.AppendFrame(b, wsframe.OpClose, closePayload(websocket.StatusGoingAway, "server shutting down"), nil)
 		_, _ = nc.Write(b)
 		_ = nc.Close()
 		c.cancel()

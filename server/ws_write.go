@@ -112,7 +112,7 @@ func (c *wsConn) flush(batch []outMsg) error {
 		if m.event && c.s.opts.eventDelay > 0 {
 			time.Sleep(c.s.opts.eventDelay)
 		}
-		buf = appendFrame(buf, m.op, m.a, m.b)
+		buf = wsframe.AppendFrame(buf, m.op, m.a, m.b)
 		if len(buf) >= maxWrite {
 			if err = c.write(buf); err != nil {
 				break

@@ -102,10 +102,6 @@ func (fr *frameReader) next() (byte, []byte, *closeErr) {
 	return op, msg, nil
 }
 
-// appendFrame appends one unmasked, unfragmented server frame whose
-// payload is a followed by b.
-func appendFrame(buf []byte, op byte, a, b []byte) []byte { return wsframe.AppendFrame(buf, op, a, b) }
-
 // closePayload is a close frame's payload: the status and a reason cut
 // to fit in a control frame.
 func closePayload(code websocket.StatusCode, reason string) []byte {

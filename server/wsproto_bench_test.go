@@ -35,7 +35,7 @@ func BenchmarkWSFrameWrite(b *testing.B) {
 	buf := make([]byte, 0, 4096)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = appendFrame(buf[:0], wsframe.OpText, prefix, ev)
+		buf = wsframe.AppendFrame(buf[:0], wsframe.OpText, prefix, ev)
 	}
 	if len(buf) != len(benchWSEvent)+4 {
 		b.Fatal(len(buf))

@@ -24,13 +24,11 @@ func parseDoc(b []byte) (kbcore.Doc, error) {
 	return kbcore.NewDoc(p, nodes)
 }
 
-// scanner is the module's JSON scanner; str reads a string and decodes
-// its escapes (jsonscan's Text: false on lone surrogates, control
-// characters and invalid UTF-8, where encoding/json would substitute
+// scanner is the module's JSON scanner; its strings are read with Text,
+// which decodes escapes and is false on lone surrogates, control
+// characters and invalid UTF-8 (where encoding/json would substitute
 // U+FFFD).
 type scanner struct{ jsonscan.Scanner }
-
-func (s *scanner) str() (string, bool) { return s.Text() }
 
 // cells reads an object of cell name -> value, every value a string.
 func (s *scanner) cells(m map[string]string) bool {
@@ -41,11 +39,11 @@ func (s *scanner) cells(m map[string]string) bool {
 		return true
 	}
 	for {
-		k, ok := s.str()
+		k, ok := s.Text()
 		if !ok || !s.Eat(':') {
 			return false
 		}
-		v, ok := s.str()
+		v, ok := s.Text()
 		if !ok {
 			return false
 		}
@@ -79,7 +77,7 @@ func (s *scanner) page(p *kbcore.Page) bool {
 		case 0:
 			p.Aliases = []string{}
 			return s.Array(func() bool {
-				v, ok = s.str()
+				v, ok = s.Text()
 				p.Aliases = append(p.Aliases, v)
 				return ok
 			})
@@ -87,13 +85,13 @@ func (s *scanner) page(p *kbcore.Page) bool {
 			if s.Null() {
 				return true
 			}
-			p.MergedInto, ok = s.str()
+			p.MergedInto, ok = s.Text()
 		case 1:
-			p.Dir, ok = s.str()
+			p.Dir, ok = s.Text()
 		case 2:
-			p.ID, ok = s.str()
+			p.ID, ok = s.Text()
 		default:
-			p.Title, ok = s.str()
+			p.Title, ok = s.Text()
 		}
 		return ok
 	})
@@ -108,9 +106,9 @@ func (s *scanner) node() (n kbcore.Node, ok bool) {
 			n.Cells = map[string]string{}
 			return s.cells(n.Cells)
 		case 1:
-			n.ID, ok = s.str()
+			n.ID, ok = s.Text()
 		case 2:
-			n.Kind, ok = s.str()
+			n.Kind, ok = s.Text()
 		case 3:
 			n.Outputs = []kbcore.Output{}
 			return s.Array(func() bool {
@@ -122,11 +120,11 @@ func (s *scanner) node() (n kbcore.Node, ok bool) {
 			if s.Null() {
 				return true
 			}
-			n.Parent, ok = s.str()
+			n.Parent, ok = s.Text()
 		case 5:
-			n.Rank, ok = s.str()
+			n.Rank, ok = s.Text()
 		default:
-			n.Text, ok = s.str()
+			n.Text, ok = s.Text()
 			hasText = ok
 		}
 		return ok
@@ -141,9 +139,9 @@ func (s *scanner) output() (o kbcore.Output, ok bool) {
 	ok = s.Object([]string{"data", "mime"}, func(k int) bool {
 		var ok bool
 		if k == 0 {
-			o.Data, ok = s.str()
+			o.Data, ok = s.Text()
 		} else {
-			o.Mime, ok = s.str()
+			o.Mime, ok = s.Text()
 		}
 		got++
 		return ok
