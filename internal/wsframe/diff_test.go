@@ -53,6 +53,16 @@ func (p *peer) write(fin bool, op byte, payload []byte) {
 	}
 }
 
+// control records pings and pongs, and answers pings.
+func (p *peer) control(op byte, b []byte) {
+	if op == OpPing {
+		p.pings = append(p.pings, bytes.Clone(b))
+		p.write(true, OpPong, b)
+	} else {
+		p.pongs = append(p.pongs, bytes.Clone(b))
+	}
+}
+
 func (p *peer) writeRaw(b []byte) {
 	p.t.Helper()
 	if _, err := p.nc.Write(b); err != nil {
@@ -106,14 +116,7 @@ func withCoderClient(t *testing.T, limit int64) (*peer, *websocket.Conn) {
 		t.Fatal("no connection")
 	}
 	p.t = t
-	p.fr.Control = func(op byte, b []byte) {
-		if op == OpPing {
-			p.pings = append(p.pings, bytes.Clone(b))
-			p.write(true, OpPong, b)
-		} else {
-			p.pongs = append(p.pongs, bytes.Clone(b))
-		}
-	}
+	p.fr.Control = p.control
 	t.Cleanup(func() { p.nc.Close() })
 	return p, c
 }
@@ -154,14 +157,7 @@ func withCoderServer(t *testing.T, limit int64, serve func(c *websocket.Conn)) *
 	}
 	pre, _ := br.Peek(br.Buffered())
 	p := &peer{t: t, nc: nc, fr: &Reader{Src: nc, Pre: bytes.Clone(pre), Limit: limit}}
-	p.fr.Control = func(op byte, b []byte) {
-		if op == OpPing {
-			p.pings = append(p.pings, bytes.Clone(b))
-			p.write(true, OpPong, b)
-		} else {
-			p.pongs = append(p.pongs, bytes.Clone(b))
-		}
-	}
+	p.fr.Control = p.control
 	return p
 }
 
