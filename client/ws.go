@@ -22,7 +22,8 @@ import (
 )
 
 // A subscription's WebSocket. Over plain http the client speaks RFC 6455
-// itself (rawWS): a subscription receives one small text message per
+// itself (rawWS, through the module's frame codec, internal/wsframe, which
+// the server uses too): a subscription receives one small text message per
 // event, and a general-purpose library's per-message work (its read
 // lock, message reader, limit reader, context checks) cost as much CPU
 // as the read itself was over the floor; here a message is one header
