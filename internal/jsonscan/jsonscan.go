@@ -73,14 +73,11 @@ func (s *Scanner) Lit(lit string) bool {
 // Null consumes the literal null.
 func (s *Scanner) Null() bool { return s.Lit("null") }
 
-// String flags, as Str reports them.
-const (
-	Escaped  = 1 << iota // the string has an escape
-	NonASCII             // a byte at or above 0x80 (its UTF-8 is not checked)
-)
+// Escaped is the flag Str reports for a string with an escape.
+const Escaped = 1
 
 // Str reads a JSON string and returns its raw content (the bytes between
-// the quotes, escapes as written) and flags. It checks the escapes and
+// the quotes, escapes as written) and its flags (Escaped). It checks the escapes and
 // refuses raw control characters; it does not check UTF-8 (encoding/json
 // accepts invalid UTF-8 and substitutes U+FFFD).
 func (s *Scanner) Str() (raw []byte, flags uint8, ok bool) {
@@ -113,9 +110,6 @@ func (s *Scanner) Str() (raw []byte, flags uint8, ok bool) {
 			default:
 				return nil, 0, false
 			}
-		case c >= utf8.RuneSelf:
-			flags |= NonASCII
-			s.I++
 		default:
 			s.I++
 		}
@@ -126,13 +120,27 @@ func (s *Scanner) Str() (raw []byte, flags uint8, ok bool) {
 // Plain reads a string without escapes or control characters whose bytes
 // are valid UTF-8: one encoding/json decodes to its raw bytes exactly.
 func (s *Scanner) Plain() ([]byte, bool) {
-	at := s.I
-	raw, flags, ok := s.Str()
-	if !ok || flags&Escaped != 0 || (flags&NonASCII != 0 && !utf8.Valid(raw)) {
-		s.I = at
+	s.WS()
+	if s.I >= len(s.B) || s.B[s.I] != '"' {
 		return nil, false
 	}
-	return raw, true
+	ascii := true
+	for j := s.I + 1; j < len(s.B); j++ {
+		switch c := s.B[j]; {
+		case c == '"':
+			v := s.B[s.I+1 : j]
+			if !ascii && !utf8.Valid(v) {
+				return nil, false
+			}
+			s.I = j + 1
+			return v, true
+		case c == '\\' || c < 0x20:
+			return nil, false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return nil, false
 }
 
 // Text reads a string and decodes its escapes; false on lone surrogates
@@ -144,7 +152,7 @@ func (s *Scanner) Text() (string, bool) {
 	case !ok:
 		return "", false
 	case flags&Escaped == 0:
-		if flags&NonASCII != 0 && !utf8.Valid(raw) {
+		if !utf8.Valid(raw) {
 			return "", false
 		}
 		return string(raw), true
@@ -193,7 +201,7 @@ func (s *Scanner) Text() (string, bool) {
 		}
 		i += 2
 	}
-	if flags&NonASCII != 0 && !utf8.Valid(out) {
+	if !utf8.Valid(out) {
 		return "", false
 	}
 	return string(out), true

@@ -121,7 +121,15 @@ func AppendHeader(b []byte, h Header) []byte {
 // AppendFrame appends one final, unmasked frame (a server's) whose
 // payload is a followed by b.
 func AppendFrame(buf []byte, op byte, a, b []byte) []byte {
-	buf = AppendHeader(buf, Header{Fin: true, Op: op, Length: uint64(len(a) + len(b))})
+	switch n := len(a) + len(b); {
+	case n <= 125:
+		buf = append(buf, 0x80|op, byte(n))
+	case n <= 0xffff:
+		buf = append(buf, 0x80|op, 126, byte(n>>8), byte(n))
+	default:
+		buf = append(buf, 0x80|op, 127)
+		buf = binary.BigEndian.AppendUint64(buf, uint64(n))
+	}
 	return append(append(buf, a...), b...)
 }
 

@@ -277,7 +277,7 @@ func (s *scanner) value(f field) (canonical, ok bool) {
 		return false, false
 	}
 	esc := flags&jsonscan.Escaped != 0
-	canonical = !esc && (flags&jsonscan.NonASCII == 0 || utf8.Valid(raw))
+	canonical = !esc && utf8.Valid(raw)
 	switch f {
 	case fString, fRankHint, fNodeRef, fNullableNodeRef:
 		return canonical, true // any string (escapes checked by Str)
