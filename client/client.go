@@ -5,9 +5,10 @@
 //
 // It is lean because a load generator runs on it (issue #12): over plain
 // http it posts commands on HTTP/1.1 connections of its own (h1.go) and
-// speaks WebSocket itself (ws.go), over https it uses net/http and
-// coder/websocket; events are decoded by hand, once per page and process
-// (wire.go, share.go), the reflective decoders deciding anything unusual.
+// speaks WebSocket itself (ws.go, with internal/wsframe), over https it
+// uses net/http and coder/websocket; events are decoded by hand (wire.go,
+// with internal/jsonscan), once per page and process (share.go), the
+// reflective decoders deciding anything unusual.
 //
 //	c := client.New("http://127.0.0.1:8080", token)
 //	seq, rej, err := c.Command(ctx, env) // err: not decided, retry with the same id

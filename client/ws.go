@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -18,10 +17,13 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/subspace/kbkit/internal/wsframe"
 )
 
 // A subscription's WebSocket. Over plain http the client speaks RFC 6455
-// itself (rawWS): a subscription receives one small text message per
+// itself (rawWS, through the module's frame codec, internal/wsframe, which
+// the server uses too): a subscription receives one small text message per
 // event, and a general-purpose library's per-message work (its read
 // lock, message reader, limit reader, context checks) cost as much CPU
 // as the read itself was over the floor; here a message is one header
@@ -80,18 +82,13 @@ func dialWS(ctx context.Context, base string, h http.Header, readLimit int) (wsT
 	return libWS{conn}, nil
 }
 
-// rawWS is a client WebSocket over one TCP connection.
+// rawWS is a client WebSocket over one TCP connection; its frames go
+// through the module's one codec (internal/wsframe).
 type rawWS struct {
 	nc        net.Conn
-	br        *bufio.Reader
-	readLimit int
-	wmu       sync.Mutex // writes: messages, pongs, the close frame
+	fr        wsframe.Reader // the read side, read by one goroutine
+	wmu       sync.Mutex     // writes: messages, pongs, the close frame
 	closeOnce sync.Once
-	// hdr and ctl are the reader's scratch space (a frame header, a
-	// control frame's payload): kept here so that they do not escape per
-	// read.
-	hdr [8]byte
-	ctl [125]byte
 }
 
 const wsGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -155,114 +152,45 @@ func dialRawWS(ctx context.Context, u *url.URL, h http.Header, readLimit int) (*
 		return fail(ctx.Err())
 	}
 	_ = nc.SetDeadline(time.Time{})
-	return &rawWS{nc: nc, br: br, readLimit: readLimit}, nil
+	var pre []byte
+	if n := br.Buffered(); n > 0 { // frames sent right after the handshake
+		b, _ := br.Peek(n)
+		pre = append([]byte(nil), b...)
+	}
+	return newRawWS(nc, pre, readLimit), nil
 }
 
-// Opcodes.
-const (
-	opContinuation = 0
-	opText         = 1
-	opBinary       = 2
-	opClose        = 8
-	opPing         = 9
-	opPong         = 10
-)
+// newRawWS is the WebSocket on nc once the handshake is done; pre is what
+// the server sent after its response, already read.
+func newRawWS(nc net.Conn, pre []byte, readLimit int) *rawWS {
+	w := &rawWS{nc: nc}
+	w.fr = wsframe.Reader{Src: nc, Pre: pre, Limit: int64(readLimit), BufSize: 4096, Control: w.control}
+	return w
+}
 
 func (w *rawWS) read(buf []byte) ([]byte, error) {
-	b := buf[:0]
-	inMessage := false
-	for {
-		hdr := w.hdr[:2]
-		if _, err := io.ReadFull(w.br, hdr); err != nil {
-			return nil, err
-		}
-		fin, op, masked := hdr[0]&0x80 != 0, hdr[0]&0x0f, hdr[1]&0x80 != 0
-		if hdr[0]&0x70 != 0 {
-			return nil, w.fail(1002, "reserved bits set")
-		}
-		n := uint64(hdr[1] & 0x7f)
-		switch n {
-		case 126:
-			ext := w.hdr[:2]
-			if _, err := io.ReadFull(w.br, ext); err != nil {
-				return nil, err
-			}
-			n = uint64(binary.BigEndian.Uint16(ext))
-		case 127:
-			ext := w.hdr[:8]
-			if _, err := io.ReadFull(w.br, ext); err != nil {
-				return nil, err
-			}
-			n = binary.BigEndian.Uint64(ext)
-		}
-		var mask [4]byte
-		if masked { // servers do not mask; accept it anyway
-			if _, err := io.ReadFull(w.br, w.hdr[:4]); err != nil {
-				return nil, err
-			}
-			copy(mask[:], w.hdr[:4])
-		}
-		if op >= opClose { // control frames: at most 125 bytes, not fragmented
-			if n > 125 || !fin {
-				return nil, w.fail(1002, "invalid control frame")
-			}
-			p := w.ctl[:]
-			if _, err := io.ReadFull(w.br, p[:n]); err != nil {
-				return nil, err
-			}
-			if masked {
-				unmask(p[:n], mask)
-			}
-			switch op {
-			case opPing:
-				_ = w.frame(opPong, p[:n])
-			case opClose:
-				w.closeOnce.Do(func() {
-					w.wmu.Lock()
-					_ = w.writeFrame(opClose, p[:min(n, 2)])
-					w.wmu.Unlock()
-					w.nc.Close()
-				})
-				if n >= 2 {
-					return nil, fmt.Errorf("%w: status %d %s", errWSClosed, binary.BigEndian.Uint16(p[:2]), p[2:n])
-				}
-				return nil, errWSClosed
-			case opPong:
-			default:
-				return nil, w.fail(1002, "unknown control opcode")
-			}
-			continue
-		}
-		switch {
-		case op == opContinuation && !inMessage, (op == opText || op == opBinary) && inMessage, op > opBinary:
-			return nil, w.fail(1002, "unexpected data frame")
-		}
-		inMessage = true
-		if uint64(len(b))+n > uint64(w.readLimit) {
-			return nil, w.fail(1009, "message too big")
-		}
-		start := len(b)
-		if need := start + int(n); need > cap(b) {
-			nb := make([]byte, start, need)
-			copy(nb, b)
-			b = nb
-		}
-		b = b[:start+int(n)]
-		if _, err := io.ReadFull(w.br, b[start:]); err != nil {
-			return nil, err
-		}
-		if masked {
-			unmask(b[start:], mask)
-		}
-		if fin {
-			return b, nil
-		}
+	_, m, err := w.fr.Next(buf)
+	switch {
+	case err == nil:
+		return m, nil
+	case errors.Is(err.Err, io.EOF) && err.Code != 0: // the server's close frame: answered
+		w.closeOnce.Do(func() {
+			w.wmu.Lock()
+			_ = w.writeFrame(wsframe.OpClose, wsframe.ClosePayload(err.Code, ""))
+			w.wmu.Unlock()
+			w.nc.Close()
+		})
+		return nil, fmt.Errorf("%w: status %d %s", errWSClosed, err.Code, err.Reason)
+	case err.Code != 0:
+		return nil, w.fail(err.Code, err.Reason)
 	}
+	return nil, err.Err
 }
 
-func unmask(p []byte, key [4]byte) {
-	for i := range p {
-		p[i] ^= key[i&3]
+// control answers a ping (the reader's goroutine).
+func (w *rawWS) control(op byte, p []byte) {
+	if op == wsframe.OpPing {
+		_ = w.frame(wsframe.OpPong, p)
 	}
 }
 
@@ -278,9 +206,9 @@ func (w *rawWS) write(ctx context.Context, b []byte) error {
 		defer w.wmu.Unlock()
 		_ = w.nc.SetWriteDeadline(dl)
 		defer w.nc.SetWriteDeadline(time.Time{})
-		return w.writeFrame(opText, b)
+		return w.writeFrame(wsframe.OpText, b)
 	}
-	return w.frame(opText, b)
+	return w.frame(wsframe.OpText, b)
 }
 
 func (w *rawWS) frame(op byte, p []byte) error {
@@ -292,25 +220,9 @@ func (w *rawWS) frame(op byte, p []byte) error {
 // writeFrame writes one final, masked frame (clients mask, RFC 6455
 // 5.3); w.wmu is held.
 func (w *rawWS) writeFrame(op byte, p []byte) error {
-	f := make([]byte, 0, 14+len(p))
-	f = append(f, 0x80|op)
-	switch n := len(p); {
-	case n < 126:
-		f = append(f, 0x80|byte(n))
-	case n <= 0xffff:
-		f = append(f, 0x80|126)
-		f = binary.BigEndian.AppendUint16(f, uint16(n))
-	default:
-		f = append(f, 0x80|127)
-		f = binary.BigEndian.AppendUint64(f, uint64(n))
-	}
 	var key [4]byte
 	_, _ = rand.Read(key[:])
-	f = append(f, key[:]...)
-	start := len(f)
-	f = append(f, p...)
-	unmask(f[start:], key)
-	_, err := w.nc.Write(f)
+	_, err := w.nc.Write(wsframe.AppendMasked(make([]byte, 0, 14+len(p)), true, op, key, p))
 	return err
 }
 
@@ -320,14 +232,9 @@ func (w *rawWS) close(reason string) { w.closeWith(1000, reason) }
 // connection, which ends a read in progress.
 func (w *rawWS) closeWith(code uint16, reason string) {
 	w.closeOnce.Do(func() {
-		if len(reason) > 123 {
-			reason = reason[:123]
-		}
-		p := binary.BigEndian.AppendUint16(nil, code)
-		p = append(p, reason...)
 		w.wmu.Lock()
 		_ = w.nc.SetWriteDeadline(time.Now().Add(time.Second))
-		_ = w.writeFrame(opClose, p)
+		_ = w.writeFrame(wsframe.OpClose, wsframe.ClosePayload(code, reason))
 		w.wmu.Unlock()
 		w.nc.Close()
 	})

@@ -1,10 +1,11 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/subspace/kbkit/internal/wsframe"
 )
 
 // TestRawWS: the client's own WebSocket reads what a coder/websocket
@@ -100,21 +103,51 @@ func TestRawWS(t *testing.T) {
 // before, is not measurable apart from its connection; in the fan-out
 // profile it was about 2.5 µs per message above the read, this one 0.6).
 func BenchmarkWSRead(b *testing.B) {
-	frame := append([]byte{0x81, 126, byte(len(benchEvent) >> 8), byte(len(benchEvent))}, benchEvent...)
+	frame := wsframe.AppendFrame(nil, wsframe.OpText, benchEvent, nil)
 	frames := bytes.Repeat(frame, 4096)
 	r := bytes.NewReader(frames)
-	ws := &rawWS{br: bufio.NewReaderSize(r, 4096), readLimit: 1 << 20}
+	ws := newRawWS(nil, nil, 1<<20)
+	ws.fr.Src = r
 	buf := make([]byte, 0, 1024)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		if i%4096 == 0 {
 			r.Reset(frames)
-			ws.br.Reset(r)
 		}
 		m, err := ws.read(buf)
 		if err != nil || len(m) != len(benchEvent) {
 			b.Fatal(err)
 		}
 		buf = m[:0]
+	}
+}
+
+// BenchmarkWSWrite is the client's own WebSocket writing one masked
+// kb.command-sized text message to a loopback socket.
+func BenchmarkWSWrite(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			_, _ = io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	ws := newRawWS(nc, nil, 1<<20)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ws.write(ctx, benchEvent); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

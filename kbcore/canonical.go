@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/subspace/kbkit/internal/jsonscan"
 )
 
 // Canonical JSON (spec/README.md section 1) is RFC 8785, the JSON
@@ -29,7 +31,7 @@ var ErrNotCanonicalizable = errors.New("kbcore: not canonicalizable JSON")
 // Canonical returns the canonical form of one JSON value; b itself when it
 // already is canonical.
 func Canonical(b []byte) ([]byte, error) {
-	if isCanonical(b) {
+	if jsonscan.IsCanonical(b) {
 		return b, nil
 	}
 	out, err := jcs.Transform(b)
@@ -153,7 +155,7 @@ func appendCells(b []byte, cells map[string]string) []byte {
 	for k := range cells {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return utf16Less(keys[i], keys[j]) })
+	sort.Slice(keys, func(i, j int) bool { return jsonscan.UTF16Less(keys[i], keys[j]) })
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -201,31 +203,6 @@ func AppendCommand(b []byte, c Command) []byte {
 	b = appendKey(b, "type", true)
 	b = appendString(b, c.Type)
 	return append(b, '}')
-}
-
-// utf16Less orders strings by their UTF-16 code units (RFC 8785 section
-// 3.2.3): byte order, except that characters above U+FFFF (surrogate
-// pairs, 0xD800-0xDFFF) sort before U+E000-U+FFFF.
-func utf16Less(a, b string) bool {
-	for a != "" && b != "" {
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		if ra != rb {
-			if (ra > 0xFFFF) == (rb > 0xFFFF) {
-				return ra < rb
-			}
-			return utf16First(ra) < utf16First(rb)
-		}
-		a, b = a[na:], b[nb:]
-	}
-	return a == "" && b != ""
-}
-
-func utf16First(r rune) rune {
-	if r > 0xFFFF {
-		return 0xD800 + (r-0x10000)>>10
-	}
-	return r
 }
 
 // CanonicalMismatch explains how got, the bytes an implementation sent,

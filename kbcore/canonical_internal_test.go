@@ -6,6 +6,8 @@ import (
 
 	"github.com/gowebpki/jcs"
 	"pgregory.net/rapid"
+
+	"github.com/subspace/kbkit/internal/jsonscan"
 )
 
 // The oracle: the document shapes as encoding/json writes them, before
@@ -208,7 +210,7 @@ func FuzzCanonical(f *testing.F) {
 		if werr == nil && gerr == nil && string(got) != string(want) {
 			t.Fatalf("%q: Canonical %q, jcs %q", in, got, want)
 		}
-		if isCanonical(in) && werr != nil {
+		if jsonscan.IsCanonical(in) && werr != nil {
 			t.Fatalf("%q: the fast path keeps what jcs refuses: %v", in, werr)
 		}
 	})

@@ -2,7 +2,8 @@ package kbcore
 
 import (
 	"encoding/json"
-	"unicode/utf8"
+
+	"github.com/subspace/kbkit/internal/jsonscan"
 )
 
 // Fast paths of the payload JSON. The reducer decodes every payload
@@ -24,103 +25,36 @@ type flatField struct {
 	set  *bool
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
-
-// plainString reads a JSON string at b[i] ('"') without escapes or
-// control characters; ok false if it is anything else.
-func plainString(b []byte, i int) (s []byte, next int, ok bool) {
-	if i >= len(b) || b[i] != '"' {
-		return nil, i, false
-	}
-	ascii := true
-	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '"':
-			s = b[i+1 : j]
-			if !ascii && !utf8.Valid(s) {
-				return nil, i, false // encoding/json would substitute U+FFFD
-			}
-			return s, j + 1, true
-		case c == '\\' || c < 0x20:
-			return nil, i, false
-		case c >= 0x80:
-			ascii = false
-		}
-	}
-	return nil, i, false
-}
-
 // decodeFlat fills fields from a flat JSON object, or reports false
 // (then nothing it wrote counts: the caller decodes strictly into a fresh
 // value).
 func decodeFlat(b []byte, fields []flatField) bool {
-	var seen uint32
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
+	var keys [8]string
+	if len(fields) > len(keys) {
 		return false
 	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
+	for n, f := range fields {
+		keys[n] = f.name
 	}
-	for {
-		key, j, ok := plainString(b, i)
-		if !ok {
-			return false
-		}
-		k := -1
-		for n := range fields {
-			if fields[n].name == string(key) {
-				k = n
-				break
-			}
-		}
-		if k < 0 || seen&(1<<k) != 0 {
-			return false // unknown (or differently spelt) or repeated key
-		}
-		seen |= 1 << k
-		j = skipSpace(b, j)
-		if j >= len(b) || b[j] != ':' {
-			return false
-		}
-		j = skipSpace(b, j+1)
+	s := jsonscan.Scanner{B: b}
+	ok := s.Object(keys[:len(fields)], func(k int) bool {
 		f := fields[k]
-		switch {
-		case j+4 <= len(b) && string(b[j:j+4]) == "null":
+		if s.Null() {
 			*f.str = nil
-			j += 4
-		default:
-			v, next, ok := plainString(b, j)
+		} else {
+			v, ok := s.Plain()
 			if !ok {
 				return false
 			}
-			s := string(v)
-			*f.str = &s
-			j = next
+			str := string(v)
+			*f.str = &str
 		}
 		if f.set != nil {
 			*f.set = true
 		}
-		j = skipSpace(b, j)
-		if j >= len(b) {
-			return false
-		}
-		switch b[j] {
-		case ',':
-			i = skipSpace(b, j+1)
-		case '}':
-			return skipSpace(b, j+1) == len(b)
-		default:
-			return false
-		}
-	}
+		return true
+	})
+	return ok && s.End()
 }
 
 // decodeFast decodes the flat payloads; false: not handled, and v is

@@ -8,7 +8,8 @@
 #  4. loadgen/, client/ and target/ depend on nothing of conformance/ or
 #     cmd/ (loadgen and conformance are siblings; client and target are
 #     the packages they share);
-#  5. kbcore depends on no other package of the module but its own;
+#  5. kbcore depends on no other package of the module but its own and
+#     internal/jsonscan (pure and total, as kbcore must be);
 #  6. the wire's shapes have one home (wire/): the server, the client and
 #     the protocol suite import it, and no other Go file writes the error
 #     code table (a JSON-RPC number such as -32700) or kb.limits' fields
@@ -17,7 +18,12 @@
 #     the simulator: no package but cmd/ and tests imports them;
 #  8. one error for a run that cannot start: ErrCannotRun is declared
 #     once (target), and one LISTEN loop: only server/pglisten calls
-#     WaitForNotification.
+#     WaitForNotification;
+#  9. one JSON scanner (internal/jsonscan) and one RFC 6455 frame codec
+#     (internal/wsframe): no Go file elsewhere defines the scanner's
+#     primitives (white-space skipping, string, number and value
+#     readers, the plain-string test) or a frame codec's tell-tales
+#     (opcode constants, a header's length byte, a masking loop).
 #
 # Prints what is wrong and exits 1; takes a few seconds.
 set -euo pipefail
@@ -67,7 +73,7 @@ for pkgs in ./loadgen/... ./client/... ./target/...; do
 	fi
 done
 
-bad=$(go list -deps -f '{{.ImportPath}}' ./kbcore/... | grep -E "^$MOD/" | grep -vE "^$MOD/kbcore(/|\$)" || true)
+bad=$(go list -deps -f '{{.ImportPath}}' ./kbcore/... | grep -E "^$MOD/" | grep -vE "^$MOD/(kbcore|internal/jsonscan)(/|\$)" || true)
 if [ -n "$bad" ]; then
 	say "FAILED: kbcore depends on other packages of the module:"
 	echo "$bad" >&2
@@ -105,6 +111,22 @@ if [ -n "$loops" ]; then
 	echo "$loops" >&2
 	rc=1
 fi
+
+# scan_rule WHAT REGEXP: Go files outside the two internal packages that
+# match REGEXP (git grep -E).
+scan_rule() {
+	local hits
+	hits=$(git grep -nE "$2" -- '*.go' ':!internal/jsonscan/' ':!internal/wsframe/' || true)
+	if [ -n "$hits" ]; then
+		say "FAILED: $1 outside internal/jsonscan and internal/wsframe:"
+		echo "$hits" >&2
+		rc=1
+	fi
+}
+scan_rule "a JSON scanner's primitive (use internal/jsonscan)" \
+	"func (skipSpace|plainString|plainJSON|compactPlain|isHex|isSpace)\(|func \([a-z]+ \*?[a-zA-Z]*[sS]can[a-zA-Z]*\) (ws|str|plain|number|skipValue|skipObject|eat|peek|null|lit)\(|case ' ', '\\\\t', '\\\\n', '\\\\r'"
+scan_rule "an RFC 6455 frame codec (use internal/wsframe)" \
+	"\b[oO]p(Continuation|Ping|Pong)[[:space:]]*=|\^=? *(key|mask|k)\[[^]]*(&|%) *[34]\]|0x80 ?\| ?(126|127)|func (mask|unmask|appendFrame)\("
 
 [ "$rc" = 0 ] && say "passed in $(( $(date +%s) - START ))s"
 exit "$rc"

@@ -203,12 +203,13 @@ func (s *Server) command(ctx context.Context, dev store.Device, input json.RawMe
 
 // parseEnvelope validates a kb.command input against
 // spec/schema/envelope.schema.json (payload included) and decodes it, in
-// one pass for the common command types (schema.ParseEnvelope).
+// one pass for the common command types (schema.ParseCommand), which also
+// tells whether the payload is canonical already.
 func parseEnvelope(input json.RawMessage) (kbcore.Envelope, *callError) {
 	if len(input) == 0 {
 		return kbcore.Envelope{}, errorf(wire.CodeBadRequest, "input: missing (the command envelope)")
 	}
-	env, err := schema.ParseEnvelope(input)
+	env, canonical, err := schema.ParseCommand(input)
 	if err != nil {
 		if errors.Is(err, schema.ErrInvalid) {
 			return kbcore.Envelope{}, errorf(wire.CodeBadRequest, "%v", err)
@@ -216,7 +217,11 @@ func parseEnvelope(input json.RawMessage) (kbcore.Envelope, *callError) {
 		return kbcore.Envelope{}, errorf(wire.CodeInternalServerError, "schema: %v", err)
 	}
 	// The log keeps the payload in canonical JSON (spec/PROTOCOL.md 4.4):
-	// an event is then the same bytes whatever the client sent.
+	// an event is then the same bytes whatever the client sent. A payload
+	// the one pass found canonical is what kbcore.Canonical would return.
+	if canonical {
+		return env, nil
+	}
 	p, err := kbcore.Canonical(env.Payload)
 	if err != nil {
 		return kbcore.Envelope{}, errorf(wire.CodeBadRequest, "payload: not canonicalizable JSON (RFC 8785 needs distinct keys): %v", err)

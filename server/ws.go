@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/subspace/kbkit/internal/wsframe"
 	"github.com/subspace/kbkit/server/dispatch"
 	"github.com/subspace/kbkit/server/store"
 )
@@ -185,7 +186,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.ws = wsSocket{nc: nc}
-	c.fr = frameReader{nc: nc, pre: pending, limit: s.opts.MaxBody, control: c.control}
+	c.fr = frameReader{wsframe.Reader{Src: nc, Pre: pending, Limit: s.opts.MaxBody, MustMask: true, Control: c.control}}
 	c.outCap = 256
 	if s.hub != nil {
 		c.outCap = max(4, 4*s.hub.Buffer())
@@ -195,8 +196,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
-		b := appendFrame(nil, opText, reconnectMessage, nil)
-		b = appendFrame(b, opClose, closePayload(websocket.StatusGoingAway, "server shutting down"), nil)
+		b := wsframe.AppendFrame(nil, wsframe.OpText, reconnectMessage, nil)
+		b = wsframe.AppendFrame(b, wsframe.OpClose, closePayload(websocket.StatusGoingAway, "server shutting down"), nil)
 		_, _ = nc.Write(b)
 		_ = nc.Close()
 		c.cancel()
@@ -252,11 +253,11 @@ func (c *wsConn) onMessage(typ byte, data []byte) {
 		c.paramsT.Stop()
 	}
 	if c.closeSent.Load() { // closing: only the close handshake is read
-		c.fr.discard = true
+		c.fr.Discard = true
 		return
 	}
 	// Text frames of UTF-8 only (spec/PROTOCOL.md section 5).
-	if typ != opText {
+	if typ != wsframe.OpText {
 		c.closeWith(websocket.StatusUnsupportedData, "binary frames are not supported: send text frames")
 		return
 	}
@@ -310,14 +311,14 @@ func (c *wsConn) readEnded(cerr *closeErr) {
 		}
 		c.mu.Unlock()
 	default:
-		if errors.Is(cerr.err, errMessageTooBig) {
+		if errors.Is(cerr.err, wsframe.ErrMessageTooBig) {
 			c.s.log.Info("websocket: message larger than the limit, closed", "device_id", c.dev.DeviceID, "limit", c.s.opts.MaxBody)
 		}
 		c.closeWith(cerr.code, cerr.reason)
 		// Read (and drop) what the client still sends until its close
 		// frame, so that closing the TCP connection cannot reset it before
 		// the client has read ours.
-		c.fr.discard = true
+		c.fr.Discard = true
 		for {
 			if _, _, err := c.fr.next(); err != nil {
 				return
@@ -328,9 +329,9 @@ func (c *wsConn) readEnded(cerr *closeErr) {
 
 // control answers a ping frame.
 func (c *wsConn) control(op byte, payload []byte) {
-	if op == opPing {
+	if op == wsframe.OpPing {
 		c.mu.Lock()
-		c.enqueueLocked(outMsg{op: opPong, a: bytes.Clone(payload)})
+		c.enqueueLocked(outMsg{op: wsframe.OpPong, a: bytes.Clone(payload)})
 		c.mu.Unlock()
 	}
 }
@@ -349,7 +350,7 @@ func (c *wsConn) closeWith(code websocket.StatusCode, reason string) {
 }
 
 func (c *wsConn) queueCloseLocked(code websocket.StatusCode, reason string) {
-	c.enqueueLocked(outMsg{op: opClose, a: closePayload(code, reason)})
+	c.enqueueLocked(outMsg{op: wsframe.OpClose, a: closePayload(code, reason)})
 	c.closing = true
 }
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/subspace/kbkit/internal/wsframe"
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/dispatch"
 	"github.com/subspace/kbkit/server/store"
@@ -101,7 +102,7 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 		if !sub.dropped {
 			sub.hs = hs
 		}
-		c.enqueueLocked(outMsg{op: opText, a: c.encode(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "started"}})})
+		c.enqueueLocked(outMsg{op: wsframe.OpText, a: c.encode(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "started"}})})
 		for _, e := range sub.early {
 			c.enqueueLocked(e)
 		}
@@ -130,7 +131,7 @@ func (c *wsConn) subscribe(m wsMessage, idKey string) *callError {
 		}
 		c.subs[idKey] = sub
 		sub.started = true
-		c.enqueueLocked(outMsg{op: opText, a: c.encode(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "started"}})})
+		c.enqueueLocked(outMsg{op: wsframe.OpText, a: c.encode(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "started"}})})
 		c.subWG.Add(1)
 		c.mu.Unlock()
 		held = false // the stream releases it
@@ -170,7 +171,7 @@ func (sub *wsSub) Live(ev *dispatch.Event) bool {
 	if len(c.out)+len(sub.early) >= c.outCap {
 		return false // behind: the hub ends it with ErrSlow
 	}
-	msg := outMsg{op: opText, event: true, a: sub.prefix, b: ev.Wire(encodePageEvent)}
+	msg := outMsg{op: wsframe.OpText, event: true, a: sub.prefix, b: ev.Wire(encodePageEvent)}
 	if sub.started {
 		c.enqueueLocked(msg)
 	} else {
@@ -194,7 +195,7 @@ func (sub *wsSub) Replay(ctx context.Context, ev *dispatch.Event) bool {
 			c.mu.Unlock()
 			return true
 		case sub.started && len(c.out) < c.outCap:
-			c.enqueueLocked(outMsg{op: opText, event: true, a: sub.prefix, b: ev.Wire(encodePageEvent)})
+			c.enqueueLocked(outMsg{op: wsframe.OpText, event: true, a: sub.prefix, b: ev.Wire(encodePageEvent)})
 			sub.last = ev.Seq
 			c.mu.Unlock()
 			return true
@@ -237,7 +238,7 @@ func (sub *wsSub) Ended(err error) {
 	delete(c.subs, sub.key)
 	if !c.draining.Load() {
 		c.s.log.Warn("websocket: subscription ended", "path", sub.path, "err", err)
-		c.enqueueLocked(outMsg{op: opText, a: c.encode(wsResponse{ID: sub.id, JSONRPC: sub.rpc, Error: ptr((&callError{code: wire.CodeServiceUnavailable,
+		c.enqueueLocked(outMsg{op: wsframe.OpText, a: c.encode(wsResponse{ID: sub.id, JSONRPC: sub.rpc, Error: ptr((&callError{code: wire.CodeServiceUnavailable,
 			message: fmt.Sprintf("subscription ended (%v): subscribe again with the last event id", err), retryable: true}).shape(sub.path))})})
 	}
 	c.s.releaseSubscription(c.dev.DeviceID)
@@ -264,7 +265,7 @@ func (c *wsConn) resubscribe(sub *wsSub) {
 			sub.ended = true
 			delete(c.subs, sub.key)
 			if !c.draining.Load() {
-				c.enqueueLocked(outMsg{op: opText, a: c.encode(wsResponse{ID: sub.id, JSONRPC: sub.rpc, Error: ptr((&callError{code: wire.CodeServiceUnavailable,
+				c.enqueueLocked(outMsg{op: wsframe.OpText, a: c.encode(wsResponse{ID: sub.id, JSONRPC: sub.rpc, Error: ptr((&callError{code: wire.CodeServiceUnavailable,
 					message: fmt.Sprintf("subscription ended (%v): subscribe again with the last event id", err), retryable: true}).shape(sub.path))})})
 			}
 		}

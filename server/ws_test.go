@@ -19,6 +19,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/subspace/kbkit/internal/wsframe"
 	"github.com/subspace/kbkit/server/dispatch"
 	"github.com/subspace/kbkit/server/pgprovider"
 )
@@ -66,26 +67,7 @@ func dialRaw(t *testing.T, base, token string, readBuf int) *rawWS {
 // frame writes one masked frame.
 func (w *rawWS) frame(fin bool, op byte, payload []byte) {
 	w.t.Helper()
-	b0 := op
-	if fin {
-		b0 |= 0x80
-	}
-	b := []byte{b0}
-	switch n := len(payload); {
-	case n <= 125:
-		b = append(b, 0x80|byte(n))
-	case n <= 0xffff:
-		b = append(b, 0x80|126, byte(n>>8), byte(n))
-	default:
-		b = append(b, 0x80|127)
-		b = binary.BigEndian.AppendUint64(b, uint64(n))
-	}
-	key := [4]byte{1, 2, 3, 4}
-	b = append(b, key[:]...)
-	for i, c := range payload {
-		b = append(b, c^key[i&3])
-	}
-	if _, err := w.nc.Write(b); err != nil {
+	if _, err := w.nc.Write(wsframe.AppendMasked(nil, fin, op, [4]byte{1, 2, 3, 4}, payload)); err != nil {
 		w.t.Fatal(err)
 	}
 }
@@ -93,43 +75,37 @@ func (w *rawWS) frame(fin bool, op byte, payload []byte) {
 func (w *rawWS) send(v any) {
 	w.t.Helper()
 	b, _ := json.Marshal(v)
-	w.frame(true, opText, b)
+	w.frame(true, wsframe.OpText, b)
 }
 
 // read reads one server frame (they are never fragmented nor masked).
 func (w *rawWS) read() (byte, []byte) {
 	w.t.Helper()
 	_ = w.nc.SetReadDeadline(time.Now().Add(15 * time.Second))
-	var h [2]byte
-	if _, err := io.ReadFull(w.br, h[:]); err != nil {
+	b, err := w.br.Peek(2)
+	if err == nil {
+		b, err = w.br.Peek(wsframe.HeaderLen(b[0], b[1]))
+	}
+	if err != nil {
 		w.t.Fatalf("reading a frame: %v", err)
 	}
-	if h[0]&0x80 == 0 || h[1]&0x80 != 0 {
-		w.t.Fatalf("a server frame must be final and unmasked: % x", h)
+	h, n := wsframe.ParseHeader(b)
+	if !h.Fin || h.Masked {
+		w.t.Fatalf("a server frame must be final and unmasked: % x", b)
 	}
-	n := int64(h[1] & 0x7f)
-	switch n {
-	case 126:
-		var l [2]byte
-		_, _ = io.ReadFull(w.br, l[:])
-		n = int64(binary.BigEndian.Uint16(l[:]))
-	case 127:
-		var l [8]byte
-		_, _ = io.ReadFull(w.br, l[:])
-		n = int64(binary.BigEndian.Uint64(l[:]))
-	}
-	p := make([]byte, n)
+	_, _ = w.br.Discard(n)
+	p := make([]byte, h.Length)
 	if _, err := io.ReadFull(w.br, p); err != nil {
 		w.t.Fatalf("reading a frame: %v", err)
 	}
-	return h[0] & 0x0f, p
+	return h.Op, p
 }
 
 // reply reads the next text message.
 func (w *rawWS) reply() wsReply {
 	w.t.Helper()
 	op, p := w.read()
-	if op != opText {
+	if op != wsframe.OpText {
 		w.t.Fatalf("want a text frame, got opcode %d (%q)", op, p)
 	}
 	return decode[wsReply](w.t, p)
@@ -319,22 +295,22 @@ func TestWSFrames(t *testing.T) {
 	c := pair(t, in, "acme")
 	w := dialRaw(t, in.ts.URL, c.dev.Token, 0)
 	msg := []byte(`{"id":"f","method":"query","params":{"path":"kb.whoami","input":{}}}`)
-	w.frame(false, opText, msg[:10])
-	w.frame(true, opPing, []byte("hi"))
-	w.frame(false, opContinuation, msg[10:30])
-	w.frame(true, opContinuation, msg[30:])
-	if op, p := w.read(); op != opPong || string(p) != "hi" {
+	w.frame(false, wsframe.OpText, msg[:10])
+	w.frame(true, wsframe.OpPing, []byte("hi"))
+	w.frame(false, wsframe.OpContinuation, msg[10:30])
+	w.frame(true, wsframe.OpContinuation, msg[30:])
+	if op, p := w.read(); op != wsframe.OpPong || string(p) != "hi" {
 		t.Fatalf("want pong \"hi\", got opcode %d %q", op, p)
 	}
 	if r := w.reply(); string(r.ID) != `"f"` || r.Result == nil {
 		t.Fatalf("want the whoami answer, got %s", mustJSON(r))
 	}
-	w.frame(true, opText, []byte("PING"))
+	w.frame(true, wsframe.OpText, []byte("PING"))
 	if _, p := w.read(); string(p) != "PONG" {
 		t.Fatalf("want PONG, got %q", p)
 	}
-	w.frame(true, opClose, []byte{0x03, 0xe8, 'b', 'y', 'e'})
-	if op, p := w.read(); op != opClose || binary.BigEndian.Uint16(p) != 1000 {
+	w.frame(true, wsframe.OpClose, []byte{0x03, 0xe8, 'b', 'y', 'e'})
+	if op, p := w.read(); op != wsframe.OpClose || binary.BigEndian.Uint16(p) != 1000 {
 		t.Fatalf("want close 1000, got opcode %d %q", op, p)
 	}
 
@@ -343,7 +319,7 @@ func TestWSFrames(t *testing.T) {
 	if _, err := w2.nc.Write([]byte{0x81, 0x02, 'h', 'i'}); err != nil {
 		t.Fatal(err)
 	}
-	if op, p := w2.read(); op != opClose || websocket.StatusCode(binary.BigEndian.Uint16(p)) != websocket.StatusProtocolError {
+	if op, p := w2.read(); op != wsframe.OpClose || websocket.StatusCode(binary.BigEndian.Uint16(p)) != websocket.StatusProtocolError {
 		t.Fatalf("want close 1002, got opcode %d %q", op, p)
 	}
 
@@ -351,13 +327,13 @@ func TestWSFrames(t *testing.T) {
 	// is skipped until the client's close frame, which ends the connection.
 	w3 := dialRaw(t, in.ts.URL, c.dev.Token, 0)
 	big := []byte(strings.Repeat("z", DefaultMaxBody/2+1))
-	w3.frame(false, opText, big)
-	w3.frame(true, opContinuation, big)
-	if op, p := w3.read(); op != opClose || websocket.StatusCode(binary.BigEndian.Uint16(p)) != websocket.StatusMessageTooBig {
+	w3.frame(false, wsframe.OpText, big)
+	w3.frame(true, wsframe.OpContinuation, big)
+	if op, p := w3.read(); op != wsframe.OpClose || websocket.StatusCode(binary.BigEndian.Uint16(p)) != websocket.StatusMessageTooBig {
 		t.Fatalf("want close 1009, got opcode %d %q", op, p)
 	}
-	w3.frame(true, opText, []byte("PING")) // ignored: closing
-	w3.frame(true, opClose, []byte{0x03, 0xf1})
+	w3.frame(true, wsframe.OpText, []byte("PING")) // ignored: closing
+	w3.frame(true, wsframe.OpClose, []byte{0x03, 0xf1})
 	_ = w3.nc.SetReadDeadline(time.Now().Add(time.Second))
 	if n, err := w3.br.Read(make([]byte, 16)); err != io.EOF {
 		t.Fatalf("after the close handshake: read %d bytes, %v; want EOF", n, err)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/subspace/kbkit/internal/wsframe"
 )
 
 // encode marshals a reply.
@@ -29,7 +31,7 @@ func (c *wsConn) send(v wsResponse) bool {
 func (c *wsConn) writeRaw(b []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.enqueueLocked(outMsg{op: opText, a: b})
+	return c.enqueueLocked(outMsg{op: wsframe.OpText, a: b})
 }
 
 // enqueueLocked queues a frame, starting the writer if it is not running.
@@ -110,7 +112,7 @@ func (c *wsConn) flush(batch []outMsg) error {
 		if m.event && c.s.opts.eventDelay > 0 {
 			time.Sleep(c.s.opts.eventDelay)
 		}
-		buf = appendFrame(buf, m.op, m.a, m.b)
+		buf = wsframe.AppendFrame(buf, m.op, m.a, m.b)
 		if len(buf) >= maxWrite {
 			if err = c.write(buf); err != nil {
 				break

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/subspace/kbkit/internal/wsframe"
 )
 
 // The connection side of checks_certify.go: PING ahead of queued calls,
@@ -235,21 +237,7 @@ func (e *Env) rawWS(ctx context.Context, page string) (net.Conn, error) {
 
 // maskedText is one masked client text frame holding b.
 func maskedText(b []byte) []byte {
-	f := []byte{0x81}
-	switch n := len(b); {
-	case n < 126:
-		f = append(f, 0x80|byte(n))
-	case n < 1<<16:
-		f = append(f, 0x80|126, byte(n>>8), byte(n))
-	default:
-		f = append(f, 0x80|127, 0, 0, 0, 0, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
-	}
-	mask := []byte{0x6b, 0x62, 0x6b, 0x74}
-	f = append(f, mask...)
-	for i, c := range b {
-		f = append(f, c^mask[i%4])
-	}
-	return f
+	return wsframe.AppendMasked(nil, true, wsframe.OpText, [4]byte{0x6b, 0x62, 0x6b, 0x74}, b)
 }
 
 // checkWriteTimeout subscribes on a socket it never reads again, commits

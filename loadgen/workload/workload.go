@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/subspace/kbkit/internal/jsonscan"
 	"github.com/subspace/kbkit/kbcore"
 )
 
@@ -200,7 +201,7 @@ func encode(p any) json.RawMessage {
 	size := 2
 	for k, v := range m {
 		s, isString := v.(string)
-		if (!isString && v != nil) || !plainJSON(k) || (isString && !plainJSON(s)) {
+		if (!isString && v != nil) || !jsonscan.PlainJSON(k) || (isString && !jsonscan.PlainJSON(s)) {
 			b, _ := json.Marshal(p)
 			return b
 		}
@@ -223,17 +224,6 @@ func encode(p any) json.RawMessage {
 		}
 	}
 	return append(b, '}')
-}
-
-// plainJSON reports whether json.Marshal writes s as itself in quotes:
-// printable ASCII without the characters it escapes.
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
 }
 
 func (s Spec) draw(rng *rand.Rand) Op {

@@ -2,7 +2,9 @@ package schema
 
 import (
 	"fmt"
+	"unicode/utf8"
 
+	"github.com/subspace/kbkit/internal/jsonscan"
 	"github.com/subspace/kbkit/kbcore"
 )
 
@@ -17,19 +19,29 @@ import (
 // accepts exactly what the schema accepts for those types, on every case
 // file and on fuzzed input.
 func ParseEnvelope(b []byte) (kbcore.Envelope, error) {
-	if env, ok := fastEnvelope(b); ok {
-		return env, nil
+	env, _, err := ParseCommand(b)
+	return env, err
+}
+
+// ParseCommand is ParseEnvelope that also reports whether the payload is
+// known to be in canonical JSON already (spec/README.md section 1), as the
+// one-pass parser finds while it validates it: then kbcore.Canonical would
+// return it unchanged, and the caller need not scan it again. False says
+// only "not known".
+func ParseCommand(b []byte) (env kbcore.Envelope, canonical bool, err error) {
+	if env, canonical, ok := fastEnvelope(b); ok {
+		return env, canonical, nil
 	}
 	if err := ValidateEnvelope(b); err != nil {
-		return kbcore.Envelope{}, err
+		return kbcore.Envelope{}, false, err
 	}
-	var env kbcore.Envelope
-	if err := kbcore.DecodeStrict(b, &env); err != nil {
+	var dec kbcore.Envelope
+	if err := kbcore.DecodeStrict(b, &dec); err != nil {
 		// Unreachable for a valid envelope; reported as a schema problem
 		// rather than a panic.
-		return kbcore.Envelope{}, invalid(fmt.Sprintf("envelope: %v", err))
+		return kbcore.Envelope{}, false, invalid(fmt.Sprintf("envelope: %v", err))
 	}
-	return env, nil
+	return dec, false, nil
 }
 
 // ---- the one-pass parser ----
@@ -72,101 +84,12 @@ var fastShapes = map[string]payloadShape{
 // scanner walks JSON bytes; every method returns false when the input is
 // not what the one-pass parser accepts (which may still be valid JSON:
 // the caller then asks the schema validator).
-type scanner struct {
-	b []byte
-	i int
-}
-
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-func (s *scanner) peek() byte {
-	s.ws()
-	if s.i < len(s.b) {
-		return s.b[s.i]
-	}
-	return 0
-}
-
-func (s *scanner) eat(c byte) bool {
-	if s.peek() == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// str reads a JSON string and returns its raw content and whether it has
-// escapes. It checks the escapes and rejects control characters.
-func (s *scanner) str() (raw []byte, escaped, ok bool) {
-	if !s.eat('"') {
-		return nil, false, false
-	}
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			raw = s.b[start:s.i]
-			s.i++
-			return raw, escaped, true
-		case c < 0x20:
-			return nil, false, false
-		case c == '\\':
-			escaped = true
-			s.i++
-			if s.i >= len(s.b) {
-				return nil, false, false
-			}
-			switch s.b[s.i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i++
-			case 'u':
-				if s.i+5 > len(s.b) {
-					return nil, false, false
-				}
-				for _, h := range s.b[s.i+1 : s.i+5] {
-					if !isHex(h) {
-						return nil, false, false
-					}
-				}
-				s.i += 5
-			default:
-				return nil, false, false
-			}
-		default:
-			s.i++
-		}
-	}
-	return nil, false, false
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-// null reads the literal null.
-func (s *scanner) null() bool {
-	s.ws()
-	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
-		s.i += 4
-		return true
-	}
-	return false
-}
+type scanner struct{ jsonscan.Scanner }
 
 // key reads an object key without escapes and the colon after it.
 func (s *scanner) key() (string, bool) {
-	raw, esc, ok := s.str()
-	if !ok || esc || !s.eat(':') {
+	raw, flags, ok := s.Str()
+	if !ok || flags&jsonscan.Escaped != 0 || !s.Eat(':') {
 		return "", false
 	}
 	return string(raw), true
@@ -174,21 +97,21 @@ func (s *scanner) key() (string, bool) {
 
 // fastEnvelope is the one-pass parser: ok means b is a valid envelope of
 // one of the fastShapes types and env is its decoding.
-func fastEnvelope(b []byte) (env kbcore.Envelope, ok bool) {
-	s := &scanner{b: b}
-	if !s.eat('{') {
-		return env, false
+func fastEnvelope(b []byte) (env kbcore.Envelope, canonical, ok bool) {
+	s := &scanner{jsonscan.Scanner{B: b}}
+	if !s.Eat('{') {
+		return env, false, false
 	}
 	var seen uint8 // bits: id, device_id, page_id, type, payload
 	var payload []byte
 	payloadChecked := false
-	if s.eat('}') {
-		return env, false
+	if s.Eat('}') {
+		return env, false, false
 	}
 	for {
 		k, ok := s.key()
 		if !ok {
-			return env, false
+			return env, false, false
 		}
 		var bit uint8
 		switch k {
@@ -203,17 +126,17 @@ func fastEnvelope(b []byte) (env kbcore.Envelope, ok bool) {
 		case "payload":
 			bit = 16
 		default:
-			return env, false
+			return env, false, false
 		}
 		if seen&bit != 0 {
-			return env, false // a duplicate key: left to the schema
+			return env, false, false // a duplicate key: left to the schema
 		}
 		seen |= bit
 		switch bit {
 		case 1, 2, 4:
-			raw, esc, ok := s.str()
-			if !ok || esc || !isUUID(raw) {
-				return env, false
+			raw, flags, ok := s.Str()
+			if !ok || flags&jsonscan.Escaped != 0 || !isUUID(raw) {
+				return env, false, false
 			}
 			v := string(raw)
 			switch bit {
@@ -225,81 +148,105 @@ func fastEnvelope(b []byte) (env kbcore.Envelope, ok bool) {
 				env.PageID = v
 			}
 		case 8:
-			raw, esc, ok := s.str()
-			if !ok || esc {
-				return env, false
+			raw, flags, ok := s.Str()
+			if !ok || flags&jsonscan.Escaped != 0 {
+				return env, false, false
 			}
 			if _, known := fastShapes[string(raw)]; !known {
-				return env, false
+				return env, false, false
 			}
 			env.Type = string(raw)
 		case 16:
-			s.ws()
-			start := s.i
+			s.WS()
+			start := s.I
 			if env.Type != "" {
-				if !s.payload(fastShapes[env.Type]) {
-					return env, false
+				if canonical, ok = s.payload(fastShapes[env.Type]); !ok {
+					return env, false, false
 				}
 				payloadChecked = true
-			} else if !s.skipObject() {
-				return env, false
+			} else if s.Peek() != '{' {
+				return env, false, false
+			} else if _, ok := s.Skip(); !ok {
+				return env, false, false
 			}
-			payload = b[start:s.i]
+			payload = b[start:s.I]
 		}
-		if s.eat(',') {
+		if s.Eat(',') {
 			continue
 		}
-		if !s.eat('}') {
-			return env, false
+		if !s.Eat('}') {
+			return env, false, false
 		}
 		break
 	}
-	s.ws()
-	if s.i != len(b) || seen != 31 {
-		return env, false
+	if !s.End() || seen != 31 {
+		return env, false, false
 	}
 	if !payloadChecked {
-		ps := &scanner{b: payload}
-		if !ps.payload(fastShapes[env.Type]) || ps.i != len(payload) {
-			return env, false
+		ps := &scanner{jsonscan.Scanner{B: payload}}
+		if canonical, ok = ps.payload(fastShapes[env.Type]); !ok || ps.I != len(payload) {
+			return env, false, false
 		}
 	}
 	env.Payload = append([]byte(nil), payload...)
-	return env, true
+	return env, canonical, true
 }
 
-// payload reads a payload object of the given shape.
-func (s *scanner) payload(sh payloadShape) bool {
-	if !s.eat('{') {
-		return false
+// payload reads a payload object of the given shape, and finds in the
+// same pass whether it is written in canonical JSON as it stands: no white
+// space, keys in UTF-16 order, every string as RFC 8785 writes it (here:
+// without escapes, valid UTF-8; a string with escapes is "not known").
+func (s *scanner) payload(sh payloadShape) (canonical, ok bool) {
+	canonical = true
+	tight := func() { // the next token follows without white space
+		if s.I < len(s.B) && jsonscan.IsSpace(s.B[s.I]) {
+			canonical = false
+		}
+	}
+	if !s.Eat('{') {
+		return false, false
 	}
 	var seen [8]string
 	n := 0
-	if !s.eat('}') {
+	tight()
+	if !s.Eat('}') {
 		for {
-			k, ok := s.key()
-			if !ok {
-				return false
+			tight()
+			raw, flags, ok := s.Str()
+			if !ok || flags&jsonscan.Escaped != 0 {
+				return false, false
 			}
+			tight()
+			if !s.Eat(':') {
+				return false, false
+			}
+			k := string(raw)
 			f, known := sh.fields[k]
 			if !known || n == len(seen) {
-				return false
+				return false, false
 			}
 			for _, x := range seen[:n] {
 				if x == k {
-					return false
+					return false, false
 				}
+			}
+			if n > 0 && !jsonscan.UTF16Less(seen[n-1], k) {
+				canonical = false
 			}
 			seen[n] = k
 			n++
-			if !s.value(f) {
-				return false
+			tight()
+			vcanon, ok := s.value(f)
+			if !ok {
+				return false, false
 			}
-			if s.eat(',') {
+			canonical = canonical && vcanon
+			tight()
+			if s.Eat(',') {
 				continue
 			}
-			if !s.eat('}') {
-				return false
+			if !s.Eat('}') {
+				return false, false
 			}
 			break
 		}
@@ -310,102 +257,40 @@ func (s *scanner) payload(sh payloadShape) bool {
 			found = found || x == r
 		}
 		if !found {
-			return false
+			return false, false
 		}
 	}
-	return true
+	return canonical, true
 }
 
-func (s *scanner) value(f field) bool {
+// value reads a payload value of the kind f, and whether it is written as
+// canonical JSON writes it.
+func (s *scanner) value(f field) (canonical, ok bool) {
 	switch f {
 	case fNullableNodeID, fNullableNodeRef, fRankHint, fKind:
-		if s.null() {
-			return true
+		if s.Null() {
+			return true, true
 		}
 	}
-	raw, esc, ok := s.str()
+	raw, flags, ok := s.Str()
 	if !ok {
-		return false
+		return false, false
 	}
+	esc := flags&jsonscan.Escaped != 0
+	canonical = !esc && utf8.Valid(raw)
 	switch f {
 	case fString, fRankHint, fNodeRef, fNullableNodeRef:
-		return true // any string (escapes checked by str)
+		return canonical, true // any string (escapes checked by Str)
 	case fNodeID, fNullableNodeID:
-		return !esc && isNodeID(raw)
+		return canonical, !esc && isNodeID(raw)
 	case fKind:
-		return !esc && (string(raw) == "text" || string(raw) == "code" || string(raw) == "table")
+		return canonical, !esc && (string(raw) == "text" || string(raw) == "code" || string(raw) == "table")
 	case fCellName:
-		return !esc && isCellName(raw)
+		return canonical, !esc && isCellName(raw)
 	case fUUID:
-		return !esc && isUUID(raw)
+		return canonical, !esc && isUUID(raw)
 	}
-	return false
-}
-
-// skipObject skips an object whose values are strings, null, or objects
-// and arrays of them (a payload read before its type); anything else is
-// left to the schema.
-func (s *scanner) skipObject() bool {
-	if !s.eat('{') {
-		return false
-	}
-	if s.eat('}') {
-		return true
-	}
-	for {
-		if _, ok := s.key(); !ok {
-			return false
-		}
-		if !s.skipValue(0) {
-			return false
-		}
-		if s.eat(',') {
-			continue
-		}
-		return s.eat('}')
-	}
-}
-
-func (s *scanner) skipValue(depth int) bool {
-	if depth > 8 {
-		return false
-	}
-	switch s.peek() {
-	case '"':
-		_, _, ok := s.str()
-		return ok
-	case 'n':
-		return s.null()
-	case '{':
-		s.i++
-		if s.eat('}') {
-			return true
-		}
-		for {
-			if _, ok := s.key(); !ok || !s.skipValue(depth+1) {
-				return false
-			}
-			if s.eat(',') {
-				continue
-			}
-			return s.eat('}')
-		}
-	case '[':
-		s.i++
-		if s.eat(']') {
-			return true
-		}
-		for {
-			if !s.skipValue(depth + 1) {
-				return false
-			}
-			if s.eat(',') {
-				continue
-			}
-			return s.eat(']')
-		}
-	}
-	return false
+	return false, false
 }
 
 // isUUID is common.schema.json's uuid pattern.

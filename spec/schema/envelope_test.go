@@ -16,8 +16,19 @@ import (
 // type it accepts too.
 func checkAgreement(t *testing.T, name string, b []byte, complete bool) (fast bool) {
 	t.Helper()
-	env, ok := fastEnvelope(b)
+	env, canonical, ok := fastEnvelope(b)
 	serr := ValidateEnvelope(b)
+	if canonical {
+		// What the one pass calls canonical is what kbcore.Canonical
+		// returns unchanged (the server then skips that scan).
+		if !ok {
+			t.Fatalf("%s: canonical but not accepted: %s", name, b)
+		}
+		c, err := kbcore.Canonical(env.Payload)
+		if err != nil || !bytes.Equal(c, env.Payload) {
+			t.Fatalf("%s: the one pass calls payload %s canonical; kbcore.Canonical gives %s, %v", name, env.Payload, c, err)
+		}
+	}
 	if ok {
 		if serr != nil {
 			t.Fatalf("%s: one-pass parser accepts %s, the schema says %v", name, b, serr)
@@ -44,6 +55,9 @@ func checkAgreement(t *testing.T, name string, b []byte, complete bool) (fast bo
 	penv, perr := ParseEnvelope(b)
 	if (perr == nil) != (serr == nil) {
 		t.Fatalf("%s: ParseEnvelope says %v, the schema %v", name, perr, serr)
+	}
+	if _, pcanon, _ := ParseCommand(b); pcanon != canonical {
+		t.Fatalf("%s: ParseCommand's canonical %v, the one pass's %v", name, pcanon, canonical)
 	}
 	if ok && (penv.ID != env.ID || !bytes.Equal(penv.Payload, env.Payload)) {
 		t.Fatalf("%s: ParseEnvelope decodes differently", name)
@@ -162,4 +176,40 @@ func BenchmarkParseEnvelope(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestParseCommandCanonical: the one pass knows a canonical payload as
+// such, and calls nothing canonical that is not (white space, keys out of
+// order, escapes, invalid UTF-8); the payload is the same bytes either way.
+func TestParseCommandCanonical(t *testing.T) {
+	head := `{"id":"` + envID + `","device_id":"` + envDevice + `","page_id":"` + envPage + `","type":`
+	for _, c := range []struct {
+		env  string
+		want bool
+	}{
+		{head + `"edit-text","payload":{"node":"a","text":"x é <&>"}}`, true},
+		{head + `"move-node","payload":{"after":null,"node":"a","parent":"p"}}`, true},
+		{head + `"set-cell","payload":{"cell":"A1","node":"t","value":"=1"}}`, true},
+		{head + `"indent","payload":{"node":"n"}}`, true},
+		{`{"payload":{"node":"a","text":"x"},"type":"edit-text","id":"` + envID + `","device_id":"` + envDevice + `","page_id":"` + envPage + `"}`, true},
+		{head + `"edit-text","payload":{"text":"x","node":"a"}}`, false},
+		{head + `"edit-text","payload":{"node":"a", "text":"x"}}`, false},
+		{head + `"edit-text","payload":{ "node":"a","text":"x"}}`, false},
+		{head + `"edit-text","payload":{"node":"a","text":"x"} }`, true}, // outside the payload
+		{head + `"edit-text","payload":{"node" :"a","text":"x"}}`, false},
+		{head + `"edit-text","payload":{"node":"a","text":"x\n"}}`, false},
+		{head + `"edit-text","payload":{"node":"a","text":"x\u00e9"}}`, false},
+		{head + "\"edit-text\",\"payload\":{\"node\":\"a\",\"text\":\"x\xff\"}}", false},
+	} {
+		env, canonical, err := ParseCommand([]byte(c.env))
+		if err != nil {
+			t.Fatalf("%s: %v", c.env, err)
+		}
+		if canonical != c.want {
+			t.Errorf("%s: canonical %v, want %v", c.env, canonical, c.want)
+		}
+		if p, err := kbcore.Canonical(env.Payload); c.want && (err != nil || !bytes.Equal(p, env.Payload)) {
+			t.Errorf("%s: called canonical, but Canonical changes it to %s", c.env, p)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/subspace/kbkit/internal/jsonscan"
 	"github.com/subspace/kbkit/kbcore"
 )
 
@@ -58,7 +59,7 @@ func TestParseDocFast(t *testing.T) {
 	for i := 0; i < 400; i++ {
 		d := g.doc("p1", g.pick(titles), 10)
 		b, _ := d.MarshalJSON()
-		s := scanner{b: b}
+		s := scanner{jsonscan.Scanner{B: b}}
 		if _, _, ok := s.doc(); ok {
 			fast++
 		} else {
