@@ -125,12 +125,7 @@ func (c *Client) Command(ctx context.Context, env kbcore.Envelope) (seq int64, r
 }
 
 // Ack is kb.command's answer for a committed command.
-type Ack struct {
-	Seq int64 `json:"seq"`
-	// Duplicate is set when the id had been committed before: Seq is the
-	// original seq (spec/PROTOCOL.md 4.1).
-	Duplicate bool `json:"duplicate"`
-}
+type Ack = wire.CommandResult
 
 // Submit is Command with the whole acknowledgement (the duplicate flag
 // too), for callers that check the wire.

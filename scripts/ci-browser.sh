@@ -32,27 +32,7 @@ START=$(date +%s)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-browser.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-CHROME=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$CHROME" ]; then
-	say "installing chromium"
-	t0=$(date +%s)
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq chromium >/dev/null
-	CHROME=$(command -v chromium) || die "chromium did not install"
-	say "apt-get install chromium took $(( $(date +%s) - t0 ))s"
-fi
-"$CHROME" --version 2>/dev/null >&2 || die "$CHROME does not run"
-
-# chrome ARGS... URL: one headless run with a fresh profile, nothing
-# fetched from the network; bounded.
-chrome() {
-	local profile
-	profile=$(mktemp -d "$WORK/profile.XXXXXX")
-	timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --disable-background-networking \
-		--disable-component-update --disable-sync --no-first-run --user-data-dir="$profile" \
-		--hide-scrollbars "$@" 2>>"$WORK/chrome.log"
-}
+. scripts/lib/chrome.sh
 
 go build -o "$WORK/kbkit" ./cmd/kbkit || die "go build ./cmd/kbkit failed"
 go build -o "$WORK/browsercheck" ./scripts/browsercheck || die "go build ./scripts/browsercheck failed"

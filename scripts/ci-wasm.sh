@@ -41,16 +41,7 @@ trap cleanup EXIT
 command -v node >/dev/null && command -v npm >/dev/null || die "node and npm are needed"
 major=$(node -p 'process.versions.node.split(".")[0]')
 [ "$major" -ge 20 ] || die "node $(node --version): @kbkit/core needs Node.js 20 or later"
-CHROME=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$CHROME" ]; then
-	say "installing chromium"
-	t0=$(date +%s)
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq chromium >/dev/null
-	CHROME=$(command -v chromium) || die "chromium did not install"
-	say "apt-get install chromium took $(( $(date +%s) - t0 ))s"
-fi
+. scripts/lib/chrome.sh
 
 # --- 1. the module ---
 t0=$(date +%s)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/subspace/kbkit/wire"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -54,7 +55,7 @@ func BenchmarkCommandHTTP(b *testing.B) {
 
 // kb.command's hand-written answer is what json.Marshal writes.
 func TestCommandAnswerEncoding(t *testing.T) {
-	for _, r := range []CommandResult{{Seq: 1}, {Seq: 0}, {Seq: 9007199254740993, Duplicate: true}, {Seq: -3}} {
+	for _, r := range []wire.CommandResult{{Seq: 1}, {Seq: 0}, {Seq: 9007199254740993, Duplicate: true}, {Seq: -3}} {
 		var e successEnvelope
 		e.Result.Data = r
 		want, err := json.Marshal(e)

@@ -255,7 +255,7 @@ var (
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	var b []byte
 	if e, ok := v.(successEnvelope); ok {
-		if r, ok := e.Result.Data.(CommandResult); ok {
+		if r, ok := e.Result.Data.(wire.CommandResult); ok {
 			// kb.command's answer, the one on the hot path: byte for byte
 			// what json.Marshal writes (TestCommandAnswerEncoding).
 			b = appendCommandAnswer(make([]byte, 0, 64), r)
@@ -291,7 +291,7 @@ func marshalWire(v any) ([]byte, error) {
 
 // appendCommandAnswer appends {"result":{"data":{"seq":N[,"duplicate":true]}}}
 // and a newline.
-func appendCommandAnswer(b []byte, r CommandResult) []byte {
+func appendCommandAnswer(b []byte, r wire.CommandResult) []byte {
 	b = append(b, `{"result":{"data":{"seq":`...)
 	b = strconv.AppendInt(b, r.Seq, 10)
 	if r.Duplicate {

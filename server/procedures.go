@@ -31,43 +31,10 @@ var procedures = map[string]string{
 	wire.PathRevoke:       typeMutation,
 }
 
-// CommandResult is kb.command's output: the command committed at Seq.
-// Duplicate says the id had been decided before and this is the original
-// outcome.
-type CommandResult struct {
-	Seq       int64 `json:"seq"`
-	Duplicate bool  `json:"duplicate,omitempty"`
-}
-
-// PageInput is kb.page's input.
-type PageInput struct {
-	PageID string `json:"page_id"`
-	// Pending are command ids whose outcomes the caller wants (at most
-	// maxPending).
-	Pending []string `json:"pending,omitempty"`
-}
-
 // PageResult is kb.page's output: the document at Seq in canonical JSON
 // and the outcomes of the pending ids that were decided (ids never seen
 // are absent).
 type PageResult = store.Snapshot
-
-// OnPageInput is kb.onPage's input. LastEventID is the seq of the last
-// event the client has, as a decimal string (tRPC v11 resends it after a
-// reconnect); events with a greater seq are sent.
-type OnPageInput struct {
-	PageID      string  `json:"page_id"`
-	LastEventID *string `json:"lastEventId,omitempty"`
-}
-
-// PageEvent is the data of one kb.onPage event: a committed command of
-// the page. The message is {id, result: {type: "data", id: "<seq>",
-// data: PageEvent}}: result.id is the tracked event id that @trpc/client
-// v11 keeps and resends as lastEventId (spec/PROTOCOL.md).
-type PageEvent struct {
-	Cmd kbcore.Command `json:"cmd"`
-	Seq int64          `json:"seq"`
-}
 
 // OnInvalidateInput is kb.onInvalidate's input; Topics defaults to every
 // topic.
@@ -198,7 +165,7 @@ func (s *Server) command(ctx context.Context, dev store.Device, input json.RawMe
 	default:
 		s.metrics.commands.WithLabelValues("committed").Inc()
 	}
-	return CommandResult{Seq: out.Seq, Duplicate: out.Duplicate}, nil
+	return wire.CommandResult{Seq: out.Seq, Duplicate: out.Duplicate}, nil
 }
 
 // parseEnvelope validates a kb.command input against
@@ -232,7 +199,7 @@ func parseEnvelope(input json.RawMessage) (kbcore.Envelope, *callError) {
 
 // page is kb.page.
 func (s *Server) page(ctx context.Context, dev store.Device, input json.RawMessage) (any, *callError) {
-	var in PageInput
+	var in wire.PageInput
 	if cerr := decodeStrict(input, &in); cerr != nil {
 		return nil, cerr
 	}
@@ -267,7 +234,7 @@ func checkUUID(field, v string) *callError {
 // parseOnPage decodes kb.onPage's input; lastEventID, when the tRPC
 // message carries one in params, overrides the input's.
 func parseOnPage(input json.RawMessage, lastEventID *string) (pageID string, after int64, _ *callError) {
-	var in OnPageInput
+	var in wire.OnPageInput
 	if cerr := decodeStrict(input, &in); cerr != nil {
 		return "", 0, cerr
 	}

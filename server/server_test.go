@@ -156,7 +156,7 @@ func (c client) mustCommit(page, typ string, payload any) int64 {
 	if status != 200 || r.Result == nil {
 		c.t.Fatalf("%s on %s: status %d, error %+v", typ, page, status, r.Error)
 	}
-	return decode[CommandResult](c.t, r.Result.Data).Seq
+	return decode[wire.CommandResult](c.t, r.Result.Data).Seq
 }
 
 // newPage creates a page with one text node "n" (seqs 1 and 2).
@@ -249,7 +249,7 @@ func TestPagePendingOutcomes(t *testing.T) {
 		t.Fatalf("indent of a first child: status %d, want 409", s)
 	}
 	unknown := uuid.NewString()
-	input, _ := json.Marshal(PageInput{PageID: page, Pending: []string{ok, bad, unknown}})
+	input, _ := json.Marshal(wire.PageInput{PageID: page, Pending: []string{ok, bad, unknown}})
 	status, b := c.do("GET", "/trpc/kb.page?input="+url.QueryEscape(string(input)), nil, c.dev.Token)
 	if status != 200 {
 		t.Fatalf("kb.page: %d %s", status, b)
@@ -306,7 +306,7 @@ func TestBatch(t *testing.T) {
 	}
 
 	// A batch of queries over GET.
-	in1, _ := json.Marshal(PageInput{PageID: page})
+	in1, _ := json.Marshal(wire.PageInput{PageID: page})
 	q := fmt.Sprintf(`{"0":%s,"1":%s}`, in1, in1)
 	status, b = c.do("GET", "/trpc/kb.page,kb.page?batch=1&input="+url.QueryEscape(q), nil, c.dev.Token)
 	res = decode[[]trpcResp](t, b)
@@ -549,15 +549,15 @@ func readWS(t *testing.T, ws *websocket.Conn) wsReply {
 
 // readEvents reads tracked kb.onPage events of subscription id until seq
 // last, checking they come in order without gaps from first.
-func readEvents(t *testing.T, ws *websocket.Conn, id string, first, last int64) []PageEvent {
+func readEvents(t *testing.T, ws *websocket.Conn, id string, first, last int64) []wire.PageEvent {
 	t.Helper()
-	var out []PageEvent
+	var out []wire.PageEvent
 	for next := first; next <= last; next++ {
 		r := readWS(t, ws)
 		if string(r.ID) != id || r.Result == nil || r.Result.Type != "data" {
 			t.Fatalf("want event %d of subscription %s, got %s", next, id, mustJSON(r))
 		}
-		ev := decode[PageEvent](t, r.Result.Data)
+		ev := decode[wire.PageEvent](t, r.Result.Data)
 		if r.Result.ID != fmt.Sprint(next) || ev.Seq != next {
 			t.Fatalf("want seq %d, got result.id %s, data %s", next, r.Result.ID, r.Result.Data)
 		}
@@ -877,7 +877,7 @@ func BenchmarkFanoutEncode(b *testing.B) {
 			ev := &dispatch.Event{PageID: "p", Entry: store.Entry{Seq: int64(i + 1), Cmd: cmd}}
 			for s := 0; s < subs; s++ {
 				_, _ = json.Marshal(wsResponse{ID: m.ID, Result: &wsResult{Type: "data", ID: strconv.FormatInt(ev.Seq, 10),
-					Data: PageEvent{Seq: ev.Seq, Cmd: ev.Cmd}}})
+					Data: wire.PageEvent{Seq: ev.Seq, Cmd: ev.Cmd}}})
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*subs), "ns/echo")
@@ -905,7 +905,7 @@ func TestEventWireMatchesReply(t *testing.T) {
 	ev := &dispatch.Event{PageID: "p", Entry: store.Entry{Seq: 42, Cmd: cmd}}
 	for _, m := range []wsMessage{{ID: json.RawMessage(`7`)}, {ID: json.RawMessage(` "s-1" `), JSONRPC: "2.0"}} {
 		want, err := marshalWire(wsResponse{ID: json.RawMessage(bytes.TrimSpace(m.ID)), JSONRPC: m.JSONRPC, Result: &wsResult{Type: "data", ID: "42",
-			Data: PageEvent{Seq: ev.Seq, Cmd: ev.Cmd}}})
+			Data: wire.PageEvent{Seq: ev.Seq, Cmd: ev.Cmd}}})
 		if err != nil {
 			t.Fatal(err)
 		}

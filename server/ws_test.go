@@ -126,7 +126,7 @@ func (w *rawWS) events(n int) map[string][]int64 {
 		if r.Result == nil || r.Result.Type != "data" {
 			w.t.Fatalf("want an event, got %s", mustJSON(r))
 		}
-		ev := decode[PageEvent](w.t, r.Result.Data)
+		ev := decode[wire.PageEvent](w.t, r.Result.Data)
 		got[string(r.ID)] = append(got[string(r.ID)], ev.Seq)
 	}
 	return got

@@ -1,7 +1,7 @@
 // Package wire holds the shapes of kbkit's wire protocol (spec/PROTOCOL.md)
 // that the server, the client and the protocol suite share: procedure
-// paths, the error shape and its code table (section 6), and kb.limits'
-// answer (sections 4.6 and 8). It has no codec: the server and the client
+// paths, inputs, answers and events (section 4), the error shape and its
+// code table (section 6), and kb.limits' answer (sections 4.6 and 8). It has no codec: the server and the client
 // encode and decode their own way; the protocol suite decodes with
 // encoding/json as its independent reference. TestSpecTables holds it to
 // PROTOCOL.md's tables.
@@ -113,4 +113,37 @@ type Limits struct {
 	// RateBurst calls at once and then RateLimitPerSecond a second is
 	// never refused (0 when there is no rate limit).
 	RateBurst int `json:"rate_burst"`
+}
+
+// CommandResult is kb.command's output: the command committed at Seq.
+// Duplicate says the id had been decided before and this is the original
+// outcome.
+type CommandResult struct {
+	Seq       int64 `json:"seq"`
+	Duplicate bool  `json:"duplicate,omitempty"`
+}
+
+// PageInput is kb.page's input.
+type PageInput struct {
+	PageID string `json:"page_id"`
+	// Pending are command ids whose outcomes the caller wants (at most
+	// maxPending).
+	Pending []string `json:"pending,omitempty"`
+}
+
+// OnPageInput is kb.onPage's input. LastEventID is the seq of the last
+// event the client has, as a decimal string (tRPC v11 resends it after a
+// reconnect); events with a greater seq are sent.
+type OnPageInput struct {
+	PageID      string  `json:"page_id"`
+	LastEventID *string `json:"lastEventId,omitempty"`
+}
+
+// PageEvent is the data of one kb.onPage event: a committed command of
+// the page. The message is {id, result: {type: "data", id: "<seq>",
+// data: PageEvent}}: result.id is the tracked event id that @trpc/client
+// v11 keeps and resends as lastEventId (spec/PROTOCOL.md).
+type PageEvent struct {
+	Cmd kbcore.Command `json:"cmd"`
+	Seq int64          `json:"seq"`
 }

@@ -171,6 +171,17 @@ func (e *Env) sameDoc(ctx context.Context, p *page) error {
 }
 
 // watched makes a page with create-page and subscribes to it.
+// onWatched runs fn with a round trip on a fresh page it watches.
+func onWatched(ctx context.Context, e *Env, fn func(rt *roundTrip, p *page) error) error {
+	rt := newRoundTrip(e)
+	defer rt.Close()
+	p, err := rt.watched(ctx)
+	if err != nil {
+		return err
+	}
+	return fn(rt, p)
+}
+
 func (rt *roundTrip) watched(ctx context.Context) (*page, error) {
 	p, err := rt.newPage(ctx, "")
 	if err != nil {
@@ -236,91 +247,67 @@ func checkCommandCreatePage(ctx context.Context, e *Env) error {
 }
 
 func checkCommandCreateAfter(ctx context.Context, e *Env) error {
-	rt := newRoundTrip(e)
-	defer rt.Close()
-	p, err := rt.watched(ctx)
-	if err != nil {
-		return err
-	}
-	return rt.sendAll(ctx, p,
-		node("n1", "first"),
-		node("c1", "print(2)", "after", "n1", "kind", "code"),
-		node("t1", "", "parent", "n1", "kind", "table"),
-		node("n2", "second child", "after", "t1", "parent", "n1", "rank", "a1"),
-		node("n0", "before all, rank hint ignored", "rank", "zzz"),
-		node("n3", "text kind given", "after", "c1", "kind", "text"))
+	return onWatched(ctx, e, func(rt *roundTrip, p *page) error {
+		return rt.sendAll(ctx, p,
+			node("n1", "first"),
+			node("c1", "print(2)", "after", "n1", "kind", "code"),
+			node("t1", "", "parent", "n1", "kind", "table"),
+			node("n2", "second child", "after", "t1", "parent", "n1", "rank", "a1"),
+			node("n0", "before all, rank hint ignored", "rank", "zzz"),
+			node("n3", "text kind given", "after", "c1", "kind", "text"))
+	})
 }
 
 func checkCommandEditText(ctx context.Context, e *Env) error {
-	rt := newRoundTrip(e)
-	defer rt.Close()
-	p, err := rt.watched(ctx)
-	if err != nil {
-		return err
-	}
-	return rt.sendAll(ctx, p,
-		node("n1", "draft"),
-		node("c1", "print(1)", "after", "n1", "kind", "code"),
-		cmd{"edit-text", map[string]any{"node": "n1", "text": "Größe: 12 €, 東京 ✓ \"quoted\" \\ back"}},
-		cmd{"edit-text", map[string]any{"node": "c1", "text": "for i in range(3):\n\tprint(i)"}},
-		cmd{"edit-text", map[string]any{"node": "n1", "text": ""}})
+	return onWatched(ctx, e, func(rt *roundTrip, p *page) error {
+		return rt.sendAll(ctx, p,
+			node("n1", "draft"),
+			node("c1", "print(1)", "after", "n1", "kind", "code"),
+			cmd{"edit-text", map[string]any{"node": "n1", "text": "Größe: 12 €, 東京 ✓ \"quoted\" \\ back"}},
+			cmd{"edit-text", map[string]any{"node": "c1", "text": "for i in range(3):\n\tprint(i)"}},
+			cmd{"edit-text", map[string]any{"node": "n1", "text": ""}})
+	})
 }
 
 func checkCommandMoveNode(ctx context.Context, e *Env) error {
-	rt := newRoundTrip(e)
-	defer rt.Close()
-	p, err := rt.watched(ctx)
-	if err != nil {
-		return err
-	}
-	if err := rt.sendAll(ctx, p, richTree("")...); err != nil {
-		return step("setup", err)
-	}
-	return rt.sendAll(ctx, p,
-		node("n2", "target"),
-		cmd{"move-node", map[string]any{"node": "s1", "parent": "n2", "after": nil}},
-		cmd{"move-node", map[string]any{"node": "t1", "parent": "n2", "after": "s1"}},
-		cmd{"move-node", map[string]any{"node": "r1", "parent": nil, "after": "n2"}},
-		cmd{"move-node", map[string]any{"node": "c1", "parent": nil, "after": nil}})
+	return onWatched(ctx, e, func(rt *roundTrip, p *page) error {
+		if err := rt.sendAll(ctx, p, richTree("")...); err != nil {
+			return step("setup", err)
+		}
+		return rt.sendAll(ctx, p,
+			node("n2", "target"),
+			cmd{"move-node", map[string]any{"node": "s1", "parent": "n2", "after": nil}},
+			cmd{"move-node", map[string]any{"node": "t1", "parent": "n2", "after": "s1"}},
+			cmd{"move-node", map[string]any{"node": "r1", "parent": nil, "after": "n2"}},
+			cmd{"move-node", map[string]any{"node": "c1", "parent": nil, "after": nil}})
+	})
 }
 
 func checkCommandIndent(ctx context.Context, e *Env) error {
-	rt := newRoundTrip(e)
-	defer rt.Close()
-	p, err := rt.watched(ctx)
-	if err != nil {
-		return err
-	}
-	return rt.sendAll(ctx, p,
-		node("n1", "one"), node("n2", "two", "after", "n1"), node("n3", "three", "after", "n2"),
-		cmd{"indent", map[string]any{"node": "n2"}},
-		cmd{"indent", map[string]any{"node": "n3"}})
+	return onWatched(ctx, e, func(rt *roundTrip, p *page) error {
+		return rt.sendAll(ctx, p,
+			node("n1", "one"), node("n2", "two", "after", "n1"), node("n3", "three", "after", "n2"),
+			cmd{"indent", map[string]any{"node": "n2"}},
+			cmd{"indent", map[string]any{"node": "n3"}})
+	})
 }
 
 func checkCommandOutdent(ctx context.Context, e *Env) error {
-	rt := newRoundTrip(e)
-	defer rt.Close()
-	p, err := rt.watched(ctx)
-	if err != nil {
-		return err
-	}
-	return rt.sendAll(ctx, p,
-		node("n1", "parent"), node("a", "a", "parent", "n1"), node("b", "b", "after", "a"), node("c", "c", "after", "b"),
-		node("n2", "after the parent", "after", "n1"),
-		cmd{"outdent", map[string]any{"node": "b"}})
+	return onWatched(ctx, e, func(rt *roundTrip, p *page) error {
+		return rt.sendAll(ctx, p,
+			node("n1", "parent"), node("a", "a", "parent", "n1"), node("b", "b", "after", "a"), node("c", "c", "after", "b"),
+			node("n2", "after the parent", "after", "n1"),
+			cmd{"outdent", map[string]any{"node": "b"}})
+	})
 }
 
 func checkCommandDelete(ctx context.Context, e *Env) error {
-	rt := newRoundTrip(e)
-	defer rt.Close()
-	p, err := rt.watched(ctx)
-	if err != nil {
-		return err
-	}
-	if err := rt.sendAll(ctx, p, richTree("")...); err != nil {
-		return step("setup", err)
-	}
-	return rt.sendAll(ctx, p, cmd{"delete", map[string]any{"node": "x1"}}, cmd{"delete", map[string]any{"node": "r1"}})
+	return onWatched(ctx, e, func(rt *roundTrip, p *page) error {
+		if err := rt.sendAll(ctx, p, richTree("")...); err != nil {
+			return step("setup", err)
+		}
+		return rt.sendAll(ctx, p, cmd{"delete", map[string]any{"node": "x1"}}, cmd{"delete", map[string]any{"node": "r1"}})
+	})
 }
 
 // inverse is the reference reducer's inverse of c on p, as a command to
@@ -342,88 +329,68 @@ func inverse(p *page, c cmd) ([]cmd, error) {
 }
 
 func checkCommandRestore(ctx context.Context, e *Env) error {
-	rt := newRoundTrip(e)
-	defer rt.Close()
-	p, err := rt.watched(ctx)
-	if err != nil {
-		return err
-	}
-	if err := rt.sendAll(ctx, p, richTree("")...); err != nil {
-		return step("setup", err)
-	}
-	del := cmd{"delete", map[string]any{"node": "r1"}}
-	undo, err := inverse(p, del)
-	if err != nil {
-		return err
-	}
-	if err := rt.sendAll(ctx, p, node("n0", "stays"), del); err != nil {
-		return step("setup", err)
-	}
-	// The undo, then a restore of a record given by hand: a table whose
-	// cells come with it, under a restored node.
-	return rt.sendAll(ctx, p, append(undo, cmd{"restore", map[string]any{"nodes": []any{
-		map[string]any{"id": "t9", "parent": "x1", "rank": "a0", "text": "", "kind": "table", "cells": map[string]any{"C3": "=A1+1", "A1": "2"}},
-		map[string]any{"id": "c9", "parent": "x1", "rank": "a1", "text": "1+1", "kind": "code",
-			"outputs": []any{map[string]any{"mime": "text/plain", "data": "2"}}},
-	}}})...)
+	return onWatched(ctx, e, func(rt *roundTrip, p *page) error {
+		if err := rt.sendAll(ctx, p, richTree("")...); err != nil {
+			return step("setup", err)
+		}
+		del := cmd{"delete", map[string]any{"node": "r1"}}
+		undo, err := inverse(p, del)
+		if err != nil {
+			return err
+		}
+		if err := rt.sendAll(ctx, p, node("n0", "stays"), del); err != nil {
+			return step("setup", err)
+		}
+		// The undo, then a restore of a record given by hand: a table whose
+		// cells come with it, under a restored node.
+		return rt.sendAll(ctx, p, append(undo, cmd{"restore", map[string]any{"nodes": []any{
+			map[string]any{"id": "t9", "parent": "x1", "rank": "a0", "text": "", "kind": "table", "cells": map[string]any{"C3": "=A1+1", "A1": "2"}},
+			map[string]any{"id": "c9", "parent": "x1", "rank": "a1", "text": "1+1", "kind": "code",
+				"outputs": []any{map[string]any{"mime": "text/plain", "data": "2"}}},
+		}}})...)
+	})
 }
 
 func checkCommandSetOutputs(ctx context.Context, e *Env) error {
-	rt := newRoundTrip(e)
-	defer rt.Close()
-	p, err := rt.watched(ctx)
-	if err != nil {
-		return err
-	}
-	return rt.sendAll(ctx, p,
-		node("c1", "plot()", "kind", "code"),
-		cmd{"set-outputs", map[string]any{"node": "c1", "outputs": []any{
-			map[string]any{"mime": "text/plain", "data": "<Figure>"},
-			map[string]any{"mime": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="},
-			map[string]any{"mime": "text/plain", "data": ""}}}},
-		cmd{"set-outputs", map[string]any{"node": "c1", "outputs": []any{map[string]any{"mime": "text/plain", "data": "ok"}}}},
-		cmd{"set-outputs", map[string]any{"node": "c1", "outputs": []any{}}})
+	return onWatched(ctx, e, func(rt *roundTrip, p *page) error {
+		return rt.sendAll(ctx, p,
+			node("c1", "plot()", "kind", "code"),
+			cmd{"set-outputs", map[string]any{"node": "c1", "outputs": []any{
+				map[string]any{"mime": "text/plain", "data": "<Figure>"},
+				map[string]any{"mime": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="},
+				map[string]any{"mime": "text/plain", "data": ""}}}},
+			cmd{"set-outputs", map[string]any{"node": "c1", "outputs": []any{map[string]any{"mime": "text/plain", "data": "ok"}}}},
+			cmd{"set-outputs", map[string]any{"node": "c1", "outputs": []any{}}})
+	})
 }
 
 func checkCommandSetCell(ctx context.Context, e *Env) error {
-	rt := newRoundTrip(e)
-	defer rt.Close()
-	p, err := rt.watched(ctx)
-	if err != nil {
-		return err
-	}
-	cell := func(c, v string) cmd { return cmd{"set-cell", map[string]any{"node": "t1", "cell": c, "value": v}} }
-	return rt.sendAll(ctx, p,
-		node("t1", "totals", "kind", "table"),
-		cell("A1", "10"), cell("B1", "=A1*2"), cell("AB12", "Größe"), cell("ZZZ999999", "last"),
-		cell("A1", "11"), cell("B1", ""))
+	return onWatched(ctx, e, func(rt *roundTrip, p *page) error {
+		cell := func(c, v string) cmd { return cmd{"set-cell", map[string]any{"node": "t1", "cell": c, "value": v}} }
+		return rt.sendAll(ctx, p,
+			node("t1", "totals", "kind", "table"),
+			cell("A1", "10"), cell("B1", "=A1*2"), cell("AB12", "Größe"), cell("ZZZ999999", "last"),
+			cell("A1", "11"), cell("B1", ""))
+	})
 }
 
 func checkCommandSetAliases(ctx context.Context, e *Env) error {
-	rt := newRoundTrip(e)
-	defer rt.Close()
-	p, err := rt.watched(ctx)
-	if err != nil {
-		return err
-	}
-	a, b := "alias "+newID(), "Café "+newID()
-	return rt.sendAll(ctx, p,
-		cmd{"set-aliases", map[string]any{"aliases": []any{a, "  " + b + " ", a}}},
-		cmd{"set-aliases", map[string]any{"aliases": []any{b}}},
-		cmd{"set-aliases", map[string]any{"aliases": []any{}}})
+	return onWatched(ctx, e, func(rt *roundTrip, p *page) error {
+		a, b := "alias "+newID(), "Café "+newID()
+		return rt.sendAll(ctx, p,
+			cmd{"set-aliases", map[string]any{"aliases": []any{a, "  " + b + " ", a}}},
+			cmd{"set-aliases", map[string]any{"aliases": []any{b}}},
+			cmd{"set-aliases", map[string]any{"aliases": []any{}}})
+	})
 }
 
 func checkCommandRenamePage(ctx context.Context, e *Env) error {
-	rt := newRoundTrip(e)
-	defer rt.Close()
-	p, err := rt.watched(ctx)
-	if err != nil {
-		return err
-	}
-	return rt.sendAll(ctx, p,
-		node("n1", "content stays"),
-		cmd{"rename-page", map[string]any{"title": "protocol check renamed " + newID()}},
-		cmd{"rename-page", map[string]any{"title": "  protocol check renamed again " + newID() + " ", "aliases": []any{"alias " + newID()}}})
+	return onWatched(ctx, e, func(rt *roundTrip, p *page) error {
+		return rt.sendAll(ctx, p,
+			node("n1", "content stays"),
+			cmd{"rename-page", map[string]any{"title": "protocol check renamed " + newID()}},
+			cmd{"rename-page", map[string]any{"title": "  protocol check renamed again " + newID() + " ", "aliases": []any{"alias " + newID()}}})
+	})
 }
 
 // merged makes a source page with a rich tree and a target with a node of

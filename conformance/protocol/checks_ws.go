@@ -274,59 +274,52 @@ func checkWSCallErrors(ctx context.Context, e *Env) error {
 }
 
 func checkWSMessageBatch(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
-	if err != nil {
-		return step("setup", err)
-	}
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	e0 := e.envelope(p.id, newID(), "create-after", p.nodePayload(1))
-	e1 := e.envelope(p.id, newID(), "create-after", p.nodePayload(2))
-	msgs := []any{
-		map[string]any{"id": 1, "method": "mutation", "params": map[string]any{"path": "kb.command", "input": e0}},
-		map[string]any{"id": 2, "method": "mutation", "params": map[string]any{"path": "kb.command", "input": e1}},
-		map[string]any{"id": 3, "method": "query", "params": map[string]any{"path": "kb.whoami"}},
-	}
-	if err := w.sendJSON(ctx, msgs); err != nil {
-		return err
-	}
-	// Replies may come in any order (PROTOCOL.md 5.1): match them by id.
-	replies := map[string]*wsMsg{}
-	for len(replies) < len(msgs) {
-		m, err := w.recv(ctx, fmt.Sprintf("the answers to the array's %d messages (%d so far)", len(msgs), len(replies)))
-		if err != nil {
+	return onSocket(ctx, e, func(p *page, w *WS) error {
+		e0 := e.envelope(p.id, newID(), "create-after", p.nodePayload(1))
+		e1 := e.envelope(p.id, newID(), "create-after", p.nodePayload(2))
+		msgs := []any{
+			map[string]any{"id": 1, "method": "mutation", "params": map[string]any{"path": "kb.command", "input": e0}},
+			map[string]any{"id": 2, "method": "mutation", "params": map[string]any{"path": "kb.command", "input": e1}},
+			map[string]any{"id": 3, "method": "query", "params": map[string]any{"path": "kb.whoami"}},
+		}
+		if err := w.sendJSON(ctx, msgs); err != nil {
 			return err
 		}
-		id := string(m.ID)
-		if _, dup := replies[id]; dup || (id != "1" && id != "2" && id != "3") {
-			return w.fail(`one reply to each of the ids 1, 2 and 3`, excerpt(m.raw, 300),
-				"each message of an array is answered once, with its request's id (PROTOCOL.md 5.1)")
+		// Replies may come in any order (PROTOCOL.md 5.1): match them by id.
+		replies := map[string]*wsMsg{}
+		for len(replies) < len(msgs) {
+			m, err := w.recv(ctx, fmt.Sprintf("the answers to the array's %d messages (%d so far)", len(msgs), len(replies)))
+			if err != nil {
+				return err
+			}
+			id := string(m.ID)
+			if _, dup := replies[id]; dup || (id != "1" && id != "2" && id != "3") {
+				return w.fail(`one reply to each of the ids 1, 2 and 3`, excerpt(m.raw, 300),
+					"each message of an array is answered once, with its request's id (PROTOCOL.md 5.1)")
+			}
+			replies[id] = m
 		}
-		replies[id] = m
-	}
-	for i := 1; i <= 2; i++ {
-		m := replies[fmt.Sprint(i)]
-		if m.Error != nil {
-			return w.fail(fmt.Sprintf(`{"id":%d,"result":{"type":"data","data":{"seq":%d}}}`, i, 1+i), excerpt(m.raw, 300),
-				"message %d of the array failed: the messages of an array are handled in array order (PROTOCOL.md 5.1; message 2 creates its node after message 1's)", i)
+		for i := 1; i <= 2; i++ {
+			m := replies[fmt.Sprint(i)]
+			if m.Error != nil {
+				return w.fail(fmt.Sprintf(`{"id":%d,"result":{"type":"data","data":{"seq":%d}}}`, i, 1+i), excerpt(m.raw, 300),
+					"message %d of the array failed: the messages of an array are handled in array order (PROTOCOL.md 5.1; message 2 creates its node after message 1's)", i)
+			}
+			data, err := w.data(m, fmt.Sprintf("message %d of the array", i))
+			if err != nil {
+				return err
+			}
+			var d struct {
+				Seq int64 `json:"seq"`
+			}
+			if json.Unmarshal(data, &d) != nil || d.Seq != int64(1+i) {
+				return w.fail(fmt.Sprintf(`{"seq":%d}`, 1+i), excerpt(data, 200),
+					"message %d of the array (a command) gets seq %d: the messages of an array are handled in array order (PROTOCOL.md 5.1; their replies may come in any order)", i, 1+i)
+			}
 		}
-		data, err := w.data(m, fmt.Sprintf("message %d of the array", i))
-		if err != nil {
-			return err
-		}
-		var d struct {
-			Seq int64 `json:"seq"`
-		}
-		if json.Unmarshal(data, &d) != nil || d.Seq != int64(1+i) {
-			return w.fail(fmt.Sprintf(`{"seq":%d}`, 1+i), excerpt(data, 200),
-				"message %d of the array (a command) gets seq %d: the messages of an array are handled in array order (PROTOCOL.md 5.1; their replies may come in any order)", i, 1+i)
-		}
-	}
-	_, err = w.data(replies["3"], "kb.whoami, message 3 of the array")
-	return err
+		_, err := w.data(replies["3"], "kb.whoami, message 3 of the array")
+		return err
+	})
 }
 
 func checkWSSubscribeReplayLive(ctx context.Context, e *Env) error {
@@ -443,29 +436,22 @@ func checkWSLastEventIDInput(ctx context.Context, e *Env) error {
 }
 
 func checkWSBadLastEventID(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
-	if err != nil {
-		return step("setup", err)
-	}
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	for i, bad := range []string{"x", "-1", "1.5"} {
-		if err := w.sendJSON(ctx, map[string]any{"id": i + 1, "method": "subscription",
-			"params": map[string]any{"path": "kb.onPage", "input": map[string]any{"page_id": p.id}, "lastEventId": bad}}); err != nil {
-			return err
+	return onSocket(ctx, e, func(p *page, w *WS) error {
+		for i, bad := range []string{"x", "-1", "1.5"} {
+			if err := w.sendJSON(ctx, map[string]any{"id": i + 1, "method": "subscription",
+				"params": map[string]any{"path": "kb.onPage", "input": map[string]any{"page_id": p.id}, "lastEventId": bad}}); err != nil {
+				return err
+			}
+			m, err := w.reply(ctx, i+1, "the answer to a subscription with lastEventId "+strconv.Quote(bad))
+			if err != nil {
+				return err
+			}
+			if _, err := w.wsError(m, "BAD_REQUEST", "kb.onPage", "lastEventId "+strconv.Quote(bad)); err != nil {
+				return err
+			}
 		}
-		m, err := w.reply(ctx, i+1, "the answer to a subscription with lastEventId "+strconv.Quote(bad))
-		if err != nil {
-			return err
-		}
-		if _, err := w.wsError(m, "BAD_REQUEST", "kb.onPage", "lastEventId "+strconv.Quote(bad)); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func checkWSSubscribeNotFound(ctx context.Context, e *Env) error {
@@ -499,70 +485,56 @@ func checkWSSubscribeNotFound(ctx context.Context, e *Env) error {
 }
 
 func checkWSDuplicateID(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
-	if err != nil {
-		return step("setup", err)
-	}
-	w, err := e.ws(ctx)
-	if err != nil {
+	return onSocket(ctx, e, func(p *page, w *WS) error {
+		if err := w.subscribe(ctx, 5, "kb.onPage", map[string]any{"page_id": p.id}, nil); err != nil {
+			return err
+		}
+		if err := w.events(ctx, 5, p, 1, 1); err != nil {
+			return err
+		}
+		if err := w.sendJSON(ctx, map[string]any{"id": 5, "method": "subscription",
+			"params": map[string]any{"path": "kb.onPage", "input": map[string]any{"page_id": p.id}}}); err != nil {
+			return err
+		}
+		m, err := w.reply(ctx, 5, "the answer to a second subscription with the same id")
+		if err != nil {
+			return err
+		}
+		_, err = w.wsError(m, "BAD_REQUEST", "", "a subscription id already open (Duplicate id, PROTOCOL.md 5.1)")
 		return err
-	}
-	defer w.Close()
-	if err := w.subscribe(ctx, 5, "kb.onPage", map[string]any{"page_id": p.id}, nil); err != nil {
-		return err
-	}
-	if err := w.events(ctx, 5, p, 1, 1); err != nil {
-		return err
-	}
-	if err := w.sendJSON(ctx, map[string]any{"id": 5, "method": "subscription",
-		"params": map[string]any{"path": "kb.onPage", "input": map[string]any{"page_id": p.id}}}); err != nil {
-		return err
-	}
-	m, err := w.reply(ctx, 5, "the answer to a second subscription with the same id")
-	if err != nil {
-		return err
-	}
-	_, err = w.wsError(m, "BAD_REQUEST", "", "a subscription id already open (Duplicate id, PROTOCOL.md 5.1)")
-	return err
+	})
 }
 
 func checkWSStop(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
-	if err != nil {
-		return step("setup", err)
-	}
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	if err := w.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, nil); err != nil {
-		return err
-	}
-	if err := w.events(ctx, 1, p, 1, 1); err != nil {
-		return err
-	}
-	if err := w.sendJSON(ctx, map[string]any{"id": 1, "method": "subscription.stop"}); err != nil {
-		return err
-	}
-	m, err := w.reply(ctx, 1, `{"id":1,"result":{"type":"stopped"}}`)
-	if err != nil {
-		return err
-	}
-	if m.Result == nil || m.Result.Type != "stopped" {
-		return w.fail(`{"id":1,"result":{"type":"stopped"}}`, excerpt(m.raw, 200), "subscription.stop is answered with stopped (PROTOCOL.md 5.1)")
-	}
-	if err := e.addNodes(ctx, p, 1); err != nil {
-		return err
-	}
-	if err := w.quiet(ctx, "no event after subscription.stop"); err != nil {
-		return err
-	}
-	// The id is free again.
-	if err := w.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, strp("1")); err != nil {
-		return step("a new subscription with the stopped id", err)
-	}
-	return w.events(ctx, 1, p, 2, 2)
+	return onSocket(ctx, e, func(p *page, w *WS) error {
+		if err := w.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, nil); err != nil {
+			return err
+		}
+		if err := w.events(ctx, 1, p, 1, 1); err != nil {
+			return err
+		}
+		if err := w.sendJSON(ctx, map[string]any{"id": 1, "method": "subscription.stop"}); err != nil {
+			return err
+		}
+		m, err := w.reply(ctx, 1, `{"id":1,"result":{"type":"stopped"}}`)
+		if err != nil {
+			return err
+		}
+		if m.Result == nil || m.Result.Type != "stopped" {
+			return w.fail(`{"id":1,"result":{"type":"stopped"}}`, excerpt(m.raw, 200), "subscription.stop is answered with stopped (PROTOCOL.md 5.1)")
+		}
+		if err := e.addNodes(ctx, p, 1); err != nil {
+			return err
+		}
+		if err := w.quiet(ctx, "no event after subscription.stop"); err != nil {
+			return err
+		}
+		// The id is free again.
+		if err := w.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, strp("1")); err != nil {
+			return step("a new subscription with the stopped id", err)
+		}
+		return w.events(ctx, 1, p, 2, 2)
+	})
 }
 
 func checkWSMessageTooBig(ctx context.Context, e *Env) error {
@@ -646,4 +618,18 @@ func checkWSInvalidate(ctx context.Context, e *Env) error {
 	}
 	return w.fail(`{"topic":"directory","page_id":<a page created>,"seq":1}`, fmt.Sprintf("none for %d pages created within %s", len(ours), e.EventTimeout),
 		"no directory invalidation for the new pages")
+}
+
+// onSocket runs fn on a fresh page and a WebSocket opened for it.
+func onSocket(ctx context.Context, e *Env, fn func(p *page, w *WS) error) error {
+	p, err := e.newPage(ctx)
+	if err != nil {
+		return step("setup", err)
+	}
+	w, err := e.ws(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	return fn(p, w)
 }

@@ -7,10 +7,12 @@
 CHROME=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROME" ]; then
 	say "installing chromium"
+	t0=$(date +%s)
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq chromium >/dev/null
 	CHROME=$(command -v chromium) || die "chromium did not install"
+	say "apt-get install chromium took $(( $(date +%s) - t0 ))s"
 fi
 "$CHROME" --version 2>/dev/null >&2 || die "$CHROME does not run"
 
