@@ -19,10 +19,14 @@ import (
 	"github.com/subspace/kbkit/internal/procs"
 )
 
+// InitTimeout is the least time an adapter has to answer init, whatever
+// Options.Timeout: its process is starting.
+const InitTimeout = 10 * time.Second
+
 // Options configure Start.
 type Options struct {
 	// Timeout bounds each request, from writing it to reading its reply
-	// (init included). Default 10s.
+	// (init: at least InitTimeout). Default 10s.
 	Timeout time.Duration
 	// Stderr receives the adapter's stderr, line by line, each line
 	// prefixed with StderrPrefix. Default os.Stderr.
@@ -281,7 +285,13 @@ func (c *Client) roundTrip(ctx context.Context, typ string, body, reply any) err
 		_, err := p.stdin.Write(line)
 		werr <- err
 	}()
-	timer := time.NewTimer(c.opts.Timeout)
+	limit := c.opts.Timeout
+	if typ == TypeInit {
+		// A process starting (a runtime, a JIT, a compile) is not a case
+		// answered late: init has at least InitTimeout (spec/ADAPTER.md 2).
+		limit = max(limit, InitTimeout)
+	}
+	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	fail := func(base error, format string, args ...any) error {
 		return &transportError{fmt.Errorf("%w: %s: %s", base, typ, fmt.Sprintf(format, args...))}
@@ -328,7 +338,7 @@ func (c *Client) roundTrip(ctx context.Context, typ string, body, reply any) err
 			}
 			return nil
 		case <-timer.C:
-			return fail(ErrTimeout, "no reply within %v", c.opts.Timeout)
+			return fail(ErrTimeout, "no reply within %v", limit)
 		case <-ctx.Done():
 			return &transportError{ctx.Err()}
 		}
