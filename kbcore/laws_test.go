@@ -15,10 +15,7 @@ import (
 // document and command.
 func commandCases(t testing.TB) []specCase {
 	t.Helper()
-	all, err := cases.Open()
-	if err != nil {
-		t.Fatalf("the built-in spec's cases: %v", err)
-	}
+	all := cases.ForTest(t)
 	var out []specCase
 	for _, c := range all {
 		if c.Suite() != cases.SuiteCommands {

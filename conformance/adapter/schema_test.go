@@ -90,12 +90,7 @@ func validateLog(t *testing.T, path string) map[string]int {
 }
 
 func specCases(t *testing.T) []cases.Case {
-	t.Helper()
-	all, err := cases.Open()
-	if err != nil {
-		t.Fatalf("the built-in spec's cases: %v", err)
-	}
-	return all
+	return cases.ForTest(t)
 }
 
 // runTee sends every spec case through the tee adapter in front of child

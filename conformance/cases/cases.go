@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"testing"
 
 	"gopkg.in/yaml.v3"
 )
@@ -371,4 +372,15 @@ func Open(paths ...string) ([]Case, error) {
 		return nil, err
 	}
 	return All(files)
+}
+
+// ForTest returns the built-in spec's cases, failing tb when they do not
+// load.
+func ForTest(tb testing.TB) []Case {
+	tb.Helper()
+	all, err := Open()
+	if err != nil {
+		tb.Fatalf("the built-in spec's cases: %v", err)
+	}
+	return all
 }

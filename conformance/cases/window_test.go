@@ -12,10 +12,7 @@ import (
 
 func windowCases(t *testing.T) []cases.Case {
 	t.Helper()
-	all, err := cases.Open()
-	if err != nil {
-		t.Fatalf("the built-in spec's cases: %v", err)
-	}
+	all := cases.ForTest(t)
 	var out []cases.Case
 	for _, c := range all {
 		if c.Suite() == cases.SuiteWindow {

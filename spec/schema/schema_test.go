@@ -55,12 +55,7 @@ var schemaFailsDespiteOtherVerdict = map[string]string{
 }
 
 func specCases(t *testing.T) []cases.Case {
-	t.Helper()
-	all, err := cases.Open()
-	if err != nil {
-		t.Fatalf("the built-in spec's cases: %v", err)
-	}
-	return all
+	return cases.ForTest(t)
 }
 
 // cmdParts returns a command case's type and raw payload (nil when the
