@@ -379,13 +379,20 @@ func (s *sim) drawIntent(fw *foreignWin) (adapter.IntentRequest, bool) {
 func (fw *foreignWin) owedHistoryIntent() string {
 	in := fw.coverage.Intents
 	switch {
-	case fw.intents["undo"] && in["undo"] == 0 && len(fw.given) >= 4:
+	case fw.intents["undo"] && in["undo"] == 0 && len(fw.given) >= owedUndoAfter:
 		return "undo"
-	case fw.intents["redo"] && in["redo"] == 0 && (!fw.intents["undo"] || in["undo"] > 0) && len(fw.given) >= 6:
+	case fw.intents["redo"] && in["redo"] == 0 && (!fw.intents["undo"] || in["undo"] > 0) && len(fw.given) >= owedRedoAfter:
 		return "redo"
 	}
 	return ""
 }
+
+// Commands a window is given before an undo (a redo) it declared is owed
+// to it (spec/ADAPTER.md section 7; TestSpecStatesOwedIntents).
+const (
+	owedUndoAfter = 4
+	owedRedoAfter = 6
+)
 
 // drainForeign takes in what the proxies recorded.
 func (s *sim) drainForeign() {

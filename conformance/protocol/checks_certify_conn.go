@@ -33,51 +33,44 @@ func checkPingJumpsQueue(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	p, err := e.newPage(ctx)
-	if err != nil {
-		return step("setup", err)
-	}
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	// Slow calls: kb.page with max_pending pending ids each, within the
-	// socket's queue so that none is refused.
-	pending := make([]string, max(1, min(l.MaxPending, 1000)))
-	for i := range pending {
-		pending[i] = newID()
-	}
-	k := max(2, min(l.MaxSocketQueue/2, 30))
-	start := time.Now()
-	for i := 0; i < k; i++ {
-		if err := w.sendJSON(ctx, map[string]any{"id": i, "method": "query",
-			"params": map[string]any{"path": "kb.page", "input": map[string]any{"page_id": p.id, "pending": pending}}}); err != nil {
+	return onSocket(ctx, e, func(p *page, w *WS) error {
+		// Slow calls: kb.page with max_pending pending ids each, within the
+		// socket's queue so that none is refused.
+		pending := make([]string, max(1, min(l.MaxPending, 1000)))
+		for i := range pending {
+			pending[i] = newID()
+		}
+		k := max(2, min(l.MaxSocketQueue/2, 30))
+		start := time.Now()
+		for i := 0; i < k; i++ {
+			if err := w.sendJSON(ctx, map[string]any{"id": i, "method": "query",
+				"params": map[string]any{"path": "kb.page", "input": map[string]any{"page_id": p.id, "pending": pending}}}); err != nil {
+				return err
+			}
+		}
+		if err := w.sendRaw(ctx, []byte("PING")); err != nil {
 			return err
 		}
-	}
-	if err := w.sendRaw(ctx, []byte("PING")); err != nil {
-		return err
-	}
-	replies, pong := 0, false
-	var last time.Time
-	for replies < k || !pong {
-		b, err := w.next(ctx)
-		if err != nil {
-			return w.fail(fmt.Sprintf("PONG and %d replies", k), fmt.Sprintf("%d replies, PONG %v: %v", replies, pong, err), "the server did not answer")
-		}
-		if string(b) == "PONG" {
-			if replies == k && last.Sub(start) >= 20*time.Millisecond {
-				return w.fail("PONG before the last of the queued calls' replies", fmt.Sprintf("PONG after all %d replies (the last %s after the first call)", k, last.Sub(start).Round(time.Millisecond)),
-					"PING is answered at once, not behind the calls queued before it (PROTOCOL.md 5.1: PING jumps the queue)")
+		replies, pong := 0, false
+		var last time.Time
+		for replies < k || !pong {
+			b, err := w.next(ctx)
+			if err != nil {
+				return w.fail(fmt.Sprintf("PONG and %d replies", k), fmt.Sprintf("%d replies, PONG %v: %v", replies, pong, err), "the server did not answer")
 			}
-			pong = true
-			continue
+			if string(b) == "PONG" {
+				if replies == k && last.Sub(start) >= 20*time.Millisecond {
+					return w.fail("PONG before the last of the queued calls' replies", fmt.Sprintf("PONG after all %d replies (the last %s after the first call)", k, last.Sub(start).Round(time.Millisecond)),
+						"PING is answered at once, not behind the calls queued before it (PROTOCOL.md 5.1: PING jumps the queue)")
+				}
+				pong = true
+				continue
+			}
+			replies++
+			last = time.Now()
 		}
-		replies++
-		last = time.Now()
-	}
-	return nil
+		return nil
+	})
 }
 
 func checkIdleKeepAlive(ctx context.Context, e *Env) error {
@@ -137,61 +130,54 @@ func checkSocketQueue(ctx context.Context, e *Env) error {
 	if q > 2500 {
 		return Skipf("max_socket_queue %d: more calls than this suite pipelines (10000)", q)
 	}
-	p, err := e.newPage(ctx)
-	if err != nil {
-		return step("setup", err)
-	}
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	pending := make([]string, max(1, min(l.MaxPending, 100)))
-	for i := range pending {
-		pending[i] = newID()
-	}
-	pc := newPacer(l)
-	n := 4 * q
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		if err := pc.wait(ctx); err != nil {
-			return err
+	return onSocket(ctx, e, func(p *page, w *WS) error {
+		pending := make([]string, max(1, min(l.MaxPending, 100)))
+		for i := range pending {
+			pending[i] = newID()
 		}
-		if err := w.sendJSON(ctx, map[string]any{"id": i, "method": "query",
-			"params": map[string]any{"path": "kb.page", "input": map[string]any{"page_id": p.id, "pending": pending}}}); err != nil {
-			return err
+		pc := newPacer(l)
+		n := 4 * q
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			if err := pc.wait(ctx); err != nil {
+				return err
+			}
+			if err := w.sendJSON(ctx, map[string]any{"id": i, "method": "query",
+				"params": map[string]any{"path": "kb.page", "input": map[string]any{"page_id": p.id, "pending": pending}}}); err != nil {
+				return err
+			}
 		}
-	}
-	seen := map[string]bool{}
-	refused := 0
-	for len(seen) < n {
-		m, err := w.recv(ctx, fmt.Sprintf("the answers to %d pipelined calls (%d so far)", n, len(seen)))
-		if err != nil {
-			return err
+		seen := map[string]bool{}
+		refused := 0
+		for len(seen) < n {
+			m, err := w.recv(ctx, fmt.Sprintf("the answers to %d pipelined calls (%d so far)", n, len(seen)))
+			if err != nil {
+				return err
+			}
+			id := string(m.ID)
+			if seen[id] {
+				return w.fail("one answer per call", excerpt(m.raw, 300), "call %s was answered twice", id)
+			}
+			seen[id] = true
+			if m.Error == nil {
+				continue
+			}
+			es, err := w.wsError(m, "TOO_MANY_REQUESTS", "kb.page", "a pipelined call past max_socket_queue")
+			if err != nil {
+				return err
+			}
+			if !es.Data.Retryable {
+				return w.fail(`"retryable": true`, excerpt(m.raw, 300), "a call refused past max_socket_queue is retryable (PROTOCOL.md 8)")
+			}
+			refused++
 		}
-		id := string(m.ID)
-		if seen[id] {
-			return w.fail("one answer per call", excerpt(m.raw, 300), "call %s was answered twice", id)
+		if took := time.Since(start); refused == 0 && took >= 10*time.Millisecond && pc.rate == 0 {
+			return w.fail(fmt.Sprintf("some of %d pipelined calls refused TOO_MANY_REQUESTS", n),
+				fmt.Sprintf("all %d served, in %s", n, took.Round(time.Millisecond)),
+				"%d calls pipelined on one socket with max_socket_queue %d were all served: the queue is not bounded (PROTOCOL.md 8)", n, q)
 		}
-		seen[id] = true
-		if m.Error == nil {
-			continue
-		}
-		es, err := w.wsError(m, "TOO_MANY_REQUESTS", "kb.page", "a pipelined call past max_socket_queue")
-		if err != nil {
-			return err
-		}
-		if !es.Data.Retryable {
-			return w.fail(`"retryable": true`, excerpt(m.raw, 300), "a call refused past max_socket_queue is retryable (PROTOCOL.md 8)")
-		}
-		refused++
-	}
-	if took := time.Since(start); refused == 0 && took >= 10*time.Millisecond && pc.rate == 0 {
-		return w.fail(fmt.Sprintf("some of %d pipelined calls refused TOO_MANY_REQUESTS", n),
-			fmt.Sprintf("all %d served, in %s", n, took.Round(time.Millisecond)),
-			"%d calls pipelined on one socket with max_socket_queue %d were all served: the queue is not bounded (PROTOCOL.md 8)", n, q)
-	}
-	return nil
+		return nil
+	})
 }
 
 // rawWS opens a WebSocket by hand on a TCP connection with a small receive

@@ -93,8 +93,9 @@ func (l *Listener) Handle(h Handler, channels ...string) {
 	l.mu.Unlock()
 }
 
-// Run listens until ctx is done, then tells every handler Lost and
-// returns ctx.Err().
+// Run listens until ctx is done and returns ctx.Err(). Every handler is
+// told Lost whenever a connection ends or cannot be opened, the last time
+// included.
 func (l *Listener) Run(ctx context.Context) error {
 	backoff := MinBackoff
 	for ctx.Err() == nil {
