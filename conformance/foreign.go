@@ -336,7 +336,7 @@ func (s *sim) foreignRace(fw *foreignWin, race bool) (adapter.IntentRequest, boo
 
 // drawIntent draws what the user of fw does, among the intents it
 // implements: a command drawn as for a reference window on what it
-// renders, or undo/redo.
+// renders (coverage first, below), or undo/redo.
 func (s *sim) drawIntent(fw *foreignWin) (adapter.IntentRequest, bool) {
 	req := adapter.IntentRequest{Window: fmt.Sprintf("w%d", fw.idx)}
 	if (fw.intents["undo"] || fw.intents["redo"]) && s.rng.IntN(12) == 0 {
@@ -359,16 +359,29 @@ func (s *sim) drawIntent(fw *foreignWin) (adapter.IntentRequest, bool) {
 		req.Intent, req.ID, req.Payload = c.Type, c.ID, c.Payload
 		return req, true
 	}
+	// Of up to 8 commands drawn on what the window renders, the first of
+	// a type not yet given in the seed, else the type given least: every
+	// declared intent is exercised early, not by luck.
+	var pick *kbcore.Command
 	for range 8 {
 		c := s.drawOn(fw.doc)
 		if !fw.intents[c.Type] {
 			continue
 		}
-		fw.given[c.ID] = c
-		req.Intent, req.ID, req.Payload = c.Type, c.ID, c.Payload
-		return req, true
+		if pick == nil || s.intentsGiven[c.Type] < s.intentsGiven[pick.Type] {
+			pick = &c
+		}
+		if s.intentsGiven[c.Type] == 0 {
+			break
+		}
 	}
-	return req, false
+	if pick == nil {
+		return req, false
+	}
+	s.intentsGiven[pick.Type]++
+	fw.given[pick.ID] = *pick
+	req.Intent, req.ID, req.Payload = pick.Type, pick.ID, pick.Payload
+	return req, true
 }
 
 // owedHistoryIntent is undo (or redo) when the client declared it and

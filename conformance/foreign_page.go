@@ -34,7 +34,7 @@ func (s *sim) drawPageIntent(fw *foreignWin) (kbcore.Command, bool) {
 	t := declared[r]
 	for i := 1; i < len(declared); i++ {
 		d := declared[(r+i)%len(declared)]
-		if n, m := s.pageOpsGiven[d], s.pageOpsGiven[t]; n < m || (n == m && t == kbcore.TypeMergePage) {
+		if n, m := s.intentsGiven[d], s.intentsGiven[t]; n < m || (n == m && t == kbcore.TypeMergePage) {
 			t = d
 		}
 	}
@@ -54,6 +54,6 @@ func (s *sim) drawPageIntent(fw *foreignWin) (kbcore.Command, bool) {
 		}
 		p = map[string]any{"into": s.pages[into]}
 	}
-	s.pageOpsGiven[t]++
+	s.intentsGiven[t]++
 	return kbcore.Command{ID: s.newID(), Type: t, Payload: mustJSON(p)}, true
 }

@@ -49,7 +49,7 @@ type sim struct {
 	pages        []string // page ids of this seed
 	titles       []string // current titles
 	merged       []bool
-	pageOpsGiven map[string]int   // page operations given to foreign windows, by type (foreign_page.go)
+	intentsGiven map[string]int   // page operations given to foreign windows, by type (foreign_page.go)
 	known        map[string]int64 // lower bound of each page's head seq
 	wins         []*win
 	idSeq        int
@@ -213,7 +213,7 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 		rng:   newChooser(seed, opts.Choices),
 		nonce: hex.EncodeToString(nonce), known: map[string]int64{}, ops: map[string]*op{},
 		start: time.Now(), found: map[string][]string{}, exercised: map[string]int{}, types: map[string]int{},
-		pageOpsGiven: map[string]int{},
+		intentsGiven: map[string]int{},
 	}
 	rep := SeedReport{Seed: seed}
 	s.drawFaults()
