@@ -2,6 +2,7 @@ package kbcore
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -109,13 +110,36 @@ func decodePayload(c Command, v any) *Rejection {
 	if len(c.Payload) == 0 {
 		return reject(CodeInvalidPayload, "%s: payload is missing", c.Type)
 	}
-	if decodeFast(c.Payload, v) {
-		return nil
-	}
-	if err := decodeStrict(c.Payload, v); err != nil {
+	if err := decodeCommand(c, v); err != nil {
 		return reject(CodeInvalidPayload, "%s: %v", c.Type, err)
 	}
 	return nil
+}
+
+// decodeCommand decodes c's payload into v (a pointer to its payload
+// struct): the parser's value when it left one of v's type, else the fast
+// decoder, else strictly.
+func decodeCommand(c Command, v any) error {
+	if c.Parsed != nil && takeParsed(c.Parsed.Value, v) {
+		return nil
+	}
+	if decodeFast(c.Payload, v) {
+		return nil
+	}
+	return decodeStrict(c.Payload, v)
+}
+
+// takeParsed copies *src into *dst when both are pointers of one type.
+func takeParsed(src, dst any) bool {
+	if src == nil {
+		return false
+	}
+	s, d := reflect.ValueOf(src), reflect.ValueOf(dst)
+	if s.Kind() != reflect.Pointer || s.IsNil() || s.Type() != d.Type() {
+		return false
+	}
+	d.Elem().Set(s.Elem())
+	return true
 }
 
 func missing(c Command, field string) *Rejection {

@@ -52,6 +52,25 @@ type Command struct {
 	ID      string          `json:"id"`
 	Type    string          `json:"type"`
 	Payload json.RawMessage `json:"payload"`
+	// Parsed, when not nil, is what a parser learnt of Payload in the one
+	// pass that validated it, so that nothing after it reads the bytes
+	// again. It never travels (it is not JSON).
+	Parsed *Parsed `json:"-"`
+}
+
+// Parsed is what a validating parser found in a payload's bytes. Whoever
+// sets it vouches that it is true of the Payload beside it: the reducer
+// then takes Value instead of decoding, and the server's log keeps
+// canonical bytes as they stand. spec/schema's envelope tests
+// (checkParsed) hold the server's parser to it.
+type Parsed struct {
+	// Value is the payload decoded into a pointer to its type's payload
+	// struct (the registry row's Payload), as decoding Payload would
+	// give; nil, or a pointer of another type: not decoded.
+	Value any
+	// Canonical: Payload is canonical JSON as it stands (spec/README.md
+	// section 1).
+	Canonical bool
 }
 
 // Rejection says why a command was not applied.

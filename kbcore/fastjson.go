@@ -2,6 +2,7 @@ package kbcore
 
 import (
 	"encoding/json"
+	"reflect"
 
 	"github.com/subspace/kbkit/internal/jsonscan"
 )
@@ -60,37 +61,79 @@ func decodeFlat(b []byte, fields []flatField) bool {
 // decodeFast decodes the flat payloads; false: not handled, and v is
 // left the zero value it was (decode it strictly).
 func decodeFast(b []byte, v any) bool {
+	fields := flatFields(v)
+	if fields == nil {
+		return false
+	}
+	if decodeFlat(b, fields) {
+		return true
+	}
+	reflect.ValueOf(v).Elem().SetZero()
+	return false
+}
+
+// flatFields are the keys of the flat payloads (every field a string or
+// null) as pointers into v; nil: v is not a pointer to one.
+func flatFields(v any) []flatField {
 	switch p := v.(type) {
 	case *EditText:
-		if decodeFlat(b, []flatField{{name: "node", str: &p.Node}, {name: "text", str: &p.Text}}) {
-			return true
-		}
-		*p = EditText{}
+		return []flatField{{name: "node", str: &p.Node}, {name: "text", str: &p.Text}}
 	case *NodeRef:
-		if decodeFlat(b, []flatField{{name: "node", str: &p.Node}}) {
-			return true
-		}
-		*p = NodeRef{}
+		return []flatField{{name: "node", str: &p.Node}}
 	case *CreateAfter:
-		if decodeFlat(b, []flatField{{name: "after", str: &p.After}, {name: "parent", str: &p.Parent},
-			{name: "node", str: &p.Node}, {name: "text", str: &p.Text}, {name: "kind", str: &p.Kind}, {name: "rank", str: &p.Rank}}) {
-			return true
-		}
-		*p = CreateAfter{}
+		return []flatField{{name: "after", str: &p.After}, {name: "parent", str: &p.Parent},
+			{name: "node", str: &p.Node}, {name: "text", str: &p.Text}, {name: "kind", str: &p.Kind}, {name: "rank", str: &p.Rank}}
 	case *MoveNode:
-		if decodeFlat(b, []flatField{{name: "node", str: &p.Node}, {name: "parent", str: &p.Parent.ID, set: &p.Parent.Set},
-			{name: "after", str: &p.After.ID, set: &p.After.Set}, {name: "rank", str: &p.Rank}}) {
-			return true
-		}
-		*p = MoveNode{}
+		return []flatField{{name: "node", str: &p.Node}, {name: "parent", str: &p.Parent.ID, set: &p.Parent.Set},
+			{name: "after", str: &p.After.ID, set: &p.After.Set}, {name: "rank", str: &p.Rank}}
 	case *SetCell:
-		if decodeFlat(b, []flatField{{name: "node", str: &p.Node}, {name: "cell", str: &p.Cell}, {name: "value", str: &p.Value}}) {
+		return []flatField{{name: "node", str: &p.Node}, {name: "cell", str: &p.Cell}, {name: "value", str: &p.Value}}
+	case *MergePage:
+		return []flatField{{name: "into", str: &p.Into}}
+	}
+	return nil
+}
+
+// FlatPayload is a flat payload (every field a string or null) being
+// filled one field at a time by a parser that reads its bytes once (the
+// server's one-pass envelope parser); Value is then what decoding the
+// bytes gives, for Parsed.Value.
+type FlatPayload struct {
+	value  any
+	fields []flatField
+}
+
+// NewFlatPayload starts the payload of a command type; false when the
+// type is unknown or its payload is not flat.
+func NewFlatPayload(typ string) (*FlatPayload, bool) {
+	v, ok := NewPayload(typ)
+	if !ok {
+		return nil, false
+	}
+	fields := flatFields(v)
+	if fields == nil {
+		return nil, false
+	}
+	return &FlatPayload{value: v, fields: fields}, true
+}
+
+// Set gives the field of that JSON name a string, or null (nil); false
+// when the payload has no such field.
+func (f *FlatPayload) Set(name string, v *string) bool {
+	for _, fl := range f.fields {
+		if fl.name == name {
+			*fl.str = v
+			if fl.set != nil {
+				*fl.set = true
+			}
 			return true
 		}
-		*p = SetCell{}
 	}
 	return false
 }
+
+// Value is the payload: a pointer to its type's payload struct.
+func (f *FlatPayload) Value() any { return f.value }
 
 // ---- encoding ----
 

@@ -36,7 +36,7 @@ func drawJSONString(t *rapid.T, label string) string {
 // differently cased and repeated keys, with string, null and other values,
 // white space, and sometimes not an object or trailing data.
 func drawPayload(t *rapid.T) []byte {
-	keys := []string{"node", "text", "after", "parent", "kind", "rank", "cell", "value", "Node", "TEXT", "junk"}
+	keys := []string{"node", "text", "after", "parent", "kind", "rank", "cell", "value", "into", "Node", "TEXT", "junk"}
 	ws := func(label string) string {
 		return rapid.SampledFrom([]string{"", "", "", " ", "\n\t"}).Draw(t, label)
 	}
@@ -68,15 +68,27 @@ func drawPayload(t *rapid.T) []byte {
 	return []byte(b.String())
 }
 
+// flatTargets makes a fresh payload of each registry type whose payload
+// the fast decoder handles (flatFields).
+func flatTargets(t interface{ Fatalf(string, ...any) }) []func() any {
+	var mks []func() any
+	for _, typ := range Types {
+		v, _ := NewPayload(typ)
+		if flatFields(v) != nil {
+			mks = append(mks, func() any { v, _ := NewPayload(typ); return v })
+		}
+	}
+	if len(mks) < 6 {
+		t.Fatalf("only %d flat payload types", len(mks))
+	}
+	return mks
+}
+
 // TestRapidFastDecodeIsStrict: whenever the fast decoder takes a payload,
 // the strict decoder accepts it too and gives the same value; when it
 // declines, it leaves its target zero.
 func TestRapidFastDecodeIsStrict(t *testing.T) {
-	targets := []func() any{
-		func() any { return new(EditText) }, func() any { return new(NodeRef) },
-		func() any { return new(CreateAfter) }, func() any { return new(MoveNode) },
-		func() any { return new(SetCell) },
-	}
+	targets := flatTargets(t)
 	taken := 0
 	rapid.Check(t, func(t *rapid.T) {
 		b := drawPayload(t)
@@ -207,11 +219,7 @@ func FuzzDecodeFast(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, mk := range []func() any{
-			func() any { return new(EditText) }, func() any { return new(NodeRef) },
-			func() any { return new(CreateAfter) }, func() any { return new(MoveNode) },
-			func() any { return new(SetCell) },
-		} {
+		for _, mk := range flatTargets(t) {
 			fast, slow, zero := mk(), mk(), mk()
 			ok := decodeFast(b, fast)
 			err := decodeStrict(b, slow)

@@ -30,10 +30,14 @@ type Envelope struct {
 	PageID   string          `json:"page_id"`
 	Type     string          `json:"type"`
 	Payload  json.RawMessage `json:"payload"`
+	// Parsed: as Command.Parsed, for the envelope's payload.
+	Parsed *Parsed `json:"-"`
 }
 
 // Command returns the page-local command of the envelope.
-func (e Envelope) Command() Command { return Command{ID: e.ID, Type: e.Type, Payload: e.Payload} }
+func (e Envelope) Command() Command {
+	return Command{ID: e.ID, Type: e.Type, Payload: e.Payload, Parsed: e.Parsed}
+}
 
 // NodeAt names a node of a page.
 type NodeAt struct {
@@ -157,6 +161,7 @@ func (p *planner) apply(pageID string, c Command, cause string) (Result, *Reject
 func (p *planner) derive(pageID, typ string, payload any) *Rejection {
 	c := mkCommand(typ, payload)
 	c.ID = DerivedID(p.env.ID, pageID, p.derived)
+	c.Parsed = &Parsed{Canonical: true} // mkCommand writes canonical JSON
 	p.derived++
 	_, rej := p.apply(pageID, c, p.env.ID)
 	return rej
@@ -261,17 +266,17 @@ func (p *planner) checkNames() *Rejection {
 	switch env.Type {
 	case TypeCreatePage:
 		var pl CreatePage
-		if decodeStrict(env.Payload, &pl) == nil {
+		if decodeCommand(env.Command(), &pl) == nil {
 			title = pl.Title
 		}
 	case TypeRenamePage:
 		var pl RenamePage
-		if decodeStrict(env.Payload, &pl) == nil {
+		if decodeCommand(env.Command(), &pl) == nil {
 			title, aliases = pl.Title, pl.Aliases
 		}
 	case TypeSetAliases:
 		var pl SetAliases
-		if decodeStrict(env.Payload, &pl) == nil {
+		if decodeCommand(env.Command(), &pl) == nil {
 			aliases = pl.Aliases
 		}
 	case TypeRestorePage:
@@ -308,7 +313,7 @@ func (p *planner) checkNames() *Rejection {
 
 func (p *planner) checkMergeTarget() *Rejection {
 	var pl MergePage
-	if decodeStrict(p.env.Payload, &pl) != nil || pl.Into == nil || *pl.Into == "" || *pl.Into == p.env.PageID {
+	if decodeCommand(p.env.Command(), &pl) != nil || pl.Into == nil || *pl.Into == "" || *pl.Into == p.env.PageID {
 		return nil // the reducer rejects these
 	}
 	d, ok := p.kb.Doc(*pl.Into)

@@ -1,5 +1,7 @@
 package kbcore
 
+import "reflect"
+
 // The command registry: one row per command type (spec/README.md section
 // 2), in spec order. Every other list of command types in kbkit is derived
 // from it (Types, the reducer's dispatch, the server's directory
@@ -70,6 +72,16 @@ var (
 	byType   map[string]*TypeInfo
 	handlers map[string]func(*tx, Command) *Rejection
 )
+
+// NewPayload is a pointer to a fresh zero payload of a command type, to
+// decode into; false for an unknown type.
+func NewPayload(typ string) (any, bool) {
+	info, ok := byType[typ]
+	if !ok {
+		return nil, false
+	}
+	return reflect.New(reflect.TypeOf(info.Payload)).Interface(), true
+}
 
 // Types lists every command type in spec order.
 var Types []string

@@ -170,13 +170,14 @@ func (s *Server) command(ctx context.Context, dev store.Device, input json.RawMe
 
 // parseEnvelope validates a kb.command input against
 // spec/schema/envelope.schema.json (payload included) and decodes it, in
-// one pass for the common command types (schema.ParseCommand), which also
-// tells whether the payload is canonical already.
+// one pass for the common command types (schema.ParseEnvelope); its
+// Parsed carries the decoded payload to the reducer and tells the log its
+// bytes are canonical.
 func parseEnvelope(input json.RawMessage) (kbcore.Envelope, *callError) {
 	if len(input) == 0 {
 		return kbcore.Envelope{}, errorf(wire.CodeBadRequest, "input: missing (the command envelope)")
 	}
-	env, canonical, err := schema.ParseCommand(input)
+	env, err := schema.ParseEnvelope(input)
 	if err != nil {
 		if errors.Is(err, schema.ErrInvalid) {
 			return kbcore.Envelope{}, errorf(wire.CodeBadRequest, "%v", err)
@@ -184,9 +185,8 @@ func parseEnvelope(input json.RawMessage) (kbcore.Envelope, *callError) {
 		return kbcore.Envelope{}, errorf(wire.CodeInternalServerError, "schema: %v", err)
 	}
 	// The log keeps the payload in canonical JSON (spec/PROTOCOL.md 4.4):
-	// an event is then the same bytes whatever the client sent. A payload
-	// the one pass found canonical is what kbcore.Canonical would return.
-	if canonical {
+	// an event is then the same bytes whatever the client sent.
+	if env.Parsed.Canonical {
 		return env, nil
 	}
 	p, err := kbcore.Canonical(env.Payload)
@@ -194,6 +194,7 @@ func parseEnvelope(input json.RawMessage) (kbcore.Envelope, *callError) {
 		return kbcore.Envelope{}, errorf(wire.CodeBadRequest, "payload: not canonicalizable JSON (RFC 8785 needs distinct keys): %v", err)
 	}
 	env.Payload = p
+	env.Parsed.Canonical = true // the same value, written canonically
 	return env, nil
 }
 

@@ -89,7 +89,7 @@ func (t *txWrites) rejected(dev Device, env kbcore.Envelope, rej *kbcore.Rejecti
 	r.page = append(r.page, env.PageID)
 	r.device = append(r.device, dev.DeviceID)
 	r.typ = append(r.typ, env.Type)
-	r.payload = append(r.payload, string(payloadJSON(env.Payload)))
+	r.payload = append(r.payload, string(payloadJSON(env.Command())))
 	r.code = append(r.code, rej.Code)
 	r.message = append(r.message, rej.Message)
 }

@@ -404,17 +404,21 @@ func uniqueAsRetry(err error) error {
 	return classify(err)
 }
 
-// payloadJSON is the payload as the log keeps it, in canonical JSON
-// (spec/PROTOCOL.md 4.4). The server hands in canonical payloads (it
-// refuses what cannot be canonicalized); this is a scan for them.
-func payloadJSON(p json.RawMessage) []byte {
-	if len(p) == 0 {
+// payloadJSON is a command's payload as the log keeps it, in canonical
+// JSON (spec/PROTOCOL.md 4.4). The server hands in payloads its parse
+// found or made canonical (Parsed says so: no scan here); any other
+// caller's are canonicalized.
+func payloadJSON(c kbcore.Command) []byte {
+	if len(c.Payload) == 0 {
 		return []byte("{}")
 	}
-	if c, err := kbcore.Canonical(p); err == nil {
-		return c
+	if c.Parsed != nil && c.Parsed.Canonical {
+		return c.Payload
 	}
-	return p
+	if b, err := kbcore.Canonical(c.Payload); err == nil {
+		return b
+	}
+	return c.Payload
 }
 
 func missingLocks(plan kbcore.Plan, held []string) []string {
@@ -638,7 +642,7 @@ func (w *writer) effects() error {
 		}
 		p.doc, p.changed = res.Doc, true
 		inverse, _ := json.Marshal(res.Inverse)
-		payload := payloadJSON(e.Cmd.Payload)
+		payload := payloadJSON(e.Cmd)
 		w.rows.committedRow(w.ws, w.device, e, seq, payload, inverse)
 		w.entries = append(w.entries, pageEntry{page: e.PageID, entry: Entry{Seq: seq,
 			Cmd: kbcore.Command{ID: e.Cmd.ID, Type: e.Cmd.Type, Payload: payload}, DeviceID: w.device, Cause: e.Cause}})

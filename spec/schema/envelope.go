@@ -11,37 +11,36 @@ import (
 // ParseEnvelope validates a wire command envelope against
 // envelope.schema.json and decodes it. The command types that carry the
 // keystrokes and structure edits (create-after, edit-text, move-node,
-// indent, outdent, delete, set-cell, merge-page) are checked and decoded in
-// one pass over the bytes, without building a generic JSON value; any
-// other envelope, and every envelope the one-pass parser does not accept,
-// goes through the JSON Schema validator, which stays the normative
-// contract (its error is returned). A test proves that the one-pass parser
-// accepts exactly what the schema accepts for those types, on every case
-// file and on fuzzed input.
+// indent, outdent, delete, set-cell, merge-page) are checked and decoded,
+// payload included, in one pass over the bytes, without building a generic
+// JSON value; any other envelope, and every envelope the one-pass parser
+// does not accept, goes through the JSON Schema validator, which stays the
+// normative contract (its error is returned). A test proves that the
+// one-pass parser accepts exactly what the schema accepts for those types,
+// on every case file and on fuzzed input.
+//
+// The envelope's Parsed says what the parse learnt of the payload: its
+// decoded value, and whether its bytes are canonical JSON as they stand
+// (spec/README.md section 1), so that neither the reducer nor the log
+// reads them again. Canonical false says only "not known".
 func ParseEnvelope(b []byte) (kbcore.Envelope, error) {
-	env, _, err := ParseCommand(b)
-	return env, err
-}
-
-// ParseCommand is ParseEnvelope that also reports whether the payload is
-// known to be in canonical JSON already (spec/README.md section 1), as the
-// one-pass parser finds while it validates it: then kbcore.Canonical would
-// return it unchanged, and the caller need not scan it again. False says
-// only "not known".
-func ParseCommand(b []byte) (env kbcore.Envelope, canonical bool, err error) {
-	if env, canonical, ok := fastEnvelope(b); ok {
-		return env, canonical, nil
+	if env, ok := fastEnvelope(b); ok {
+		return env, nil
 	}
 	if err := ValidateEnvelope(b); err != nil {
-		return kbcore.Envelope{}, false, err
+		return kbcore.Envelope{}, err
 	}
 	var dec kbcore.Envelope
 	if err := kbcore.DecodeStrict(b, &dec); err != nil {
 		// Unreachable for a valid envelope; reported as a schema problem
 		// rather than a panic.
-		return kbcore.Envelope{}, false, invalid(fmt.Sprintf("envelope: %v", err))
+		return kbcore.Envelope{}, invalid(fmt.Sprintf("envelope: %v", err))
 	}
-	return dec, false, nil
+	dec.Parsed = &kbcore.Parsed{}
+	if v, ok := kbcore.NewPayload(dec.Type); ok && kbcore.DecodeStrict(dec.Payload, v) == nil {
+		dec.Parsed.Value = v
+	}
+	return dec, nil
 }
 
 // ---- the one-pass parser ----
@@ -96,22 +95,34 @@ func (s *scanner) key() (string, bool) {
 }
 
 // fastEnvelope is the one-pass parser: ok means b is a valid envelope of
-// one of the fastShapes types and env is its decoding.
-func fastEnvelope(b []byte) (env kbcore.Envelope, canonical, ok bool) {
+// one of the fastShapes types and env is its decoding, with Parsed.
+func fastEnvelope(b []byte) (env kbcore.Envelope, ok bool) {
+	env, canonical, fp, ok := fastEnvelopeParts(b)
+	if !ok {
+		return kbcore.Envelope{}, false
+	}
+	env.Parsed = &kbcore.Parsed{Canonical: canonical}
+	if fp != nil {
+		env.Parsed.Value = fp.Value()
+	}
+	return env, true
+}
+
+func fastEnvelopeParts(b []byte) (env kbcore.Envelope, canonical bool, fp *kbcore.FlatPayload, ok bool) {
 	s := &scanner{jsonscan.Scanner{B: b}}
 	if !s.Eat('{') {
-		return env, false, false
+		return env, false, nil, false
 	}
 	var seen uint8 // bits: id, device_id, page_id, type, payload
 	var payload []byte
 	payloadChecked := false
 	if s.Eat('}') {
-		return env, false, false
+		return env, false, nil, false
 	}
 	for {
 		k, ok := s.key()
 		if !ok {
-			return env, false, false
+			return env, false, nil, false
 		}
 		var bit uint8
 		switch k {
@@ -126,17 +137,17 @@ func fastEnvelope(b []byte) (env kbcore.Envelope, canonical, ok bool) {
 		case "payload":
 			bit = 16
 		default:
-			return env, false, false
+			return env, false, nil, false
 		}
 		if seen&bit != 0 {
-			return env, false, false // a duplicate key: left to the schema
+			return env, false, nil, false // a duplicate key: left to the schema
 		}
 		seen |= bit
 		switch bit {
 		case 1, 2, 4:
 			raw, flags, ok := s.Str()
 			if !ok || flags&jsonscan.Escaped != 0 || !isUUID(raw) {
-				return env, false, false
+				return env, false, nil, false
 			}
 			v := string(raw)
 			switch bit {
@@ -150,24 +161,25 @@ func fastEnvelope(b []byte) (env kbcore.Envelope, canonical, ok bool) {
 		case 8:
 			raw, flags, ok := s.Str()
 			if !ok || flags&jsonscan.Escaped != 0 {
-				return env, false, false
+				return env, false, nil, false
 			}
 			if _, known := fastShapes[string(raw)]; !known {
-				return env, false, false
+				return env, false, nil, false
 			}
 			env.Type = string(raw)
 		case 16:
 			s.WS()
 			start := s.I
 			if env.Type != "" {
-				if canonical, ok = s.payload(fastShapes[env.Type]); !ok {
-					return env, false, false
+				fp, _ = kbcore.NewFlatPayload(env.Type)
+				if canonical, ok = s.payload(fastShapes[env.Type], &fp); !ok {
+					return env, false, nil, false
 				}
 				payloadChecked = true
 			} else if s.Peek() != '{' {
-				return env, false, false
+				return env, false, nil, false
 			} else if _, ok := s.Skip(); !ok {
-				return env, false, false
+				return env, false, nil, false
 			}
 			payload = b[start:s.I]
 		}
@@ -175,28 +187,33 @@ func fastEnvelope(b []byte) (env kbcore.Envelope, canonical, ok bool) {
 			continue
 		}
 		if !s.Eat('}') {
-			return env, false, false
+			return env, false, nil, false
 		}
 		break
 	}
 	if !s.End() || seen != 31 {
-		return env, false, false
+		return env, false, nil, false
 	}
 	if !payloadChecked {
 		ps := &scanner{jsonscan.Scanner{B: payload}}
-		if canonical, ok = ps.payload(fastShapes[env.Type]); !ok || ps.I != len(payload) {
-			return env, false, false
+		fp, _ = kbcore.NewFlatPayload(env.Type)
+		if canonical, ok = ps.payload(fastShapes[env.Type], &fp); !ok || ps.I != len(payload) {
+			return env, false, nil, false
 		}
 	}
 	env.Payload = append([]byte(nil), payload...)
-	return env, canonical, true
+	return env, canonical, fp, true
 }
 
 // payload reads a payload object of the given shape, and finds in the
 // same pass whether it is written in canonical JSON as it stands: no white
 // space, keys in UTF-16 order, every string as RFC 8785 writes it (here:
 // without escapes, valid UTF-8; a string with escapes is "not known").
-func (s *scanner) payload(sh payloadShape) (canonical, ok bool) {
+//
+// fp, when not nil, is filled with the values read; it is set to nil
+// when a value cannot be given as read (escapes, invalid UTF-8: then the
+// payload is "not decoded" and the reducer decodes it as before).
+func (s *scanner) payload(sh payloadShape, fp **kbcore.FlatPayload) (canonical, ok bool) {
 	canonical = true
 	tight := func() { // the next token follows without white space
 		if s.I < len(s.B) && jsonscan.IsSpace(s.B[s.I]) {
@@ -236,9 +253,21 @@ func (s *scanner) payload(sh payloadShape) (canonical, ok bool) {
 			seen[n] = k
 			n++
 			tight()
-			vcanon, ok := s.value(f)
+			raw, null, esc, vcanon, ok := s.value(f)
 			if !ok {
 				return false, false
+			}
+			switch {
+			case *fp == nil:
+			case esc || !vcanon:
+				*fp = nil // escapes or invalid UTF-8: the reducer decodes it
+			case null:
+				(*fp).Set(k, nil)
+			default:
+				v := string(raw)
+				if !(*fp).Set(k, &v) {
+					*fp = nil // a key the schema allows and the struct lacks: left to the reducer
+				}
 			}
 			canonical = canonical && vcanon
 			tight()
@@ -263,34 +292,37 @@ func (s *scanner) payload(sh payloadShape) (canonical, ok bool) {
 	return canonical, true
 }
 
-// value reads a payload value of the kind f, and whether it is written as
+// value reads a payload value of the kind f: the string's raw bytes
+// (escaped: with its escapes) or null, and whether it is written as
 // canonical JSON writes it.
-func (s *scanner) value(f field) (canonical, ok bool) {
+func (s *scanner) value(f field) (raw []byte, null, escaped, canonical, ok bool) {
 	switch f {
 	case fNullableNodeID, fNullableNodeRef, fRankHint, fKind:
 		if s.Null() {
-			return true, true
+			return nil, true, false, true, true
 		}
 	}
 	raw, flags, ok := s.Str()
 	if !ok {
-		return false, false
+		return nil, false, false, false, false
 	}
 	esc := flags&jsonscan.Escaped != 0
 	canonical = !esc && utf8.Valid(raw)
 	switch f {
 	case fString, fRankHint, fNodeRef, fNullableNodeRef:
-		return canonical, true // any string (escapes checked by Str)
+		ok = true // any string (escapes checked by Str)
 	case fNodeID, fNullableNodeID:
-		return canonical, !esc && isNodeID(raw)
+		ok = !esc && isNodeID(raw)
 	case fKind:
-		return canonical, !esc && (string(raw) == "text" || string(raw) == "code" || string(raw) == "table")
+		ok = !esc && (string(raw) == "text" || string(raw) == "code" || string(raw) == "table")
 	case fCellName:
-		return canonical, !esc && isCellName(raw)
+		ok = !esc && isCellName(raw)
 	case fUUID:
-		return canonical, !esc && isUUID(raw)
+		ok = !esc && isUUID(raw)
+	default:
+		ok = false
 	}
-	return false, false
+	return raw, false, esc, canonical, ok
 }
 
 // isUUID is common.schema.json's uuid pattern.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/subspace/kbkit/conformance/cases"
@@ -16,7 +17,8 @@ import (
 // type it accepts too.
 func checkAgreement(t *testing.T, name string, b []byte, complete bool) (fast bool) {
 	t.Helper()
-	env, canonical, ok := fastEnvelope(b)
+	env, ok := fastEnvelope(b)
+	canonical := ok && env.Parsed.Canonical
 	serr := ValidateEnvelope(b)
 	if canonical {
 		// What the one pass calls canonical is what kbcore.Canonical
@@ -42,6 +44,14 @@ func checkAgreement(t *testing.T, name string, b []byte, complete bool) (fast bo
 			t.Fatalf("%s: one-pass decoding %+v, DecodeStrict %+v", name, env, want)
 		}
 	}
+	// ParseEnvelope agrees with the schema whichever way it goes.
+	penv, perr := ParseEnvelope(b)
+	if (perr == nil) != (serr == nil) {
+		t.Fatalf("%s: ParseEnvelope says %v, the schema %v", name, perr, serr)
+	}
+	if perr == nil {
+		checkParsed(t, name, penv)
+	}
 	if complete && !ok && serr == nil {
 		var probe struct {
 			Type string `json:"type"`
@@ -51,18 +61,46 @@ func checkAgreement(t *testing.T, name string, b []byte, complete bool) (fast bo
 			t.Fatalf("%s: the schema accepts %s but the one-pass parser does not", name, b)
 		}
 	}
-	// ParseEnvelope agrees with the schema whichever way it goes.
-	penv, perr := ParseEnvelope(b)
-	if (perr == nil) != (serr == nil) {
-		t.Fatalf("%s: ParseEnvelope says %v, the schema %v", name, perr, serr)
-	}
-	if _, pcanon, _ := ParseCommand(b); pcanon != canonical {
-		t.Fatalf("%s: ParseCommand's canonical %v, the one pass's %v", name, pcanon, canonical)
+	if perr == nil && penv.Parsed.Canonical != canonical {
+		t.Fatalf("%s: ParseEnvelope's canonical %v, the one pass's %v", name, penv.Parsed.Canonical, canonical)
 	}
 	if ok && (penv.ID != env.ID || !bytes.Equal(penv.Payload, env.Payload)) {
 		t.Fatalf("%s: ParseEnvelope decodes differently", name)
 	}
 	return ok
+}
+
+// checkParsed holds what ParseEnvelope's Parsed vouches for to the
+// payload beside it: the value is what the reducer's own decoding gives,
+// and bytes called canonical are what kbcore.Canonical returns.
+func checkParsed(t *testing.T, name string, env kbcore.Envelope) {
+	t.Helper()
+	if env.Parsed == nil {
+		t.Fatalf("%s: ParseEnvelope left Parsed nil", name)
+	}
+	if env.Parsed.Canonical {
+		if c, err := kbcore.Canonical(env.Payload); err != nil || !bytes.Equal(c, env.Payload) {
+			t.Fatalf("%s: Parsed calls payload %s canonical; kbcore.Canonical gives %s, %v", name, env.Payload, c, err)
+		}
+	}
+	if env.Parsed.Value == nil {
+		return
+	}
+	want, ok := kbcore.NewPayload(env.Type)
+	if !ok {
+		t.Fatalf("%s: a parsed value for the unknown type %q", name, env.Type)
+	}
+	if err := kbcore.DecodeStrict(env.Payload, want); err != nil {
+		t.Fatalf("%s: a parsed value %+v for payload %s, which DecodeStrict refuses: %v", name, env.Parsed.Value, env.Payload, err)
+	}
+	if !reflect.DeepEqual(want, env.Parsed.Value) {
+		t.Fatalf("%s: payload %s parsed as %s, DecodeStrict gives %s", name, env.Payload, dump(env.Parsed.Value), dump(want))
+	}
+}
+
+func dump(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // TestFastEnvelopeAgreesWithSchema runs every command case of the spec
@@ -178,10 +216,10 @@ func BenchmarkParseEnvelope(b *testing.B) {
 	})
 }
 
-// TestParseCommandCanonical: the one pass knows a canonical payload as
+// TestParseEnvelopeCanonical: the one pass knows a canonical payload as
 // such, and calls nothing canonical that is not (white space, keys out of
 // order, escapes, invalid UTF-8); the payload is the same bytes either way.
-func TestParseCommandCanonical(t *testing.T) {
+func TestParseEnvelopeCanonical(t *testing.T) {
 	head := `{"id":"` + envID + `","device_id":"` + envDevice + `","page_id":"` + envPage + `","type":`
 	for _, c := range []struct {
 		env  string
@@ -201,9 +239,14 @@ func TestParseCommandCanonical(t *testing.T) {
 		{head + `"edit-text","payload":{"node":"a","text":"x\u00e9"}}`, false},
 		{head + "\"edit-text\",\"payload\":{\"node\":\"a\",\"text\":\"x\xff\"}}", false},
 	} {
-		env, canonical, err := ParseCommand([]byte(c.env))
+		env, err := ParseEnvelope([]byte(c.env))
 		if err != nil {
 			t.Fatalf("%s: %v", c.env, err)
+		}
+		canonical := env.Parsed.Canonical
+		checkParsed(t, c.env, env)
+		if c.want && env.Parsed.Value == nil {
+			t.Errorf("%s: a payload of plain strings, yet no parsed value (the reducer would read it again)", c.env)
 		}
 		if canonical != c.want {
 			t.Errorf("%s: canonical %v, want %v", c.env, canonical, c.want)
