@@ -52,6 +52,7 @@ func (c callResult) status() int {
 // serveTRPC serves /trpc/<path>[,<path>...] as tRPC's HTTP adapter does,
 // and upgrades /trpc to a WebSocket.
 func (s *Server) serveTRPC(w http.ResponseWriter, r *http.Request) {
+	entered := time.Now()
 	rest, _ := strings.CutPrefix(r.URL.Path, "/trpc")
 	rest = strings.TrimPrefix(rest, "/")
 	if rest == "" {
@@ -131,6 +132,9 @@ func (s *Server) serveTRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	if !batch {
 		s.writeOne(w, results[0])
+		if path0 == wire.PathCommand {
+			s.metrics.commandSeconds.WithLabelValues("http").Add(time.Since(entered).Seconds())
+		}
 		return
 	}
 	status := 0

@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/subspace/kbkit/server/store"
 )
 
 // metrics are the server's Prometheus collectors.
@@ -29,6 +31,13 @@ type metrics struct {
 	// tokenLookups counts tokens looked up in the database (the token
 	// cache did not have them).
 	tokenLookups prometheus.Counter
+	// commandSeconds sums, by transport, the time kb.command calls spent
+	// in this server: HTTP from the request's headers read to its answer
+	// written, WebSocket from the message read to its reply queued.
+	commandSeconds *prometheus.CounterVec
+	// submitSeconds sums the time of those calls in the store (Submit):
+	// the rest of commandSeconds is the transport, parsing and checks.
+	submitSeconds prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
@@ -63,6 +72,15 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 		Name: "kbkit_token_lookups_total",
 		Help: "Bearer tokens looked up in the database because the token cache did not hold them (a valid token is served from the cache).",
 	}))
+	m.commandSeconds = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kbkit_command_seconds_total",
+		Help: "Time kb.command calls spent in this server, by transport (http: from the request's headers read to its answer written; ws: from the message read to its reply queued).",
+	}, []string{"transport"}))
+	m.submitSeconds = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kbkit_command_store_seconds_total",
+		Help: "The part of kbkit_command_seconds_total spent in the store (queueing for the page and the transaction); the rest is transport, parsing and checks.",
+	}))
+	register[prometheus.Collector](reg, waitsCollector{s})
 	m.commands = register(reg, m.commands)
 	m.commitSeconds = register(reg, m.commitSeconds)
 	m.calls = register(reg, m.calls)
@@ -116,4 +134,62 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 		}
 	}
 	return c
+}
+
+// waitsCollector exposes the store's waits (store.Waits): where the
+// command transactions' time goes.
+type waitsCollector struct{ s *Server }
+
+var (
+	descTx = prometheus.NewDesc("kbkit_store_transactions_total",
+		"Command transactions by path: optimistic (a group planned against cached page heads, one round trip), usual (a group that read heads first, two round trips), alone (the single-command path, each attempt).", []string{"path"}, nil)
+	descTxCommands = prometheus.NewDesc("kbkit_store_transaction_commands_total",
+		"Commands decided by those transactions, by path.", []string{"path"}, nil)
+	descTxSeconds = prometheus.NewDesc("kbkit_store_transaction_seconds_total",
+		"Time of those transactions, by path, from asking for a connection to COMMIT's answer.", []string{"path"}, nil)
+	descTxSize = prometheus.NewDesc("kbkit_store_transaction_size",
+		"Commands decided per committed transaction.", nil, nil)
+	descPostgres = prometheus.NewDesc("kbkit_store_postgres_seconds_total",
+		"The part of the transactions' time spent waiting for Postgres: a pooled connection, BEGIN's and COMMIT's round trips; the rest is planning and preparing the writes with the page held.", nil, nil)
+	descQueued = prometheus.NewDesc("kbkit_store_queued_commands_total",
+		"Commands that queued for their page (held by a running transaction) or for a transaction slot.", nil, nil)
+	descQueue = prometheus.NewDesc("kbkit_store_queue_seconds_total",
+		"Time those commands queued.", nil, nil)
+	descHold = prometheus.NewDesc("kbkit_store_hold_seconds_total",
+		"Time pages were held by command transactions of this instance's group scheduler, their gathering included.", nil, nil)
+	descGather = prometheus.NewDesc("kbkit_store_gather_seconds_total",
+		"The part of kbkit_store_hold_seconds_total a group spent waiting for its callers' next commands.", nil, nil)
+)
+
+func (waitsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descTx, descTxCommands, descTxSeconds, descTxSize, descPostgres, descQueued, descQueue, descHold, descGather} {
+		ch <- d
+	}
+}
+
+func (c waitsCollector) Collect(ch chan<- prometheus.Metric) {
+	w := c.s.st.Waits()
+	for _, p := range []store.Path{store.PathOptimistic, store.PathUsual, store.PathAlone} {
+		ch <- prometheus.MustNewConstMetric(descTx, prometheus.CounterValue, float64(w.Transactions[p]), p.String())
+		ch <- prometheus.MustNewConstMetric(descTxCommands, prometheus.CounterValue, float64(w.Commands[p]), p.String())
+		ch <- prometheus.MustNewConstMetric(descTxSeconds, prometheus.CounterValue, w.TxSeconds[p], p.String())
+	}
+	buckets := map[float64]uint64{}
+	var count uint64
+	var sum float64
+	for i, n := range w.Sizes {
+		count += uint64(n)
+		if i < len(store.SizeBuckets) {
+			buckets[float64(store.SizeBuckets[i])] = count
+		}
+	}
+	for p := range w.Commands {
+		sum += float64(w.Commands[p])
+	}
+	ch <- prometheus.MustNewConstHistogram(descTxSize, count, sum, buckets)
+	ch <- prometheus.MustNewConstMetric(descPostgres, prometheus.CounterValue, w.PostgresSeconds)
+	ch <- prometheus.MustNewConstMetric(descQueued, prometheus.CounterValue, float64(w.Queued))
+	ch <- prometheus.MustNewConstMetric(descQueue, prometheus.CounterValue, w.QueueSeconds)
+	ch <- prometheus.MustNewConstMetric(descHold, prometheus.CounterValue, w.HoldSeconds)
+	ch <- prometheus.MustNewConstMetric(descGather, prometheus.CounterValue, w.GatherSeconds)
 }

@@ -139,6 +139,7 @@ func (s *Server) command(ctx context.Context, dev store.Device, input json.RawMe
 	}
 	start := time.Now()
 	out, err := s.st.Submit(ctx, dev, env)
+	s.metrics.submitSeconds.Add(time.Since(start).Seconds())
 	if err != nil {
 		cerr := storeError(err)
 		switch cerr.code {

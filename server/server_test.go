@@ -6,14 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/subspace/kbkit/spec"
 	"github.com/subspace/kbkit/wire"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -471,6 +474,35 @@ func TestHealthAndMetrics(t *testing.T) {
 		if status != 200 || !strings.Contains(string(b), want) {
 			t.Errorf("metrics lack %q:\n%s", want, b)
 		}
+	}
+	// Where the two commands' time went (spec/PROTOCOL.md 9): in the
+	// server over HTTP, part of it in the store, in transactions that
+	// decided both.
+	v := func(name string) float64 {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == name {
+				x, err := strconv.ParseFloat(f[1], 64)
+				if err != nil {
+					t.Fatalf("%s: %v", line, err)
+				}
+				return x
+			}
+		}
+		t.Errorf("metrics lack %s", name)
+		return 0
+	}
+	inServer, inStore := v(`kbkit_command_seconds_total{transport="http"}`), v("kbkit_command_store_seconds_total")
+	if inStore <= 0 || inServer < inStore {
+		t.Errorf("kb.command: %.6fs in the server, %.6fs of it in the store", inServer, inStore)
+	}
+	decided := v(`kbkit_store_transaction_commands_total{path="optimistic"}`) + v(`kbkit_store_transaction_commands_total{path="usual"}`) +
+		v(`kbkit_store_transaction_commands_total{path="alone"}`)
+	if decided != 2 || v("kbkit_store_transaction_size_sum") != 2 || v("kbkit_store_transaction_size_count") < 1 {
+		t.Errorf("2 commands decided, the metrics say %v (size histogram: sum %v count %v)", decided,
+			v("kbkit_store_transaction_size_sum"), v("kbkit_store_transaction_size_count"))
+	}
+	if pg := v("kbkit_store_postgres_seconds_total"); pg <= 0 {
+		t.Errorf("no time waiting for Postgres: %v", pg)
 	}
 }
 
@@ -1018,5 +1050,48 @@ func TestLiveEchoEqualsReplay(t *testing.T) {
 	}
 	if !bytes.Contains(live, []byte(`{"node":"n1","text":"zebra first"}`)) {
 		t.Errorf("the echo does not carry the payload in canonical JSON (RFC 8785): %s", live)
+	}
+}
+
+// TestSpecListsTheMetrics: spec/PROTOCOL.md section 9's table names every
+// kbkit_ metric the server exposes, and nothing it does not.
+func TestSpecListsTheMetrics(t *testing.T) {
+	in := newInstance(t, pgprovider.ForTest(t), Options{})
+	c := pair(t, in, "acme")
+	c.newPage()
+	// A refusal (a batch past the cap), so that the refusals' family has
+	// a series to expose.
+	if status, _ := c.do("GET", "/trpc/"+strings.Repeat("kb.whoami,", 1000)+"kb.whoami?batch=1", nil, c.dev.Token); status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a batch of 1,001 calls: %d", status)
+	}
+	_, b := c.do("GET", "/metrics", nil, "")
+	served := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 4 && f[1] == "TYPE" && strings.HasPrefix(f[2], "kbkit_") {
+			served[f[2]] = true
+		}
+	}
+	doc, err := fs.ReadFile(spec.FS, "PROTOCOL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, _ := strings.Cut(string(doc), "## 9. Operations")
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(kbkit_[a-z_]+)(\\{[a-z_,]*\\})?`").FindAllStringSubmatch(sec, -1) {
+		listed[m[1]] = true
+	}
+	for name := range served {
+		if !listed[name] {
+			t.Errorf("the server exposes %s; spec/PROTOCOL.md section 9 does not list it", name)
+		}
+	}
+	for name := range listed {
+		if !served[name] {
+			t.Errorf("spec/PROTOCOL.md section 9 lists %s; the server does not expose it", name)
+		}
+	}
+	if len(served) < 10 {
+		t.Fatalf("only %d kbkit_ metrics served", len(served))
 	}
 }

@@ -596,9 +596,12 @@ func (c *wsConn) handle(m wsMessage) {
 		data, cerr = c.s.call(c.ctx, c.dev, path, m.Params.Input)
 		if cerr != nil {
 			reply(nil, cerr)
-			return
+		} else {
+			reply(&wsResult{Type: "data", Data: data}, nil)
 		}
-		reply(&wsResult{Type: "data", Data: data}, nil)
+		if path == wire.PathCommand {
+			c.s.metrics.commandSeconds.WithLabelValues("ws").Add(time.Since(start).Seconds())
+		}
 		return
 	}
 	cerr = c.subscribe(m, idKey)

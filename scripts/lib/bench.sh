@@ -194,23 +194,46 @@ floor_loopback() {
 # start_serve NAME: a kbkit serve on a fresh database (sets URL, TOKEN),
 # profiling its CPU into OUT/serve-NAME.pprof.
 start_serve() {
-  local db=kbkit_${1//-/_}
+  local db=kbkit_${1//-/_}${ROUND:+_r$ROUND}
   psql "$ADMIN" -qc "CREATE DATABASE $db" >/dev/null
   # No connection or per-device subscription cap: the idle phase holds
   # up to 20,000 sockets of one device.
-  $KBKIT serve --dsn "$(dbdsn "$db")" --addr 127.0.0.1:0 --log-level warn --cpuprofile "$OUT/serve-$1.pprof" \
+  $KBKIT serve --dsn "$(dbdsn "$db")" --addr 127.0.0.1:0 --log-level warn --cpuprofile "${RO:-$OUT}/serve-$1.pprof" \
     --max-conns -1 --max-subs-per-device -1 \
-    >"$OUT/serve-$1.json" 2>"$OUT/serve-$1.log" &
+    >"${RO:-$OUT}/serve-$1.json" 2>"${RO:-$OUT}/serve-$1.log" &
   SERVE=$!
   echo "$SERVE" >"$OUT/serve.pid"
-  waitline "$OUT/serve-$1.json" 60
-  URL=$(jq -r .url "$OUT/serve-$1.json")
-  TOKEN=$(jq -r .token "$OUT/serve-$1.json")
+  waitline "${RO:-$OUT}/serve-$1.json" 60
+  URL=$(jq -r .url "${RO:-$OUT}/serve-$1.json")
+  TOKEN=$(jq -r .token "${RO:-$OUT}/serve-$1.json")
 }
 stop_serve() {
   : >"$OUT/serve.pid"
   kill "$SERVE" && wait "$SERVE" || true
   SERVE=
+}
+
+# scrape FILE: the running kbkit serve's /metrics (none in embedded
+# mode) and PostgreSQL's WAL flushes (pg_stat_wal.wal_sync), as one JSON
+# object of "name{labels}" -> value.
+scrape() {
+  {
+    if [ -n "${SERVE:-}" ]; then curl -fsS --max-time 5 "$URL/metrics" || true; fi
+    psql "$ADMIN" -Atc "SELECT 'pg_wal_sync ' || wal_sync FROM pg_stat_wal" || true
+  } | jq -R -n '[inputs | select(startswith("#") | not) | capture("^(?<k>\\S+) (?<v>\\S+)$")? | {(.k): (.v | tonumber? // null)}] | add // {}' >"$1"
+}
+
+# waits_line RESULT_JSON: where the commands' time went (waits.jq), in two
+# or three lines.
+waits_line() {
+  jq -r 'def p: . * 100 | round | tostring + "%"; def ms: if . == null then "n/a" else . * 100 | round / 100 | tostring end;
+    .waits | select(. != null and .transactions > 0) |
+    "  waits: \(.commands_per_transaction * 10 | round / 10) commands per transaction (" +
+      (.transaction_sizes | to_entries | map(select(.value > 0.005) | "\(.key): \(.value | p)") | join(", ")) + ")" +
+      (if .commands_per_wal_flush then ", \(.commands_per_wal_flush * 10 | round / 10) per WAL flush" else "" end) +
+      "; transactions " + (.transaction_share | to_entries | map("\(.key) \(.value | p)") | join(", ")) +
+    "\n    a command: \(.ms_per_command.in_server | ms) ms in the server = \(.ms_per_command.in_store | ms) in the store (\(.ms_per_command.queued_for_page | ms) of it queued for its page) + \(.ms_per_command.outside_store | ms) transport, parsing and checks" +
+    "\n    a transaction: \(.ms_per_transaction.total | ms) ms = \(.ms_per_transaction.postgres | ms) waiting for Postgres + \(.ms_per_transaction.planning | ms) planning and writing with the page held; the transaction slot busy \(.slot_busy_fraction.total | p) of the time (Postgres \(.slot_busy_fraction.postgres | p), planning \(.slot_busy_fraction.planning | p), gathering the next group \(.slot_busy_fraction.gathering | p))"' "$1" >&2
 }
 
 # loadgen_phase NAME ARGS...: one load; writes OUT/NAME.result.json.
@@ -225,28 +248,34 @@ loadgen_phase() {
     target=(--server "$URL" --token "$TOKEN")
   fi
   KBKIT_PG=dsn $KBKIT loadgen run --quiet --verbose --duration "${PHASE}s" --warmup "${WARMUP}s" "${target[@]}" \
-    --json "$OUT/$name.json" --html "$OUT/$name.html" --cpuprofile "$OUT/$name.pprof" "$@" >"$OUT/$name.txt" 2>"$OUT/$name.log" &
-  local gen=$! profiled=
+    --json "${RO:-$OUT}/$name.json" --html "${RO:-$OUT}/$name.html" --cpuprofile "${RO:-$OUT}/$name.pprof" "$@" >"${RO:-$OUT}/$name.txt" 2>"${RO:-$OUT}/$name.log" &
+  local gen=$! profiled= scraped=
   while kill -0 "$gen" 2>/dev/null; do
     # The server's profile starts with the generator's warm-up (setup left out).
-    if [ -z "$profiled" ] && [ -n "$SERVE" ] && grep -qsE 'phase (warmup|load)' "$OUT/$name.log"; then
+    if [ -z "$profiled" ] && [ -n "$SERVE" ] && grep -qsE 'phase (warmup|load)' "${RO:-$OUT}/$name.log"; then
       kill -USR1 "$SERVE"
       profiled=1
     fi
+    if [ -z "$scraped" ] && grep -qsE 'phase load' "${RO:-$OUT}/$name.log"; then
+      scrape "${RO:-$OUT}/$name.metrics0.json"
+      scraped=1
+    fi
     sleep 0.1
   done
-  wait "$gen" || { echo "$BENCH: loadgen $name failed:" >&2; cat "$OUT/$name.log" >&2; return 1; }
+  wait "$gen" || { echo "$BENCH: loadgen $name failed:" >&2; cat "${RO:-$OUT}/$name.log" >&2; return 1; }
+  scrape "${RO:-$OUT}/$name.metrics1.json"
+  [ -n "$scraped" ] || cp "${RO:-$OUT}/$name.metrics1.json" "${RO:-$OUT}/$name.metrics0.json"
   if [ "$SERVER" != embedded ]; then
     stop_serve
-    go tool pprof -top -nodecount=40 "$KBKIT" "$OUT/serve-$name.pprof" >"$OUT/serve-$name.top.txt" 2>/dev/null || true
+    go tool pprof -top -nodecount=40 "$KBKIT" "${RO:-$OUT}/serve-$name.pprof" >"${RO:-$OUT}/serve-$name.top.txt" 2>/dev/null || true
   fi
-  a=$(epoch .start "$OUT/$name.json")
-  b=$(epoch .end "$OUT/$name.json")
+  a=$(epoch .start "${RO:-$OUT}/$name.json")
+  b=$(epoch .end "${RO:-$OUT}/$name.json")
   local s sv pg g
   s=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b - a }')
   sv=$(cpu "$a" "$b" 3)
   pg=$(cpu "$a" "$b" 2)
-  g=$(jq .cpu_seconds "$OUT/$name.json")
+  g=$(jq .cpu_seconds "${RO:-$OUT}/$name.json")
   jq -c --arg name "$name" --arg mode "$SERVER" --argjson sv "$sv" --argjson pg "$pg" --argjson s "$s" \
     --argjson machine "$(machine_cpu_json "$(awk -v g="$g" -v sv="$sv" -v pg="$pg" 'BEGIN { printf "%.2f", g + sv + pg }')" "$(cpu "$a" "$b" 4)" "$s")" '
     (.counts.committed) as $n | (.counts.echoes) as $e | .cpu_seconds as $g |
@@ -261,23 +290,29 @@ loadgen_phase() {
      us_per_echo: (if $e > 0 then {generator: (1e6 * $g / $e), server: (1e6 * $sv / $e)} else null end),
      counts_agree: (.counts.commands == .counts.committed + .counts.rejections + .counts.local_rejections + .counts.errors
                     and .counts.echoes == .counts.committed * .run.windows_per_page)}' \
-    "$OUT/$name.json" >"$OUT/$name.result.json"
+    "${RO:-$OUT}/$name.json" >"${RO:-$OUT}/$name.tmp.json"
+  jq -nc --slurpfile m0 "${RO:-$OUT}/$name.metrics0.json" --slurpfile m1 "${RO:-$OUT}/$name.metrics1.json" \
+    --argjson s "$(jq .seconds "${RO:-$OUT}/$name.tmp.json")" --argjson n "$(jq .counts.committed "${RO:-$OUT}/$name.tmp.json")" \
+    -f scripts/lib/waits.jq >"${RO:-$OUT}/$name.waits.json"
+  jq -c --slurpfile w "${RO:-$OUT}/$name.waits.json" '. + {waits: $w[0]}' "${RO:-$OUT}/$name.tmp.json" >"${RO:-$OUT}/$name.result.json"
+  rm -f "${RO:-$OUT}/$name.tmp.json"
   jq -r '"  loadgen: \(.rate * 10 | round / 10) commands/s, commit p99 \(.commit_p99_ms)ms; cpu over \(.seconds)s: generator \(.cpu_seconds.generator * 100 | round / 100)s, server \(.cpu_seconds.server)s, postgres \(.cpu_seconds.postgres)s" +
     (if .ms_per_command then " = \(.ms_per_command.generator * 1000 | round / 1000) / \(.ms_per_command.server * 1000 | round / 1000) / \(.ms_per_command.postgres * 1000 | round / 1000) ms per command" else "" end) +
     (if .windows_per_page > 2 and .us_per_echo then "\n  per echo delivered (\(.counts.echoes) events): generator \(.us_per_echo.generator * 10 | round / 10) µs, server \(.us_per_echo.server * 10 | round / 10) µs" else "" end) +
-    (if .counts_agree then "" else "\n  COUNTS DISAGREE: \(.counts)" end)' "$OUT/$name.result.json" >&2
+    (if .counts_agree then "" else "\n  COUNTS DISAGREE: \(.counts)" end)' "${RO:-$OUT}/$name.result.json" >&2
   local w fw fr
-  w=$(jq .windows_per_page "$OUT/$name.result.json")
+  w=$(jq .windows_per_page "${RO:-$OUT}/$name.result.json")
   fw=$(floor_loopback "$w" us_per_write)
   fr=$(floor_loopback "$w" us_per_read)
   if [ "$w" -gt 2 ] && [ "$fw" != null ]; then
     echo "  floor ($w loopback sockets, $(floor_loopback "$w" size)-byte messages at $(floor_loopback "$w" rate)/s): $(printf %.1f "$fw") µs of CPU per write (under the server's), $(printf %.1f "$fr") µs per read (under the generator's)" >&2
   fi
-  machine_cpu_line "$OUT/$name.result.json"
-  sed 's/^/    /' "$OUT/$name.txt" >&2
-  if [ -s "$OUT/serve-$name.top.txt" ]; then
+  machine_cpu_line "${RO:-$OUT}/$name.result.json"
+  waits_line "${RO:-$OUT}/$name.result.json"
+  sed 's/^/    /' "${RO:-$OUT}/$name.txt" >&2
+  if [ -s "${RO:-$OUT}/serve-$name.top.txt" ]; then
     echo "    server profile (serve-$name.pprof), top functions by flat CPU:" >&2
-    awk '/flat%/ { on = 1; print "      " $0; next } on && n < 12 { print "      " $0; n++ }' "$OUT/serve-$name.top.txt" >&2
+    awk '/flat%/ { on = 1; print "      " $0; next } on && n < 12 { print "      " $0; n++ }' "${RO:-$OUT}/serve-$name.top.txt" >&2
   fi
 }
 
@@ -292,17 +327,17 @@ idle_phase() {
   $KBKIT loadgen idle --server "$URL" --token "$TOKEN" --windows 50 --hold 1s >/dev/null
   sleep 2
   r0=$(rss)
-  $KBKIT loadgen idle --server "$URL" --token "$TOKEN" --windows "$n" >"$OUT/idle-$n.json" 2>"$OUT/idle-$n.log" &
+  $KBKIT loadgen idle --server "$URL" --token "$TOKEN" --windows "$n" >"${RO:-$OUT}/idle-$n.json" 2>"${RO:-$OUT}/idle-$n.log" &
   idle=$!
-  waitline "$OUT/idle-$n.json" 600
+  waitline "${RO:-$OUT}/idle-$n.json" 600
   sleep 3
   r1=$(rss)
-  got=$(jq -r .subscribed "$OUT/idle-$n.json")
+  got=$(jq -r .subscribed "${RO:-$OUT}/idle-$n.json")
   kill "$idle" 2>/dev/null || true
   wait "$idle" 2>/dev/null || true
   stop_serve
-  jq -nc --argjson n "$n" --argjson asked "$asked" --argjson got "$got" --argjson r0 "$r0" --argjson r1 "$r1" --argjson open "$(jq .open_seconds "$OUT/idle-$n.json")" \
+  jq -nc --argjson n "$n" --argjson asked "$asked" --argjson got "$got" --argjson r0 "$r0" --argjson r1 "$r1" --argjson open "$(jq .open_seconds "${RO:-$OUT}/idle-$n.json")" \
     '{phase: "idle-\($n)", windows: $n, asked: $asked, subscribed: $got, rss_kb_before: $r0, rss_kb_after: $r1, open_seconds: $open,
-      kb_per_window: (if $got > 0 then ($r1 - $r0) / $got else null end)}' >"$OUT/idle-$n.result.json"
-  echo "  $n windows: server VmRSS ${r0} kB before, ${r1} kB with $got subscribed windows (opened in $(jq -r '.open_seconds * 10 | round / 10' "$OUT/idle-$n.json")s)" >&2
+      kb_per_window: (if $got > 0 then ($r1 - $r0) / $got else null end)}' >"${RO:-$OUT}/idle-$n.result.json"
+  echo "  $n windows: server VmRSS ${r0} kB before, ${r1} kB with $got subscribed windows (opened in $(jq -r '.open_seconds * 10 | round / 10' "${RO:-$OUT}/idle-$n.json")s)" >&2
 }

@@ -125,12 +125,14 @@ func (s *Store) Stats() Stats {
 
 // request is one queued Submit.
 type request struct {
-	ctx  context.Context
-	dev  Device
-	env  kbcore.Envelope
-	out  Outcome
-	err  error
-	done chan struct{} // closed once out and err are set
+	// queued is when it last joined the queue (waits.go).
+	queued time.Time
+	ctx    context.Context
+	dev    Device
+	env    kbcore.Envelope
+	out    Outcome
+	err    error
+	done   chan struct{} // closed once out and err are set
 }
 
 func (r *request) answer(out Outcome, err error) {
@@ -147,6 +149,8 @@ type groups struct {
 	queue   []*request      // waiting, in arrival order
 	running int
 	wake    chan struct{} // a request was queued (capacity 1)
+	// arrivals counts the requests ever queued (gather).
+	arrivals int64
 }
 
 func (s *Store) submitGrouped(ctx context.Context, dev Device, env kbcore.Envelope) (Outcome, error) {
@@ -164,12 +168,15 @@ func (s *Store) submitGrouped(ctx context.Context, dev Device, env kbcore.Envelo
 		g.running++
 		g.mu.Unlock()
 		r := &request{ctx: ctx, dev: dev, env: env, done: make(chan struct{})}
-		rest := s.round([]*request{r})
+		start := time.Now()
+		rest, _ := s.round([]*request{r})
+		s.waits.holdNanos.Add(int64(time.Since(start)))
 		s.finish([]string{page}, rest)
 		return r.out, r.err
 	}
-	r := &request{ctx: ctx, dev: dev, env: env, done: make(chan struct{})}
+	r := &request{ctx: ctx, dev: dev, env: env, done: make(chan struct{}), queued: time.Now()}
 	g.queue = append(g.queue, r)
+	g.arrivals++
 	g.mu.Unlock()
 	select {
 	case g.wake <- struct{}{}:
@@ -205,6 +212,10 @@ func (s *Store) finish(pages []string, rest []*request) {
 		delete(g.busy, p)
 	}
 	if len(rest) > 0 {
+		now := time.Now()
+		for _, r := range rest {
+			r.queued = now
+		}
 		g.queue = append(rest, g.queue...)
 	}
 	g.running--
@@ -246,6 +257,13 @@ func (s *Store) scheduleLocked() {
 		if len(reqs) == 0 {
 			return
 		}
+		now := time.Now()
+		for _, r := range reqs {
+			if !r.queued.IsZero() {
+				s.waits.queued.Add(1)
+				s.waits.queueNanos.Add(int64(now.Sub(r.queued)))
+			}
+		}
 		g.queue = left
 		g.running++
 		pages := make([]string, 0, len(mine))
@@ -260,18 +278,25 @@ func (s *Store) scheduleLocked() {
 // of a group to send again, and ends.
 func (s *Store) runGroup(pages []string, reqs []*request) {
 	start := time.Now()
-	rest := s.round(reqs)
+	rest, arrived := s.round(reqs)
 	if n := len(reqs) - len(rest); n > 1 {
 		// Waiting costs at most half the group's time.
-		s.gather(n, min(s.groupWait, time.Since(start)/2))
+		g0 := time.Now()
+		s.gather(arrived+int64(n), min(s.groupWait, g0.Sub(start)/2))
+		s.waits.gatherNanos.Add(int64(time.Since(g0)))
 	}
+	s.waits.holdNanos.Add(int64(time.Since(start)))
 	s.finish(pages, rest)
 }
 
-// gather waits, at most wait, until expect commands are queued: the
-// callers just answered are likely to send their next command at once, and
-// a group that waits for them saves a transaction.
-func (s *Store) gather(expect int, wait time.Duration) {
+// gather waits, at most wait, until the arrivals count reaches expect:
+// the callers just answered are likely to send their next command at
+// once, and a group that waits for them saves a transaction. It waits for
+// them, not for a queue length: while a group runs, the other writers of
+// its page queue, and a group that took only those would leave the
+// writers in two halves that alternate, each group half the size it
+// could be (and twice the transactions and WAL flushes).
+func (s *Store) gather(expect int64, wait time.Duration) {
 	if wait <= 0 {
 		return
 	}
@@ -279,7 +304,7 @@ func (s *Store) gather(expect int, wait time.Duration) {
 	var timer *time.Timer
 	for {
 		g.mu.Lock()
-		n := len(g.queue)
+		n := g.arrivals
 		g.mu.Unlock()
 		if n >= expect {
 			break
@@ -306,14 +331,16 @@ func (s *Store) alone(r *request, locks []string, names, doubt bool) {
 }
 
 // round decides the first commands of reqs and returns those left to queue
-// again.
-func (s *Store) round(reqs []*request) []*request {
+// again, and the arrivals count (groups.arrivals) just before the callers
+// were answered.
+func (s *Store) round(reqs []*request) (rest []*request, arrived int64) {
+	arrived = -1
 	ctx, cancel := context.WithTimeout(context.Background(), s.groupDeadline())
 	defer cancel()
 	if len(reqs) == 1 {
 		if _, ok := s.cachedHeads([]string{reqs[0].env.PageID}); !ok {
 			s.alone(reqs[0], nil, false, false)
-			return nil
+			return nil, arrived
 		}
 	}
 	g, err := s.groupOnce(ctx, reqs, true)
@@ -330,7 +357,7 @@ func (s *Store) round(reqs []*request) []*request {
 		for _, r := range reqs {
 			s.alone(r, nil, false, doubt)
 		}
-		return nil
+		return nil, arrived
 	}
 	if g.n >= 2 {
 		s.stats.batches.Add(1)
@@ -339,6 +366,9 @@ func (s *Store) round(reqs []*request) []*request {
 			s.stats.multiPage.Add(1)
 		}
 	}
+	s.groups.mu.Lock()
+	arrived = s.groups.arrivals
+	s.groups.mu.Unlock()
 	for i, r := range reqs[:g.n] {
 		r.answer(g.outs[i], g.errs[i])
 	}
@@ -348,11 +378,11 @@ func (s *Store) round(reqs []*request) []*request {
 	// hooks in seq order.
 	s.committed(g.entries)
 	if g.n == len(reqs) {
-		return nil
+		return nil, arrived
 	}
 	// reqs[g.n] needs more than its page's lock.
 	s.alone(reqs[g.n], g.locks, true, false)
-	return reqs[g.n+1:]
+	return reqs[g.n+1:], arrived
 }
 
 // groupResult is what a committed group transaction decided: the first n
@@ -403,6 +433,16 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request, optimistic bool)
 		return g, err
 	}
 	defer t.end()
+	defer func() {
+		path, n := PathUsual, 0
+		if optimistic {
+			path = PathOptimistic
+		}
+		if err == nil {
+			n = g.n
+		}
+		s.waits.transaction(path, n, time.Since(t.start), t.pg)
+	}()
 
 	keys := make([]logKey, len(reqs))
 	var pages []string

@@ -104,6 +104,7 @@ type Store struct {
 	groupWait time.Duration
 	groups    groups
 	stats     groupStats
+	waits     waitCounters // waits.go
 	// groupHook, when set (tests), is called before a group transaction's
 	// COMMIT is queued, with its number of commands and its write batch;
 	// an error fails the transaction.

@@ -103,6 +103,13 @@ func (s *Store) submitOnce(ctx context.Context, dev Device, env kbcore.Envelope,
 		return Outcome{}, err
 	}
 	defer t.end()
+	defer func() {
+		n := 0
+		if err == nil {
+			n = 1
+		}
+		s.waits.transaction(PathAlone, n, time.Since(t.start), t.pg)
+	}()
 
 	locks = union(locks, nil) // sorted, deduplicated, a copy
 	kb := &txKB{ctx: ctx, s: s, q: t.c, ws: dev.WorkspaceID}
@@ -193,15 +200,23 @@ const (
 type pipeTx struct {
 	ctx context.Context
 	c   *pgxpool.Conn
+	// start is when the connection was asked for; pg sums the waits for
+	// Postgres (the pool, BEGIN's and COMMIT's round trips): waits.go.
+	start time.Time
+	pg    time.Duration
 }
 
 func (s *Store) acquire(ctx context.Context) (*pipeTx, error) {
+	start := time.Now()
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, classify(err)
 	}
-	return &pipeTx{ctx: ctx, c: c}, nil
+	return &pipeTx{ctx: ctx, c: c, start: start, pg: time.Since(start)}, nil
 }
+
+// waited adds the time since t0 to the transaction's waits for Postgres.
+func (t *pipeTx) waited(t0 time.Time) { t.pg += time.Since(t0) }
 
 // end rolls back whatever is still open and returns the connection (the
 // pool drops a connection left inside a transaction).
@@ -224,6 +239,7 @@ func (t *pipeTx) end() {
 // reads the outcomes of the ids already decided (in their workspaces) and
 // the heads of the locked pages (into kb).
 func (t *pipeTx) open(kb *txKB, nameLock string, pages []string, keys []logKey) (map[logKey]decision, error) {
+	defer t.waited(time.Now())
 	keys = uniqueKeys(keys)
 	kws, kid := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
@@ -342,6 +358,7 @@ func (d decision) answer(dev Device, env kbcore.Envelope) Outcome {
 
 // commit sends b followed by COMMIT in one round trip.
 func (t *pipeTx) commit(b *pgx.Batch) error {
+	defer t.waited(time.Now())
 	b.Queue(sqlCommit)
 	br := t.c.SendBatch(t.ctx, b)
 	var tag pgconn.CommandTag

@@ -1,0 +1,69 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// TestWaitsAccount: the wait counters account for every command and
+// transaction of a hot page: each decided command is counted once by its
+// transaction's path, each committed transaction once in the sizes, the
+// writers queued for the page, and the times nest (Postgres within the
+// transactions, the transactions within the pages' hold).
+func TestWaitsAccount(t *testing.T) {
+	st, dev, page := setup(t)
+	before := st.Waits()
+	mustSubmit(t, st, dev, env(page, "create-after", map[string]any{"text": "", "node": "n"}))
+	const writers, each = 8, 20
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				mustSubmit(t, st, dev, env(page, "edit-text", map[string]any{"node": "n", "text": fmt.Sprintf("%d-%d", w, i)}))
+			}
+		}()
+	}
+	wg.Wait()
+	w := st.Waits()
+	var tx, cmds, sized, batches int64
+	var txSeconds float64
+	for p := range numPaths {
+		tx += w.Transactions[p] - before.Transactions[p]
+		cmds += w.Commands[p] - before.Commands[p]
+		txSeconds += w.TxSeconds[p] - before.TxSeconds[p]
+	}
+	for i, n := range w.Sizes {
+		sized += n - before.Sizes[i]
+		if i > 0 {
+			batches += n - before.Sizes[i]
+		}
+	}
+	if want := int64(1 + writers*each); cmds != want {
+		t.Errorf("commands decided by transactions: %d, want %d", cmds, want)
+	}
+	if sized != tx {
+		t.Errorf("%d transactions sized, %d counted (none failed)", sized, tx)
+	}
+	if batches == 0 {
+		t.Errorf("no transaction decided two or more of %d writers' commands: %+v", writers, w.Sizes)
+	}
+	if w.Queued-before.Queued == 0 || w.QueueSeconds-before.QueueSeconds <= 0 {
+		t.Errorf("%d writers on one page, yet nothing queued: %d in %.6fs", writers, w.Queued, w.QueueSeconds)
+	}
+	pg := w.PostgresSeconds - before.PostgresSeconds
+	hold := w.HoldSeconds - before.HoldSeconds
+	if pg <= 0 || pg > txSeconds {
+		t.Errorf("Postgres %.6fs of the transactions' %.6fs", pg, txSeconds)
+	}
+	if txSeconds > hold*1.001 {
+		t.Errorf("transactions %.6fs, longer than the pages were held (%.6fs)", txSeconds, hold)
+	}
+	if g := w.GatherSeconds - before.GatherSeconds; g < 0 || g > hold {
+		t.Errorf("gathering %.6fs of a %.6fs hold", g, hold)
+	}
+	t.Logf("%d commands in %d transactions (sizes %v), %d queued %.1f ms in all; hold %.1f ms: transactions %.1f (Postgres %.1f), gathering %.1f",
+		cmds, tx, w.Sizes, w.Queued, 1000*w.QueueSeconds, 1000*hold, 1000*txSeconds, 1000*pg, 1000*(w.GatherSeconds-before.GatherSeconds))
+}
