@@ -74,7 +74,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 	}))
 	m.commandSeconds = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kbkit_command_seconds_total",
-		Help: "Time kb.command calls spent in this server, by transport (http: from the request's headers read to its answer written; ws: from the message read to its reply queued).",
+		Help: "Time kb.command calls spent in this server, by transport (http: from the request's headers read to its answer handed to the HTTP layer; ws: from the message read to its reply queued).",
 	}, []string{"transport"}))
 	m.submitSeconds = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kbkit_command_store_seconds_total",
@@ -85,40 +85,39 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 	m.commitSeconds = register(reg, m.commitSeconds)
 	m.calls = register(reg, m.calls)
 	m.websockets = register(reg, m.websockets)
-	register[prometheus.Collector](reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "kbkit_outbox_lag_seconds",
-		Help: "How far this instance's dispatcher is behind the outbox (commit to delivery).",
-	}, func() float64 {
-		if s.hub == nil {
-			return 0
+	hub := func(f func() float64) func() float64 {
+		return func() float64 {
+			if s.hub == nil {
+				return 0
+			}
+			return f()
 		}
-		return s.hub.Lag().Seconds()
-	}))
-	register[prometheus.Collector](reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "kbkit_subscribers",
-		Help: "Page subscriptions served by this instance's dispatcher.",
-	}, func() float64 {
-		if s.hub == nil {
-			return 0
+	}
+	// Read at each scrape.
+	for _, f := range []struct {
+		name, help string
+		gauge      bool
+		value      func() float64
+	}{
+		{"kbkit_outbox_lag_seconds", "How far this instance's dispatcher is behind the outbox (commit to delivery).", true,
+			hub(func() float64 { return s.hub.Lag().Seconds() })},
+		{"kbkit_subscribers", "Page subscriptions served by this instance's dispatcher.", true,
+			hub(func() float64 { return float64(s.hub.Subscribers()) })},
+		{"kbkit_group_commits_total", "Transactions of this instance that decided several queued commands of one page.", false,
+			func() float64 { return float64(s.st.Stats().Batches) }},
+		{"kbkit_group_committed_commands_total", "Commands decided in those group transactions.", false,
+			func() float64 { return float64(s.st.Stats().BatchedCommands) }},
+		{"kbkit_group_commit_failures_total", "Group transactions that failed; their commands were then decided one by one.", false,
+			func() float64 { return float64(s.st.Stats().BatchFailures) }},
+		{"kbkit_optimistic_conflicts_total", "Command transactions decided in one round trip against cached page heads that found a head changed (another instance wrote) or an id decided before, and were decided again the usual way.", false,
+			func() float64 { return float64(s.st.Stats().OptimisticConflicts) }},
+	} {
+		if f.gauge {
+			register[prometheus.Collector](reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: f.name, Help: f.help}, f.value))
+		} else {
+			register[prometheus.Collector](reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: f.name, Help: f.help}, f.value))
 		}
-		return float64(s.hub.Subscribers())
-	}))
-	register[prometheus.Collector](reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "kbkit_group_commits_total",
-		Help: "Transactions of this instance that decided several queued commands of one page.",
-	}, func() float64 { return float64(s.st.Stats().Batches) }))
-	register[prometheus.Collector](reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "kbkit_group_committed_commands_total",
-		Help: "Commands decided in those group transactions.",
-	}, func() float64 { return float64(s.st.Stats().BatchedCommands) }))
-	register[prometheus.Collector](reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "kbkit_group_commit_failures_total",
-		Help: "Group transactions that failed; their commands were then decided one by one.",
-	}, func() float64 { return float64(s.st.Stats().BatchFailures) }))
-	register[prometheus.Collector](reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "kbkit_optimistic_conflicts_total",
-		Help: "Command transactions decided in one round trip against cached page heads that found a head changed (another instance wrote) or an id decided before, and were decided again the usual way.",
-	}, func() float64 { return float64(s.st.Stats().OptimisticConflicts) }))
+	}
 	return m
 }
 
