@@ -102,7 +102,10 @@ func (s *Server) serveTRPC(w http.ResponseWriter, r *http.Request) {
 		s.writeOne(w, callResult{err: cerr, path: path0})
 		return
 	}
-	inputs, cerr := s.readInputs(w, r, batch, len(paths))
+	// kb.command's own parser (parseEnvelope) reads its input in one
+	// pass and tells invalid JSON itself: the body is not scanned first.
+	scanned := batch || r.Method != http.MethodPost || path0 != wire.PathCommand
+	inputs, cerr := s.readInputs(w, r, batch, len(paths), scanned)
 	if cerr != nil {
 		s.count(path0, cerr)
 		s.writeOne(w, callResult{err: cerr, path: path0})
@@ -155,7 +158,10 @@ func (s *Server) serveTRPC(w http.ResponseWriter, r *http.Request) {
 // readInputs reads the raw input of each call: GET ?input=, POST body;
 // a batch's input is an object keyed by call index ("0", "1", ...). An
 // absent input is nil.
-func (s *Server) readInputs(w http.ResponseWriter, r *http.Request, batch bool, n int) ([]json.RawMessage, *callError) {
+//
+// scan false leaves a single call's input unchecked for JSON syntax: its
+// procedure answers PARSE_ERROR for invalid JSON itself.
+func (s *Server) readInputs(w http.ResponseWriter, r *http.Request, batch bool, n int, scan bool) ([]json.RawMessage, *callError) {
 	var raw []byte
 	switch r.Method {
 	case http.MethodGet:
@@ -200,8 +206,10 @@ func (s *Server) readInputs(w http.ResponseWriter, r *http.Request, batch bool, 
 	if raw == nil {
 		return inputs, nil
 	}
-	if !json.Valid(raw) {
-		return nil, errorf(wire.CodeParseError, "input is not valid JSON: %s", jsonSyntaxError(raw))
+	if scan || batch {
+		if cerr := checkJSON(raw); cerr != nil {
+			return nil, cerr
+		}
 	}
 	if !batch {
 		inputs[0] = raw
@@ -221,6 +229,14 @@ func (s *Server) readInputs(w http.ResponseWriter, r *http.Request, batch bool, 
 		inputs[i] = m[strconv.Itoa(i)]
 	}
 	return inputs, nil
+}
+
+// checkJSON is PARSE_ERROR for input that is not valid JSON.
+func checkJSON(raw []byte) *callError {
+	if !json.Valid(raw) {
+		return errorf(wire.CodeParseError, "input is not valid JSON: %s", jsonSyntaxError(raw))
+	}
+	return nil
 }
 
 func jsonSyntaxError(raw []byte) string {

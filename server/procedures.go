@@ -171,7 +171,8 @@ func (s *Server) command(ctx context.Context, dev store.Device, input json.RawMe
 
 // parseEnvelope validates a kb.command input against
 // spec/schema/envelope.schema.json (payload included) and decodes it, in
-// one pass for the common command types (schema.ParseEnvelope); its
+// one pass over the bytes for the common command types
+// (schema.ParseEnvelope), invalid JSON being PARSE_ERROR; its
 // Parsed carries the decoded payload to the reducer and tells the log its
 // bytes are canonical.
 func parseEnvelope(input json.RawMessage) (kbcore.Envelope, *callError) {
@@ -180,6 +181,10 @@ func parseEnvelope(input json.RawMessage) (kbcore.Envelope, *callError) {
 	}
 	env, err := schema.ParseEnvelope(input)
 	if err != nil {
+		// Over HTTP nothing scanned the input before (serveTRPC).
+		if cerr := checkJSON(input); cerr != nil {
+			return kbcore.Envelope{}, cerr
+		}
 		if errors.Is(err, schema.ErrInvalid) {
 			return kbcore.Envelope{}, errorf(wire.CodeBadRequest, "%v", err)
 		}
