@@ -2,7 +2,6 @@ package kbcore
 
 import (
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 
@@ -106,40 +105,30 @@ func Precheck(d Doc, typ string) *Rejection {
 
 // ---- helpers ----
 
-func decodePayload(c Command, v any) *Rejection {
+// decodeAs is c's payload as a *T (the type's payload struct): the value
+// the parser left in c.Parsed when it is a *T (shared, never written to),
+// else a fresh one decoded from the bytes (decodeCommand).
+func decodeAs[T any](c Command) (*T, *Rejection) {
+	if p, ok := c.Parsed.Value.(*T); ok && p != nil {
+		return p, nil
+	}
+	p := new(T)
 	if len(c.Payload) == 0 {
-		return reject(CodeInvalidPayload, "%s: payload is missing", c.Type)
+		return p, reject(CodeInvalidPayload, "%s: payload is missing", c.Type)
 	}
-	if err := decodeCommand(c, v); err != nil {
-		return reject(CodeInvalidPayload, "%s: %v", c.Type, err)
+	if err := decodeCommand(c, p); err != nil {
+		return p, reject(CodeInvalidPayload, "%s: %v", c.Type, err)
 	}
-	return nil
+	return p, nil
 }
 
 // decodeCommand decodes c's payload into v (a pointer to its payload
-// struct): the parser's value when it left one of v's type, else the fast
-// decoder, else strictly.
+// struct): the fast decoder, else strictly.
 func decodeCommand(c Command, v any) error {
-	if c.Parsed != nil && takeParsed(c.Parsed.Value, v) {
-		return nil
-	}
 	if decodeFast(c.Payload, v) {
 		return nil
 	}
 	return decodeStrict(c.Payload, v)
-}
-
-// takeParsed copies *src into *dst when both are pointers of one type.
-func takeParsed(src, dst any) bool {
-	if src == nil {
-		return false
-	}
-	s, d := reflect.ValueOf(src), reflect.ValueOf(dst)
-	if s.Kind() != reflect.Pointer || s.IsNil() || s.Type() != d.Type() {
-		return false
-	}
-	d.Elem().Set(s.Elem())
-	return true
 }
 
 func missing(c Command, field string) *Rejection {
@@ -234,8 +223,8 @@ func copyNode(n *Node) *Node {
 // ---- node commands ----
 
 func (t *tx) createAfter(c Command) *Rejection {
-	var p CreateAfter
-	if r := decodePayload(c, &p); r != nil {
+	p, r := decodeAs[CreateAfter](c)
+	if r != nil {
 		return r
 	}
 	if p.Text == nil {
@@ -293,8 +282,8 @@ func (t *tx) createAfter(c Command) *Rejection {
 }
 
 func (t *tx) editText(c Command) *Rejection {
-	var p EditText
-	if r := decodePayload(c, &p); r != nil {
+	p, r := decodeAs[EditText](c)
+	if r != nil {
 		return r
 	}
 	if p.Text == nil {
@@ -314,8 +303,8 @@ func (t *tx) editText(c Command) *Rejection {
 }
 
 func (t *tx) moveNode(c Command) *Rejection {
-	var p MoveNode
-	if r := decodePayload(c, &p); r != nil {
+	p, r := decodeAs[MoveNode](c)
+	if r != nil {
 		return r
 	}
 	switch {
@@ -377,8 +366,8 @@ func (t *tx) place(n *Node, parent string, after *Node, hint *string) *Rejection
 }
 
 func (t *tx) indent(c Command) *Rejection {
-	var p NodeRef
-	if r := decodePayload(c, &p); r != nil {
+	p, r := decodeAs[NodeRef](c)
+	if r != nil {
 		return r
 	}
 	n, r := t.node(c, "node", p.Node)
@@ -397,8 +386,8 @@ func (t *tx) indent(c Command) *Rejection {
 }
 
 func (t *tx) outdent(c Command) *Rejection {
-	var p NodeRef
-	if r := decodePayload(c, &p); r != nil {
+	p, r := decodeAs[NodeRef](c)
+	if r != nil {
 		return r
 	}
 	n, r := t.node(c, "node", p.Node)
@@ -419,8 +408,8 @@ func (t *tx) outdent(c Command) *Rejection {
 }
 
 func (t *tx) deleteNode(c Command) *Rejection {
-	var p NodeRef
-	if r := decodePayload(c, &p); r != nil {
+	p, r := decodeAs[NodeRef](c)
+	if r != nil {
 		return r
 	}
 	n, r := t.node(c, "node", p.Node)
@@ -482,8 +471,8 @@ func (t *tx) insertRecords(c Command, records []Node) ([]string, *Rejection) {
 }
 
 func (t *tx) restore(c Command) *Rejection {
-	var p Restore
-	if r := decodePayload(c, &p); r != nil {
+	p, r := decodeAs[Restore](c)
+	if r != nil {
 		return r
 	}
 	if p.Nodes == nil || len(*p.Nodes) == 0 {
@@ -500,8 +489,8 @@ func (t *tx) restore(c Command) *Rejection {
 }
 
 func (t *tx) setOutputs(c Command) *Rejection {
-	var p SetOutputs
-	if r := decodePayload(c, &p); r != nil {
+	p, r := decodeAs[SetOutputs](c)
+	if r != nil {
 		return r
 	}
 	if p.Outputs == nil {
@@ -524,8 +513,8 @@ func (t *tx) setOutputs(c Command) *Rejection {
 }
 
 func (t *tx) setCell(c Command) *Rejection {
-	var p SetCell
-	if r := decodePayload(c, &p); r != nil {
+	p, r := decodeAs[SetCell](c)
+	if r != nil {
 		return r
 	}
 	switch {
@@ -609,8 +598,8 @@ func (t *tx) title(c Command, p *string) (string, *Rejection) {
 }
 
 func (t *tx) createPage(c Command) *Rejection {
-	var p CreatePage
-	if r := decodePayload(c, &p); r != nil {
+	p, r := decodeAs[CreatePage](c)
+	if r != nil {
 		return r
 	}
 	if p.Title == nil {
@@ -630,8 +619,8 @@ func (t *tx) createPage(c Command) *Rejection {
 }
 
 func (t *tx) setAliases(c Command) *Rejection {
-	var p SetAliases
-	if r := decodePayload(c, &p); r != nil {
+	p, r := decodeAs[SetAliases](c)
+	if r != nil {
 		return r
 	}
 	if p.Aliases == nil {
@@ -648,8 +637,8 @@ func (t *tx) setAliases(c Command) *Rejection {
 }
 
 func (t *tx) renamePage(c Command) *Rejection {
-	var p RenamePage
-	if r := decodePayload(c, &p); r != nil {
+	p, r := decodeAs[RenamePage](c)
+	if r != nil {
 		return r
 	}
 	title, r := t.title(c, p.Title)
@@ -689,8 +678,8 @@ func contains(list []string, s string) bool {
 }
 
 func (t *tx) mergePage(c Command) *Rejection {
-	var p MergePage
-	if r := decodePayload(c, &p); r != nil {
+	p, r := decodeAs[MergePage](c)
+	if r != nil {
 		return r
 	}
 	if p.Into == nil || *p.Into == "" {
@@ -723,8 +712,8 @@ func (t *tx) mergePage(c Command) *Rejection {
 }
 
 func (t *tx) restorePage(c Command) *Rejection {
-	var p RestorePage
-	if r := decodePayload(c, &p); r != nil {
+	p, r := decodeAs[RestorePage](c)
+	if r != nil {
 		return r
 	}
 	switch {

@@ -52,16 +52,17 @@ type Command struct {
 	ID      string          `json:"id"`
 	Type    string          `json:"type"`
 	Payload json.RawMessage `json:"payload"`
-	// Parsed, when not nil, is what a parser learnt of Payload in the one
-	// pass that validated it, so that nothing after it reads the bytes
-	// again. It never travels (it is not JSON).
-	Parsed *Parsed `json:"-"`
+	// Parsed is what a parser learnt of Payload in the one pass that
+	// validated it, so that nothing after it reads the bytes again. It
+	// never travels (it is not JSON).
+	Parsed Parsed `json:"-"`
 }
 
-// Parsed is what a validating parser found in a payload's bytes. Whoever
-// sets it vouches that it is true of the Payload beside it: the reducer
-// then takes Value instead of decoding, and the server's log keeps
-// canonical bytes as they stand. spec/schema's envelope tests
+// Parsed is what a validating parser found in a payload's bytes (the zero
+// value: nothing). Whoever sets it vouches that it is true of the Payload
+// beside it: the reducer then takes Value instead of decoding (and never
+// writes to it), and the server's log keeps canonical bytes as they
+// stand. spec/schema's envelope tests
 // (checkParsed) hold the server's parser to it.
 type Parsed struct {
 	// Value is the payload decoded into a pointer to its type's payload

@@ -18,122 +18,144 @@ import (
 // same result, same errors. fastjson_test.go checks fast == strict on
 // random inputs.
 
-// flatField is one key of a flat payload: str receives a string or nil
-// (null); set, if not nil, records that the key was present.
-type flatField struct {
-	name string
-	str  **string
-	set  *bool
+// flatType is a flat payload: every field a string or null. keys are its
+// JSON names; set gives field k a string, or null (s nil), and records
+// that it was present where the payload tells (MoveNode's parent and
+// after).
+type flatType struct {
+	keys []string
+	set  func(v any, k int, s *string)
 }
 
-// decodeFlat fills fields from a flat JSON object, or reports false
-// (then nothing it wrote counts: the caller decodes strictly into a fresh
-// value).
-func decodeFlat(b []byte, fields []flatField) bool {
-	var keys [8]string
-	if len(fields) > len(keys) {
-		return false
-	}
-	for n, f := range fields {
-		keys[n] = f.name
-	}
-	s := jsonscan.Scanner{B: b}
-	ok := s.Object(keys[:len(fields)], func(k int) bool {
-		f := fields[k]
-		if s.Null() {
-			*f.str = nil
+var (
+	flatEditText = flatType{[]string{"node", "text"}, func(v any, k int, s *string) {
+		p := v.(*EditText)
+		if k == 0 {
+			p.Node = s
 		} else {
-			v, ok := s.Plain()
-			if !ok {
-				return false
-			}
-			str := string(v)
-			*f.str = &str
+			p.Text = s
 		}
-		if f.set != nil {
-			*f.set = true
+	}}
+	flatNodeRef     = flatType{[]string{"node"}, func(v any, _ int, s *string) { v.(*NodeRef).Node = s }}
+	flatMergePage   = flatType{[]string{"into"}, func(v any, _ int, s *string) { v.(*MergePage).Into = s }}
+	flatCreateAfter = flatType{[]string{"after", "parent", "node", "text", "kind", "rank"}, func(v any, k int, s *string) {
+		p := v.(*CreateAfter)
+		switch k {
+		case 0:
+			p.After = s
+		case 1:
+			p.Parent = s
+		case 2:
+			p.Node = s
+		case 3:
+			p.Text = s
+		case 4:
+			p.Kind = s
+		default:
+			p.Rank = s
 		}
-		return true
-	})
-	return ok && s.End()
-}
+	}}
+	flatMoveNode = flatType{[]string{"node", "parent", "after", "rank"}, func(v any, k int, s *string) {
+		p := v.(*MoveNode)
+		switch k {
+		case 0:
+			p.Node = s
+		case 1:
+			p.Parent = NullableID{Set: true, ID: s}
+		case 2:
+			p.After = NullableID{Set: true, ID: s}
+		default:
+			p.Rank = s
+		}
+	}}
+	flatSetCell = flatType{[]string{"node", "cell", "value"}, func(v any, k int, s *string) {
+		p := v.(*SetCell)
+		switch k {
+		case 0:
+			p.Node = s
+		case 1:
+			p.Cell = s
+		default:
+			p.Value = s
+		}
+	}}
+)
 
-// decodeFast decodes the flat payloads; false: not handled, and v is
-// left the zero value it was (decode it strictly).
-func decodeFast(b []byte, v any) bool {
-	fields := flatFields(v)
-	if fields == nil {
-		return false
-	}
-	if decodeFlat(b, fields) {
-		return true
-	}
-	reflect.ValueOf(v).Elem().SetZero()
-	return false
-}
-
-// flatFields are the keys of the flat payloads (every field a string or
-// null) as pointers into v; nil: v is not a pointer to one.
-func flatFields(v any) []flatField {
-	switch p := v.(type) {
+// flatOf is the flat payload v points to; nil when v is not a pointer to
+// one.
+func flatOf(v any) *flatType {
+	switch v.(type) {
 	case *EditText:
-		return []flatField{{name: "node", str: &p.Node}, {name: "text", str: &p.Text}}
+		return &flatEditText
 	case *NodeRef:
-		return []flatField{{name: "node", str: &p.Node}}
-	case *CreateAfter:
-		return []flatField{{name: "after", str: &p.After}, {name: "parent", str: &p.Parent},
-			{name: "node", str: &p.Node}, {name: "text", str: &p.Text}, {name: "kind", str: &p.Kind}, {name: "rank", str: &p.Rank}}
-	case *MoveNode:
-		return []flatField{{name: "node", str: &p.Node}, {name: "parent", str: &p.Parent.ID, set: &p.Parent.Set},
-			{name: "after", str: &p.After.ID, set: &p.After.Set}, {name: "rank", str: &p.Rank}}
-	case *SetCell:
-		return []flatField{{name: "node", str: &p.Node}, {name: "cell", str: &p.Cell}, {name: "value", str: &p.Value}}
+		return &flatNodeRef
 	case *MergePage:
-		return []flatField{{name: "into", str: &p.Into}}
+		return &flatMergePage
+	case *CreateAfter:
+		return &flatCreateAfter
+	case *MoveNode:
+		return &flatMoveNode
+	case *SetCell:
+		return &flatSetCell
 	}
 	return nil
 }
 
-// FlatPayload is a flat payload (every field a string or null) being
-// filled one field at a time by a parser that reads its bytes once (the
-// server's one-pass envelope parser); Value is then what decoding the
-// bytes gives, for Parsed.Value.
-type FlatPayload struct {
-	value  any
-	fields []flatField
-}
-
-// NewFlatPayload starts the payload of a command type; false when the
-// type is unknown or its payload is not flat.
-func NewFlatPayload(typ string) (*FlatPayload, bool) {
-	v, ok := NewPayload(typ)
+// decodeFast decodes the flat payloads: a flat object of distinct known
+// keys, each a plain string or null; false: not handled, and v is left
+// the zero value it was (decode it strictly).
+func decodeFast(b []byte, v any) bool {
+	ft := flatOf(v)
+	if ft == nil {
+		return false
+	}
+	s := jsonscan.Scanner{B: b}
+	ok := s.Object(ft.keys, func(k int) bool {
+		if s.Null() {
+			ft.set(v, k, nil)
+			return true
+		}
+		raw, ok := s.Plain()
+		if !ok {
+			return false
+		}
+		str := string(raw)
+		ft.set(v, k, &str)
+		return true
+	}) && s.End()
 	if !ok {
-		return nil, false
+		reflect.ValueOf(v).Elem().SetZero()
 	}
-	fields := flatFields(v)
-	if fields == nil {
-		return nil, false
-	}
-	return &FlatPayload{value: v, fields: fields}, true
+	return ok
 }
 
-// Set gives the field of that JSON name a string, or null (nil); false
-// when the payload has no such field.
-func (f *FlatPayload) Set(name string, v *string) bool {
-	for _, fl := range f.fields {
-		if fl.name == name {
-			*fl.str = v
-			if fl.set != nil {
-				*fl.set = true
-			}
+// NewFlat is a fresh payload of a command type whose payload is flat
+// (every field a string or null), for a parser that reads the bytes once
+// to fill with SetFlat and hand on in Parsed.Value; false for the other
+// types.
+func NewFlat(typ string) (any, bool) {
+	v, ok := NewPayload(typ)
+	if !ok || flatOf(v) == nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// SetFlat gives the field of that JSON name of a NewFlat payload a
+// string, or null (s nil); false when it has no such field.
+func SetFlat(v any, name string, s *string) bool {
+	ft := flatOf(v)
+	if ft == nil {
+		return false
+	}
+	for k, key := range ft.keys {
+		if key == name {
+			ft.set(v, k, s)
 			return true
 		}
 	}
 	return false
 }
-
-// Value is the payload: a pointer to its type's payload struct.
-func (f *FlatPayload) Value() any { return f.value }
 
 // ---- encoding ----
 

@@ -74,7 +74,7 @@ func flatTargets(t interface{ Fatalf(string, ...any) }) []func() any {
 	var mks []func() any
 	for _, typ := range Types {
 		v, _ := NewPayload(typ)
-		if flatFields(v) != nil {
+		if flatOf(v) != nil {
 			mks = append(mks, func() any { v, _ := NewPayload(typ); return v })
 		}
 	}

@@ -34,33 +34,33 @@ func TestParsedValueIsTaken(t *testing.T) {
 	if got := text(c); got != read {
 		t.Fatalf("without Parsed: %q", got)
 	}
-	c.Parsed = &kbcore.Parsed{Value: &kbcore.EditText{Node: &node, Text: &parsed}}
+	c.Parsed = kbcore.Parsed{Value: &kbcore.EditText{Node: &node, Text: &parsed}}
 	if got := text(c); got != parsed {
 		t.Fatalf("with Parsed: %q, want the parsed value %q", got, parsed)
 	}
-	c.Parsed = &kbcore.Parsed{Value: &kbcore.NodeRef{Node: &node}}
+	c.Parsed = kbcore.Parsed{Value: &kbcore.NodeRef{Node: &node}}
 	if got := text(c); got != read {
 		t.Fatalf("with a Parsed value of another type: %q, want the bytes' %q", got, read)
 	}
 }
 
-// TestNewFlatPayload: the flat payloads are built field by field, the
-// others are not flat.
-func TestNewFlatPayload(t *testing.T) {
-	fp, ok := kbcore.NewFlatPayload(kbcore.TypeMoveNode)
+// TestNewFlat: the flat payloads are built field by field, the others
+// are not flat.
+func TestNewFlat(t *testing.T) {
+	v, ok := kbcore.NewFlat(kbcore.TypeMoveNode)
 	if !ok {
 		t.Fatal("move-node is flat")
 	}
 	n := "a"
-	if !fp.Set("node", &n) || !fp.Set("parent", nil) || fp.Set("text", &n) {
-		t.Fatal("Set: move-node has node and parent, no text")
+	if !kbcore.SetFlat(v, "node", &n) || !kbcore.SetFlat(v, "parent", nil) || kbcore.SetFlat(v, "text", &n) {
+		t.Fatal("SetFlat: move-node has node and parent, no text")
 	}
-	mv := fp.Value().(*kbcore.MoveNode)
+	mv := v.(*kbcore.MoveNode)
 	if *mv.Node != "a" || !mv.Parent.Set || mv.Parent.ID != nil || mv.After.Set {
 		t.Fatalf("got %+v", mv)
 	}
 	for _, typ := range []string{kbcore.TypeRestore, kbcore.TypeRenamePage, "no-such-type"} {
-		if _, ok := kbcore.NewFlatPayload(typ); ok {
+		if _, ok := kbcore.NewFlat(typ); ok {
 			t.Errorf("%s: called flat", typ)
 		}
 	}

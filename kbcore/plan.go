@@ -31,7 +31,7 @@ type Envelope struct {
 	Type     string          `json:"type"`
 	Payload  json.RawMessage `json:"payload"`
 	// Parsed: as Command.Parsed, for the envelope's payload.
-	Parsed *Parsed `json:"-"`
+	Parsed Parsed `json:"-"`
 }
 
 // Command returns the page-local command of the envelope.
@@ -161,7 +161,7 @@ func (p *planner) apply(pageID string, c Command, cause string) (Result, *Reject
 func (p *planner) derive(pageID, typ string, payload any) *Rejection {
 	c := mkCommand(typ, payload)
 	c.ID = DerivedID(p.env.ID, pageID, p.derived)
-	c.Parsed = &Parsed{Canonical: true} // mkCommand writes canonical JSON
+	c.Parsed = Parsed{Canonical: true} // mkCommand writes canonical JSON
 	p.derived++
 	_, rej := p.apply(pageID, c, p.env.ID)
 	return rej
@@ -265,18 +265,15 @@ func (p *planner) checkNames() *Rejection {
 	var aliases *[]string
 	switch env.Type {
 	case TypeCreatePage:
-		var pl CreatePage
-		if decodeCommand(env.Command(), &pl) == nil {
+		if pl, r := decodeAs[CreatePage](env.Command()); r == nil {
 			title = pl.Title
 		}
 	case TypeRenamePage:
-		var pl RenamePage
-		if decodeCommand(env.Command(), &pl) == nil {
+		if pl, r := decodeAs[RenamePage](env.Command()); r == nil {
 			title, aliases = pl.Title, pl.Aliases
 		}
 	case TypeSetAliases:
-		var pl SetAliases
-		if decodeCommand(env.Command(), &pl) == nil {
+		if pl, r := decodeAs[SetAliases](env.Command()); r == nil {
 			aliases = pl.Aliases
 		}
 	case TypeRestorePage:
@@ -312,8 +309,8 @@ func (p *planner) checkNames() *Rejection {
 }
 
 func (p *planner) checkMergeTarget() *Rejection {
-	var pl MergePage
-	if decodeCommand(p.env.Command(), &pl) != nil || pl.Into == nil || *pl.Into == "" || *pl.Into == p.env.PageID {
+	pl, r := decodeAs[MergePage](p.env.Command())
+	if r != nil || pl.Into == nil || *pl.Into == "" || *pl.Into == p.env.PageID {
 		return nil // the reducer rejects these
 	}
 	d, ok := p.kb.Doc(*pl.Into)

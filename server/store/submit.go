@@ -429,7 +429,7 @@ func payloadJSON(c kbcore.Command) []byte {
 	if len(c.Payload) == 0 {
 		return []byte("{}")
 	}
-	if c.Parsed != nil && c.Parsed.Canonical {
+	if c.Parsed.Canonical {
 		return c.Payload
 	}
 	if b, err := kbcore.Canonical(c.Payload); err == nil {

@@ -36,7 +36,6 @@ func ParseEnvelope(b []byte) (kbcore.Envelope, error) {
 		// rather than a panic.
 		return kbcore.Envelope{}, invalid(fmt.Sprintf("envelope: %v", err))
 	}
-	dec.Parsed = &kbcore.Parsed{}
 	if v, ok := kbcore.NewPayload(dec.Type); ok && kbcore.DecodeStrict(dec.Payload, v) == nil {
 		dec.Parsed.Value = v
 	}
@@ -101,14 +100,13 @@ func fastEnvelope(b []byte) (env kbcore.Envelope, ok bool) {
 	if !ok {
 		return kbcore.Envelope{}, false
 	}
-	env.Parsed = &kbcore.Parsed{Canonical: canonical}
-	if fp != nil {
-		env.Parsed.Value = fp.Value()
-	}
+	env.Parsed = kbcore.Parsed{Value: fp, Canonical: canonical}
 	return env, true
 }
 
-func fastEnvelopeParts(b []byte) (env kbcore.Envelope, canonical bool, fp *kbcore.FlatPayload, ok bool) {
+// fastEnvelopeParts is fastEnvelope: the envelope, whether its payload is
+// canonical, and the payload decoded (nil: not decoded).
+func fastEnvelopeParts(b []byte) (env kbcore.Envelope, canonical bool, fp any, ok bool) {
 	s := &scanner{jsonscan.Scanner{B: b}}
 	if !s.Eat('{') {
 		return env, false, nil, false
@@ -171,7 +169,7 @@ func fastEnvelopeParts(b []byte) (env kbcore.Envelope, canonical bool, fp *kbcor
 			s.WS()
 			start := s.I
 			if env.Type != "" {
-				fp, _ = kbcore.NewFlatPayload(env.Type)
+				fp, _ = kbcore.NewFlat(env.Type)
 				if canonical, ok = s.payload(fastShapes[env.Type], &fp); !ok {
 					return env, false, nil, false
 				}
@@ -196,7 +194,7 @@ func fastEnvelopeParts(b []byte) (env kbcore.Envelope, canonical bool, fp *kbcor
 	}
 	if !payloadChecked {
 		ps := &scanner{jsonscan.Scanner{B: payload}}
-		fp, _ = kbcore.NewFlatPayload(env.Type)
+		fp, _ = kbcore.NewFlat(env.Type)
 		if canonical, ok = ps.payload(fastShapes[env.Type], &fp); !ok || ps.I != len(payload) {
 			return env, false, nil, false
 		}
@@ -213,7 +211,7 @@ func fastEnvelopeParts(b []byte) (env kbcore.Envelope, canonical bool, fp *kbcor
 // fp, when not nil, is filled with the values read; it is set to nil
 // when a value cannot be given as read (escapes, invalid UTF-8: then the
 // payload is "not decoded" and the reducer decodes it as before).
-func (s *scanner) payload(sh payloadShape, fp **kbcore.FlatPayload) (canonical, ok bool) {
+func (s *scanner) payload(sh payloadShape, fp *any) (canonical, ok bool) {
 	canonical = true
 	tight := func() { // the next token follows without white space
 		if s.I < len(s.B) && jsonscan.IsSpace(s.B[s.I]) {
@@ -262,10 +260,10 @@ func (s *scanner) payload(sh payloadShape, fp **kbcore.FlatPayload) (canonical, 
 			case esc || !vcanon:
 				*fp = nil // escapes or invalid UTF-8: the reducer decodes it
 			case null:
-				(*fp).Set(k, nil)
+				kbcore.SetFlat(*fp, k, nil)
 			default:
 				v := string(raw)
-				if !(*fp).Set(k, &v) {
+				if !kbcore.SetFlat(*fp, k, &v) {
 					*fp = nil // a key the schema allows and the struct lacks: left to the reducer
 				}
 			}
