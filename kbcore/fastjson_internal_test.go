@@ -69,7 +69,7 @@ func drawPayload(t *rapid.T) []byte {
 }
 
 // flatTargets makes a fresh payload of each registry type whose payload
-// the fast decoder handles (flatFields).
+// the fast decoder handles (flatOf).
 func flatTargets(t interface{ Fatalf(string, ...any) }) []func() any {
 	var mks []func() any
 	for _, typ := range Types {

@@ -54,8 +54,9 @@
 # ROUNDS=N runs every phase N times, in rounds (each phase once per
 # round, so that a slow spell of the shared machine hits every phase
 # alike), each round's files in OUT/round-K; OUT/results.json then has
-# each check's median over the rounds with its values, min and max, and
-# STRICT judges the median.
+# each check's median over the rounds with its values, min and max (a
+# limit taken from the round, half of pgbench's, is the median of the
+# rounds' too), and STRICT judges the median.
 #
 # Before the loads, `kbkit bench floor` measures the machine's floors
 # (information beside the figures, never a check): the CPU of one loopback
@@ -250,7 +251,9 @@ if [ "$ROUNDS" -gt 1 ]; then
     (.[0] | {phase_seconds, strict, floors}) + {rounds: $rounds, round_results: map({phases, checks})} +
     {checks: ([.[].checks[]] | group_by(.name) | map(
         (map(.value) | map(select(. != null))) as $v |
-        (.[0] + {values: map(.value), min: ($v | min), max: ($v | max), value: (if ($v | length) > 0 then $v | median else null end)}) |
+        (map(.limit) | map(select(type == "number"))) as $l |
+        (.[0] + {values: map(.value), min: ($v | min), max: ($v | max), value: (if ($v | length) > 0 then $v | median else null end)}
+          + (if ($l | length) > 0 then {limit: ($l | median)} else {} end)) |
         .met = (if .value == null then false elif .op == ">=" then .value >= .limit elif .op == "<=" then .value <= .limit else .met end) |
         .out_of_reach = (.out_of_reach and (.met | not)) |
         .what = "median of \(.values | length) (\(.values | map(if . == null then "n/a" else . * 1000 | round / 1000 | tostring end) | join(", "))); round 1: \(.what)"))} |
