@@ -7,6 +7,10 @@ import (
 	"github.com/subspace/kbkit/wire"
 	"io"
 	"net/http"
+	"os"
+	"runtime"
+
+	"github.com/subspace/kbkit/internal/gcfloor"
 	"sync/atomic"
 	"testing"
 
@@ -17,8 +21,12 @@ import (
 
 // BenchmarkCommandHTTP is kb.command over HTTP end to end (8 writers, each
 // on its own page, one subscriber per page): the server's work per command
-// with PostgreSQL, as allocations and time per command.
+// with PostgreSQL, as allocations and time per command; gc=floor with the
+// heap floor kbkit serve runs with (internal/gcfloor), gc=100 without.
 func BenchmarkCommandHTTP(b *testing.B) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		b.Skip("GOGC or GOMEMLIMIT set: gc=floor would be gc=100")
+	}
 	in := newInstance(b, pgprovider.ForTest(b), Options{})
 	c := pair(b, in, "bench")
 	const writers = 8
@@ -26,12 +34,28 @@ func BenchmarkCommandHTTP(b *testing.B) {
 	for i := range pages {
 		pages[i] = c.newPage()
 	}
+	for _, floor := range []bool{true, false} {
+		name := "gc=100"
+		if floor {
+			name = "gc=floor"
+		}
+		b.Run(name, func(b *testing.B) {
+			if floor {
+				defer gcfloor.Start(gcfloor.Default)()
+			}
+			runtime.GC()
+			benchCommands(b, in, c, pages)
+		})
+	}
+}
+
+func benchCommands(b *testing.B, in *instance, c client, pages []string) {
 	var next atomic.Int64
 	b.ReportAllocs()
-	b.SetParallelism(writers)
+	b.SetParallelism(len(pages))
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		page := pages[int(next.Add(1)-1)%writers]
+		page := pages[int(next.Add(1)-1)%len(pages)]
 		hc := &http.Client{}
 		for i := 0; pb.Next(); i++ {
 			body := c.envelope(uuid.NewString(), page, "edit-text", map[string]any{"node": "n", "text": fmt.Sprint("text ", i)})

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/subspace/kbkit/internal/gcfloor"
 	"github.com/subspace/kbkit/server"
 	"github.com/subspace/kbkit/server/dispatch"
 	"github.com/subspace/kbkit/server/pgprovider"
@@ -75,7 +76,11 @@ stdout, so scripts can read it:
 Logs are JSON lines on stderr. SIGINT or SIGTERM shuts down gracefully:
 WebSocket clients are told to reconnect, requests in flight finish.
 
-Endpoints: /trpc (tRPC HTTP and WebSocket), /metrics (Prometheus), /healthz.`,
+Endpoints: /trpc (tRPC HTTP and WebSocket), /metrics (Prometheus), /healthz.
+
+Memory: the Go heap may grow 32 MiB past the live heap before a collection
+(or twice the live heap, whichever is more), so that under load the server
+collects less often; GOGC or GOMEMLIMIT in the environment replace this.`,
 		Example: `  kbkit serve
   kbkit serve --addr 127.0.0.1:0 > server.json & srv=$!
   until [ -s server.json ]; do sleep 1; done
@@ -133,6 +138,9 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) (er
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Fewer collections under load (internal/gcfloor; GOGC or GOMEMLIMIT
+	// in the environment turn it off).
+	defer gcfloor.Start(gcfloor.Default)()
 
 	// Bind first: a taken port fails in milliseconds, not after Postgres.
 	ln, err := net.Listen("tcp", o.addr)

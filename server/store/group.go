@@ -411,22 +411,18 @@ type errOptimistic struct{ err error }
 func (e errOptimistic) Error() string { return "store: optimistic group: " + e.err.Error() }
 func (e errOptimistic) Unwrap() error { return e.err }
 
-// sqlGuardHeads fails (division by zero) unless every page's head is the
-// expected one: the pages are locked by then.
-const sqlGuardHeads = `SELECT 1 / (count(*) = $4)::int FROM pages p
-	JOIN unnest($1::text[], $2::int8[], $3::text[]) AS x(id, seq, ws) ON p.id = x.id::uuid AND p.seq = x.seq AND p.workspace_id = x.ws::uuid`
-
 // groupOnce runs one group transaction for reqs (at least one, of any
 // pages and workspaces). An error means nothing was decided.
 //
 // Optimistic, when every page's head is in the document cache: the
 // commands are planned against the cached heads and documents before the
-// transaction, and BEGIN, the page locks, a guard that the heads are
-// still those, the writes and COMMIT go in one round trip instead of two.
-// A command id decided before fails the log insert (its primary key);
+// transaction, and BEGIN, the page locks, the writes (the update of the
+// page seqs checking that every head is still the cached one:
+// sqlPageSeqsGuarded) and COMMIT go in one round trip instead of two. A
+// command id decided before fails the log insert (its primary key);
 // either failure, or any other ERROR, rolls everything back
-// (errOptimistic) and the caller decides the group the usual way. In one instance the cache holds the
-// heads of every page it wrote.
+// (errOptimistic) and the caller decides the group the usual way. In one
+// instance the cache holds the heads of every page it wrote.
 func (s *Store) groupOnce(ctx context.Context, reqs []*request, optimistic bool) (g groupResult, err error) {
 	t, err := s.acquire(ctx)
 	if err != nil {
@@ -462,13 +458,8 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request, optimistic bool)
 	}
 	if optimistic {
 		first.heads, decided = heads, map[logKey]decision{}
-		ids, seqs, wss := make([]string, len(pages)), make([]int64, len(pages)), make([]string, len(pages))
-		for i, p := range pages {
-			ids[i], seqs[i], wss[i] = p, heads[p].seq, heads[p].ws
-		}
 		b.Queue(sqlBegin)
 		b.Queue(sqlLockPages, textArray(pages))
-		b.Queue(sqlGuardHeads, textArray(ids), seqs, textArray(wss), len(pages))
 	} else if decided, err = t.open(first, "", pages, keys); err != nil {
 		return g, err
 	}
@@ -492,6 +483,14 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request, optimistic bool)
 	}
 
 	rows := newTxWrites()
+	if optimistic {
+		// The writes check the heads (sqlPageSeqsGuarded); copied, as
+		// planning moves first.heads on.
+		rows.guard = make(map[string]head, len(pages))
+		for _, p := range pages {
+			rows.guard[p] = heads[p]
+		}
+	}
 	var entries []pageEntry
 	g.outs = make([]Outcome, 0, len(reqs))
 	g.errs = make([]error, 0, len(reqs))

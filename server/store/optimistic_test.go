@@ -65,3 +65,26 @@ func newStoreOn(t *testing.T, st *Store) *Store {
 	t.Cleanup(other.Close)
 	return other
 }
+
+// A command that the stale cached document of one instance would reject
+// (its node was created through the other instance since) is decided
+// against the database's head: the optimistic transaction, which writes
+// only a rejection and no page, still checks the page's head and rolls
+// back, and the command commits.
+func TestOptimisticRejectionChecksTheHead(t *testing.T) {
+	a, dev, page := setup(t)
+	b := newStoreOn(t, a)
+	mustSubmit(t, a, dev, env(page, "create-after", map[string]any{"node": "n", "text": ""}))
+	// b caches the page now; a then adds a node b's cache does not have.
+	mustSubmit(t, b, dev, env(page, "edit-text", map[string]any{"node": "n", "text": "b"}))
+	mustSubmit(t, a, dev, env(page, "create-after", map[string]any{"after": "n", "node": "m", "text": ""}))
+	before := b.Stats().OptimisticConflicts
+	out := mustSubmit(t, b, dev, env(page, "edit-text", map[string]any{"node": "m", "text": "seen by b"}))
+	if out.Rejected != nil || out.Seq != 5 {
+		t.Fatalf("edit of the node created through the other instance: %+v, want seq 5", out)
+	}
+	if b.Stats().OptimisticConflicts == before {
+		t.Fatal("b's transaction did not meet the stale head: the test did not test the guard")
+	}
+	checkProjection(t, b, page)
+}

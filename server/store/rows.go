@@ -14,9 +14,10 @@ import (
 // txWrites collects the rows one command transaction writes, alone or as a
 // group, so that they travel as a fixed handful of multi-row statements
 // (flush) whatever the number of commands, pages and nodes: one insert of
-// log rows, one delete and one insert per index table, one upsert and one
-// delete of nodes, one update of page seqs and one statement of
-// notifications. Each page's nodes are written once, in their final state,
+// log rows, one delete of index rows (of the three tables) and one insert
+// per index table, one upsert and one delete of nodes, one update of page
+// seqs (in an optimistic transaction, checking the heads) and one
+// statement of notifications. Each page's nodes are written once, in their final state,
 // and each page gets one notification, of its last seq (a notification
 // says "committed up to seq", spec/PROTOCOL.md section 6). Page records
 // (create, rename, aliases, merge) are rare and queued at once, before the
@@ -26,6 +27,10 @@ type txWrites struct {
 	created map[string]string // title -> id of the pages this transaction creates
 	log     logRows
 	rej     rejRows
+	// guard, in an optimistic transaction, is the head each page of the
+	// group was planned on: the page seqs are then written by
+	// sqlPageSeqsGuarded, which checks them.
+	guard map[string]head
 }
 
 // pageWrites is what the transaction did to one page so far.
@@ -105,12 +110,12 @@ const (
 		SELECT ws::uuid, id::uuid, page::uuid, dev::uuid, typ, payload::json, 'rejected', code, message
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
 			AS t(ws, id, page, dev, typ, payload, code, message)`
-	sqlDelLinks = `DELETE FROM links l USING unnest($1::text[], $2::text[]) AS x(page, node)
-		WHERE l.page_id = x.page::uuid AND l.node_id = x.node`
-	sqlDelLabels = `DELETE FROM labels l USING unnest($1::text[], $2::text[]) AS x(page, node)
-		WHERE l.page_id = x.page::uuid AND l.node_id = x.node`
-	sqlDelDeps = `DELETE FROM deps d USING unnest($1::text[], $2::text[]) AS x(page, node)
-		WHERE d.page_id = x.page::uuid AND d.node_id = x.node`
+	// The index rows of the nodes written, of the three tables, in one
+	// statement.
+	sqlDelIndex = `WITH x AS (SELECT page::uuid AS page, node FROM unnest($1::text[], $2::text[]) AS u(page, node)),
+		a AS (DELETE FROM links l USING x WHERE l.page_id = x.page AND l.node_id = x.node),
+		b AS (DELETE FROM labels l USING x WHERE l.page_id = x.page AND l.node_id = x.node)
+		DELETE FROM deps d USING x WHERE d.page_id = x.page AND d.node_id = x.node`
 	sqlDelNodes = `DELETE FROM nodes n USING unnest($1::text[], $2::text[]) AS x(page, node)
 		WHERE n.page_id = x.page::uuid AND n.id = x.node`
 	sqlUpsertNodes = `INSERT INTO nodes (workspace_id, page_id, id, parent, rank, kind, text, outputs, cells)
@@ -132,7 +137,18 @@ const (
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[], $7::text[], $8::text[])
 			AS t(ws, page, node, ord, cell, on_cell, on_page, on_label)`
 	sqlPageSeqs = `UPDATE pages p SET seq = x.seq FROM unnest($1::text[], $2::int8[]) AS x(id, seq) WHERE p.id = x.id::uuid`
-	sqlNotify   = `SELECT pg_notify($1, x) FROM unnest($2::text[]) AS x`
+	// sqlPageSeqsGuarded is sqlPageSeqs of an optimistic transaction
+	// (txWrites.guard): it moves each page of the group from the head the
+	// commands were planned on (old) to its last seq (a page whose
+	// commands were all rejected stays), and fails (division by zero)
+	// unless every page was at that head, in its workspace. The pages are
+	// locked by then, and the statement's snapshot is taken after the
+	// locks: the heads it reads are the last committed.
+	sqlPageSeqsGuarded = `WITH x AS (SELECT id::uuid AS id, seq, old, ws::uuid AS ws FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[]) AS u(id, seq, old, ws)),
+		u AS (UPDATE pages p SET seq = x.seq FROM x WHERE p.id = x.id AND p.seq = x.old AND p.workspace_id = x.ws AND x.seq <> x.old RETURNING 1),
+		k AS (SELECT 1 FROM pages p JOIN x ON p.id = x.id AND p.seq = x.old AND p.workspace_id = x.ws WHERE x.seq = x.old)
+		SELECT 1 / ((SELECT count(*) FROM u) + (SELECT count(*) FROM k) = $5)::int`
+	sqlNotify = `SELECT pg_notify($1, x) FROM unnest($2::text[]) AS x`
 )
 
 // flush queues the collected rows into b; kbFor gives the view of a
@@ -151,6 +167,7 @@ func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 		}
 	}
 	if len(ids) == 0 {
+		t.queueGuard(b)
 		return
 	}
 	sort.Strings(ids)
@@ -238,9 +255,7 @@ func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 		}
 	}
 	if len(xPage) > 0 {
-		b.Queue(sqlDelLinks, textArray(xPage), textArray(xNode))
-		b.Queue(sqlDelLabels, textArray(xPage), textArray(xNode))
-		b.Queue(sqlDelDeps, textArray(xPage), textArray(xNode))
+		b.Queue(sqlDelIndex, textArray(xPage), textArray(xNode))
 	}
 	if len(n.id) > 0 {
 		b.Queue(sqlUpsertNodes, textArray(n.ws), textArray(n.page), textArray(n.id), n.parent, textArray(n.rank), textArray(n.kind), textArray(n.text), n.outputs, n.cells)
@@ -257,8 +272,34 @@ func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 	if len(dp.node) > 0 {
 		b.Queue(sqlInsDeps, textArray(dp.ws), textArray(dp.page), textArray(dp.node), dp.ord, textArray(dp.cell), textArray(dp.onCell), textArray(dp.onPage), textArray(dp.onLabel))
 	}
-	b.Queue(sqlPageSeqs, textArray(seqPage), seqs)
+	if t.guard != nil {
+		t.queueGuard(b)
+	} else {
+		b.Queue(sqlPageSeqs, textArray(seqPage), seqs)
+	}
 	b.Queue(sqlNotify, NotifyChannel, textArray(notifies))
+}
+
+// queueGuard queues sqlPageSeqsGuarded for every page of t.guard, in
+// page-id order.
+func (t *txWrites) queueGuard(b *pgx.Batch) {
+	if t.guard == nil {
+		return
+	}
+	ids := make([]string, 0, len(t.guard))
+	for id := range t.guard {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	seqs, olds, wss := make([]int64, len(ids)), make([]int64, len(ids)), make([]string, len(ids))
+	for i, id := range ids {
+		h := t.guard[id]
+		olds[i], wss[i], seqs[i] = h.seq, h.ws, h.seq
+		if p := t.pages[id]; p != nil && p.changed {
+			seqs[i] = p.seq
+		}
+	}
+	b.Queue(sqlPageSeqsGuarded, textArray(ids), seqs, olds, textArray(wss), len(ids))
 }
 
 func optional(s string) *string {

@@ -1,0 +1,107 @@
+// Package gcfloor keeps the Go garbage collector's heap goal at least a
+// fixed amount above the live heap, for processes whose live heap is small
+// and whose allocation rate is high (kbkit serve under load, the load
+// generator): with GOGC=100 and 13 MB live, a server deciding a few
+// thousand commands a second collects several times a second, and the
+// collector's marking (much of it on "idle" processors that, on a machine
+// shared with PostgreSQL, are not idle) costs a sizeable share of its
+// CPU. With a floor, the goal is max(live × (1 + GOGC/100), live + floor):
+// a process with a large live heap (many idle windows) collects as GOGC
+// alone says, and memory grows by at most the floor.
+//
+// The goal is adjusted after every collection (a finalizer re-armed each
+// cycle reads /gc/heap/live:bytes and sets the GC percent that gives the
+// goal). A GOGC or GOMEMLIMIT in the environment is the user's choice and
+// turns the floor off.
+package gcfloor
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
+)
+
+// Default is the floor kbkit's long-running commands use: a little more
+// than the live heap of kbkit serve with a thousand pages cached, so that
+// under load it collects about a third as often as with GOGC=100.
+const Default = 32 << 20
+
+// base is the GC percent the goal is never below.
+const base = 100
+
+var (
+	running atomic.Bool
+	floor   atomic.Int64
+	percent atomic.Int64 // the percent last set
+	gen     atomic.Int64 // the current Start's; an older chain of finalizers ends
+)
+
+// Start keeps the heap goal at least bytes above the live heap until the
+// returned stop is called (stop restores GOGC=100). It does nothing (and
+// returns a no-op stop) when bytes <= 0, when GOGC or GOMEMLIMIT is set in
+// the environment, or when a floor is already running.
+func Start(bytes int64) (stop func()) {
+	if bytes <= 0 || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" || !running.CompareAndSwap(false, true) {
+		return func() {}
+	}
+	floor.Store(bytes)
+	percent.Store(base)
+	arm(gen.Add(1))
+	var once atomic.Bool
+	return func() {
+		if once.CompareAndSwap(false, true) {
+			floor.Store(0)
+			debug.SetGCPercent(base)
+			percent.Store(base)
+			running.Store(false)
+		}
+	}
+}
+
+// sentinel is an object whose finalizer runs once per collection.
+type sentinel struct{ _ [16]byte }
+
+func arm(g int64) {
+	s := new(sentinel)
+	runtime.SetFinalizer(s, func(*sentinel) {
+		if floor.Load() <= 0 || gen.Load() != g {
+			return // stopped: not re-armed
+		}
+		adjust()
+		arm(g)
+	})
+}
+
+var liveSample = []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+
+// adjust sets the GC percent for the live heap of the last collection.
+func adjust() {
+	metrics.Read(liveSample)
+	if liveSample[0].Value.Kind() != metrics.KindUint64 {
+		return
+	}
+	p := Percent(int64(liveSample[0].Value.Uint64()), floor.Load())
+	// Only a change of more than a tenth is worth a call (each takes the
+	// heap lock).
+	if old := percent.Load(); p*10 > old*11 || p*11 < old*10 {
+		debug.SetGCPercent(int(p))
+		percent.Store(p)
+	}
+}
+
+// Percent is the GC percent that makes the goal of a live heap live at
+// least live + floor, and never less than GOGC=100's.
+func Percent(live, floor int64) int64 {
+	if live <= 0 {
+		live = 1 << 20
+	}
+	p := floor * 100 / live
+	if p < base {
+		return base
+	}
+	// Past 10,000 % (a live heap under a hundredth of the floor, as at
+	// start) the goal is the runtime's 4 MB minimum times that anyway.
+	return min(p, 10000)
+}
