@@ -17,11 +17,11 @@ import (
 // log rows, one delete of index rows (of the three tables) and one insert
 // per index table, one upsert and one delete of nodes, one update of page
 // seqs (in an optimistic transaction, checking the heads) and one
-// statement of notifications. Each page's nodes are written once, in their final state,
-// and each page gets one notification, of its last seq (a notification
-// says "committed up to seq", spec/PROTOCOL.md section 6). Page records
-// (create, rename, aliases, merge) are rare and queued at once, before the
-// rows, as their own statements.
+// statement of notifications. Each page's nodes are written once, in their
+// final state, and each page gets one notification, of its last seq (a
+// notification says "committed up to seq", spec/PROTOCOL.md section 6).
+// Page records (create, rename, aliases, merge) are rare and queued at
+// once, before the rows, as their own statements.
 type txWrites struct {
 	pages   map[string]*pageWrites
 	created map[string]string // title -> id of the pages this transaction creates
@@ -274,7 +274,18 @@ func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 	}
 	if t.guard != nil {
 		t.queueGuard(b)
-	} else {
+		// A changed page the group did not plan on (none today: a command
+		// whose plan leaves its page ends the group) still gets its seq.
+		var upage []string
+		var useq []int64
+		for i, id := range seqPage {
+			if _, ok := t.guard[id]; !ok {
+				upage, useq = append(upage, id), append(useq, seqs[i])
+			}
+		}
+		seqPage, seqs = upage, useq
+	}
+	if len(seqPage) > 0 {
 		b.Queue(sqlPageSeqs, textArray(seqPage), seqs)
 	}
 	b.Queue(sqlNotify, NotifyChannel, textArray(notifies))
