@@ -4,19 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/subspace/kbkit/wire"
 	"io"
 	"net/http"
 	"os"
 	"runtime"
-
-	"github.com/subspace/kbkit/internal/gcfloor"
 	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
 
+	"github.com/subspace/kbkit/internal/gcfloor"
 	"github.com/subspace/kbkit/server/pgprovider"
+	"github.com/subspace/kbkit/wire"
 )
 
 // BenchmarkCommandHTTP is kb.command over HTTP end to end (8 writers, each

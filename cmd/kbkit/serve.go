@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -78,7 +79,7 @@ WebSocket clients are told to reconnect, requests in flight finish.
 
 Endpoints: /trpc (tRPC HTTP and WebSocket), /metrics (Prometheus), /healthz.
 
-Memory: the Go heap may grow 32 MiB past the live heap before a collection
+Memory: the Go heap may grow ` + strconv.Itoa(gcfloor.Default>>20) + ` MiB past the live heap before a collection
 (or twice the live heap, whichever is more), so that under load the server
 collects less often; GOGC or GOMEMLIMIT in the environment replace this.`,
 		Example: `  kbkit serve

@@ -1,7 +1,7 @@
 // Package gcfloor keeps the Go garbage collector's heap goal at least a
 // fixed amount above the live heap, for processes whose live heap is small
-// and whose allocation rate is high (kbkit serve under load, the load
-// generator): with GOGC=100 and 13 MB live, a server deciding a few
+// and whose allocation rate is high (kbkit serve under load; the load
+// generator sets GOGC=400 instead): with GOGC=100 and 13 MB live, a server deciding a few
 // thousand commands a second collects several times a second, and the
 // collector's marking (much of it on "idle" processors that, on a machine
 // shared with PostgreSQL, are not idle) costs a sizeable share of its
@@ -23,9 +23,9 @@ import (
 	"sync/atomic"
 )
 
-// Default is the floor kbkit's long-running commands use: a little more
-// than the live heap of kbkit serve with a thousand pages cached, so that
-// under load it collects about a third as often as with GOGC=100.
+// Default is the floor kbkit serve uses: a little more than its live
+// heap with a thousand pages cached (13 MB in a many-pages load), so that
+// under load it collects a few times less often than with GOGC=100.
 const Default = 32 << 20
 
 // base is the GC percent the goal is never below.
@@ -35,17 +35,20 @@ var (
 	running atomic.Bool
 	floor   atomic.Int64
 	percent atomic.Int64 // the percent last set
+	prior   int          // the percent before Start, restored by stop
 	gen     atomic.Int64 // the current Start's; an older chain of finalizers ends
 )
 
 // Start keeps the heap goal at least bytes above the live heap until the
-// returned stop is called (stop restores GOGC=100). It does nothing (and
+// returned stop is called (stop restores the GC percent of before). It
+// does nothing (and
 // returns a no-op stop) when bytes <= 0, when GOGC or GOMEMLIMIT is set in
 // the environment, or when a floor is already running.
 func Start(bytes int64) (stop func()) {
 	if bytes <= 0 || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" || !running.CompareAndSwap(false, true) {
 		return func() {}
 	}
+	prior = debug.SetGCPercent(base)
 	floor.Store(bytes)
 	percent.Store(base)
 	arm(gen.Add(1))
@@ -53,8 +56,7 @@ func Start(bytes int64) (stop func()) {
 	return func() {
 		if once.CompareAndSwap(false, true) {
 			floor.Store(0)
-			debug.SetGCPercent(base)
-			percent.Store(base)
+			debug.SetGCPercent(prior)
 			running.Store(false)
 		}
 	}
@@ -101,7 +103,6 @@ func Percent(live, floor int64) int64 {
 	if p < base {
 		return base
 	}
-	// Past 10,000 % (a live heap under a hundredth of the floor, as at
-	// start) the goal is the runtime's 4 MB minimum times that anyway.
+	// Bounded, for a live heap near zero (as at start).
 	return min(p, 10000)
 }

@@ -1,9 +1,11 @@
 package gcfloor
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 )
@@ -50,7 +52,7 @@ func TestStartRaisesTheGoalAndStopRestoresIt(t *testing.T) {
 	}
 	stop()
 	if p := gcPercent(); p != 100 {
-		t.Fatalf("GC percent %d after stop, want 100", p)
+		t.Fatalf("GC percent %d after stop, want 100 (the percent before Start)", p)
 	}
 	runtime.GC()
 	runtime.GC()
@@ -69,5 +71,30 @@ func TestEnvironmentTurnsItOff(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if p := gcPercent(); p != 100 {
 		t.Fatalf("GC percent %d with GOMEMLIMIT set, want 100 (untouched)", p)
+	}
+}
+
+// A percent set before Start is the one stop restores.
+func TestStopRestoresThePriorPercent(t *testing.T) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOGC or GOMEMLIMIT set: the floor is off by design")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	stop := Start(1 << 30)
+	stop()
+	if p := gcPercent(); p != 400 {
+		t.Fatalf("GC percent %d after stop, want 400", p)
+	}
+}
+
+// The floor the docs state is Default.
+func TestDocsStateTheDefault(t *testing.T) {
+	b, err := os.ReadFile("../../loadgen/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d MiB above the live heap (`internal/gcfloor`", Default>>20)
+	if !strings.Contains(strings.Join(strings.Fields(string(b)), " "), want) {
+		t.Fatalf("loadgen/README.md does not say %q", want)
 	}
 }
