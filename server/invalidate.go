@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,15 +141,12 @@ func (v *invalidator) work(ctx context.Context) {
 // note publishes the invalidation of one notified commit, "<page id>:<seq>",
 // when the command changed the directory.
 func (v *invalidator) note(ctx context.Context, payload string) {
-	i := strings.LastIndexByte(payload, ':')
-	if i < 0 {
-		return
-	}
-	pageID := payload[:i]
-	seq, err := strconv.ParseInt(payload[i+1:], 10, 64)
-	if err != nil {
-		return
-	}
+	store.NotifyHeads(payload, func(pageID string, seq int64) { v.noteHead(ctx, pageID, seq) })
+}
+
+// noteHead publishes the invalidation of the command at seq of pageID if
+// it changes the directory.
+func (v *invalidator) noteHead(ctx context.Context, pageID string, seq int64) {
 	lctx, cancel := v.s.dbContext(ctx)
 	entries, err := v.s.st.Log(lctx, pageID, seq-1, 1)
 	cancel()

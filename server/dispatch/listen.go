@@ -3,14 +3,13 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/subspace/kbkit/server/pglisten"
+	"github.com/subspace/kbkit/server/store"
 )
 
 // noteLocked records that seq of page id is committed, and catches the
@@ -55,21 +54,14 @@ const localGrace = 50 * time.Millisecond
 // notify handles one notification payload "<page id>:<seq>"; local says
 // one of the store's own connections sent it.
 func (h *Hub) notify(payload string, local bool) {
-	i := strings.LastIndexByte(payload, ':')
-	if i < 0 {
-		return
-	}
-	seq, err := strconv.ParseInt(payload[i+1:], 10, 64)
-	if err != nil {
-		return
-	}
-	id, err := normalize(payload[:i])
-	if err != nil {
-		return
-	}
+	now := time.Now()
 	h.mu.Lock()
-	h.noteLocked(id, seq, time.Now(), local)
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	store.NotifyHeads(payload, func(page string, seq int64) {
+		if id, err := normalize(page); err == nil {
+			h.noteLocked(id, seq, now, local)
+		}
+	})
 }
 
 // checkAll reads the committed seq of every subscribed page and catches up

@@ -288,7 +288,7 @@ func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 	if len(seqPage) > 0 {
 		b.Queue(sqlPageSeqs, textArray(seqPage), seqs)
 	}
-	b.Queue(sqlNotify, NotifyChannel, textArray(notifies))
+	b.Queue(sqlNotify, NotifyChannel, textArray(NotifyPayloads(notifies)))
 }
 
 // queueGuard queues sqlPageSeqsGuarded for every page of t.guard, in

@@ -58,9 +58,54 @@ var (
 	ErrInvalidData = errors.New("store: the database refused the data")
 )
 
-// NotifyChannel is the LISTEN/NOTIFY channel of committed commands; the
-// payload is "<page id>:<seq>".
+// NotifyChannel is the LISTEN/NOTIFY channel of committed commands. A
+// transaction sends one notification per notifyMax bytes of its pages'
+// heads, each payload "<page id>:<seq>" entries separated by spaces
+// (NotifyPayloads, NotifyHeads): one notification per transaction,
+// however many pages it wrote, costs the listening backends and the
+// instances' listeners one wake-up instead of one per page.
 const NotifyChannel = "kbkit_outbox"
+
+// notifyMax is the most bytes of one NotifyChannel payload (PostgreSQL
+// refuses 8,000 and more).
+const notifyMax = 7900
+
+// NotifyPayloads packs the "<page id>:<seq>" heads into as few
+// NotifyChannel payloads as fit, in order.
+func NotifyPayloads(heads []string) []string {
+	var out []string
+	var b strings.Builder
+	for _, h := range heads {
+		if b.Len() > 0 && b.Len()+1+len(h) > notifyMax {
+			out = append(out, b.String())
+			b.Reset()
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(h)
+	}
+	if b.Len() > 0 {
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// NotifyHeads calls fn with each page head of a NotifyChannel payload, in
+// order, skipping entries that do not parse.
+func NotifyHeads(payload string, fn func(page string, seq int64)) {
+	for entry := range strings.FieldsSeq(payload) {
+		i := strings.LastIndexByte(entry, ':')
+		if i < 0 {
+			continue
+		}
+		seq, err := strconv.ParseInt(entry[i+1:], 10, 64)
+		if err != nil {
+			continue
+		}
+		fn(entry[:i], seq)
+	}
+}
 
 // Device is an authenticated device.
 type Device struct {
