@@ -2,6 +2,8 @@ package store
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -124,4 +126,17 @@ func TestGroupWaitsForSlowCallers(t *testing.T) {
 		got = append(got, fmt.Sprintf("%.2f", per))
 	}
 	t.Errorf("%d writers a millisecond from their next command: %v commands per transaction in three runs, want at least 6 in one", writers, got)
+}
+
+// loadgen/README.md states the group window that defaultGroupWait holds.
+func TestDocsStateTheGroupWindow(t *testing.T) {
+	b, err := os.ReadFile("../../loadgen/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("Now a group waits up to %v (`defaultGroupWait`", defaultGroupWait)
+	want = strings.Replace(want, "ms (", " ms (", 1)
+	if !strings.Contains(strings.Join(strings.Fields(string(b)), " "), want) {
+		t.Fatalf("loadgen/README.md does not say %q", want)
+	}
 }
