@@ -138,8 +138,8 @@ func (v *invalidator) work(ctx context.Context) {
 	}
 }
 
-// note publishes the invalidation of one notified commit, "<page id>:<seq>",
-// when the command changed the directory.
+// note publishes the invalidations of one notification's page heads
+// (store.NotifyHeads): of each head whose command changed the directory.
 func (v *invalidator) note(ctx context.Context, payload string) {
 	store.NotifyHeads(payload, func(pageID string, seq int64) { v.noteHead(ctx, pageID, seq) })
 }

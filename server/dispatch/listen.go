@@ -51,8 +51,8 @@ func (h *Hub) noteLocked(id string, seq int64, now time.Time, local bool) {
 // only when the COMMIT's answer was lost.
 const localGrace = 50 * time.Millisecond
 
-// notify handles one notification payload "<page id>:<seq>"; local says
-// one of the store's own connections sent it.
+// notify handles one notification's page heads (store.NotifyHeads);
+// local says one of the store's own connections sent it.
 func (h *Hub) notify(payload string, local bool) {
 	now := time.Now()
 	h.mu.Lock()

@@ -36,8 +36,10 @@ import (
 // groupWait, and no longer once groupMax commands are queued) for its
 // callers to queue their next commands, so that a closed loop of writers
 // keeps forming full groups instead of splitting into cohorts that
-// alternate (a lone command, then the others). A lone command waits too:
-// it ends at the next arrival, so nothing queued waits on it for long.
+// alternate (a lone command, then the others). A group of one waits too,
+// for one arrival. Commands queued meanwhile wait with it, at most
+// groupWait: the latency an open load (whose callers do not come back)
+// may pay.
 //
 // A group transaction takes only commands whose plan stays on their page
 // and leaves titles and aliases alone (keystrokes, structure edits); the
@@ -74,8 +76,9 @@ const defaultGroupTx = 1
 // 2 ms, whatever the group's time, leaves 7.8, and PostgreSQL's CPU per
 // command falls by a quarter (10 s many-pages loads against kbkit serve,
 // alternated; loadgen/README, "The group window"). The wait ends as soon
-// as every caller is back, so a closed loop rarely waits long; an open
-// one (few callers return) waits at most this after a group of several.
+// as every caller is back, so a closed loop rarely waits long; in an
+// open one (callers that do not come back) a command queued behind a
+// group may wait this long for it.
 const defaultGroupWait = 2 * time.Millisecond
 
 // groupTimeout bounds one group transaction (it runs on no caller's
