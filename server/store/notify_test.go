@@ -10,11 +10,14 @@ import (
 // fit under PostgreSQL's limit, and come back whole, in order.
 func TestNotifyPayloadsRoundTrip(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 64, 500} {
-		var heads []string
+		var pages, heads []string
+		var seqs []int64
 		for i := range n {
-			heads = append(heads, fmt.Sprintf("%08d-0000-4000-8000-000000000000:%d", i, 1+i*1000003))
+			pages = append(pages, fmt.Sprintf("%08d-0000-4000-8000-000000000000", i))
+			seqs = append(seqs, int64(1+i*1000003))
+			heads = append(heads, fmt.Sprintf("%s:%d", pages[i], seqs[i]))
 		}
-		payloads := NotifyPayloads(heads)
+		payloads := NotifyPayloads(pages, seqs)
 		var got []string
 		for _, p := range payloads {
 			if len(p) > notifyMax || p == "" {

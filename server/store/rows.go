@@ -3,7 +3,6 @@ package store
 import (
 	"encoding/json"
 	"sort"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -18,9 +17,8 @@ import (
 // per index table, one upsert and one delete of nodes, one update of page
 // seqs (in an optimistic transaction, checking the heads) and one
 // statement of notifications. Each page's nodes are written once, in their
-// final state, and each page gets one notification, of its last seq (a
-// notification says "committed up to seq", spec/PROTOCOL.md section 6).
-// Page records (create, rename, aliases, merge) are rare and queued at
+// final state, and each page's last seq ("committed up to seq") goes into
+// the transaction's notification (NotifyPayloads). Page records (create, rename, aliases, merge) are rare and queued at
 // once, before the rows, as their own statements.
 type txWrites struct {
 	pages   map[string]*pageWrites
@@ -191,15 +189,13 @@ func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 			ws, page, node, cell, onCell, onPage, onLabel []string
 			ord                                           []int32
 		}
-		seqPage  []string
-		seqs     []int64
-		notifies []string
+		seqPage []string
+		seqs    []int64
 	)
 	for _, page := range ids {
 		p := t.pages[page]
 		seqPage = append(seqPage, page)
 		seqs = append(seqs, p.seq)
-		notifies = append(notifies, page+":"+strconv.FormatInt(p.seq, 10))
 		changed := make([]string, 0, len(p.dirty))
 		for id := range p.dirty {
 			changed = append(changed, id)
@@ -272,6 +268,7 @@ func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 	if len(dp.node) > 0 {
 		b.Queue(sqlInsDeps, textArray(dp.ws), textArray(dp.page), textArray(dp.node), dp.ord, textArray(dp.cell), textArray(dp.onCell), textArray(dp.onPage), textArray(dp.onLabel))
 	}
+	notify := NotifyPayloads(seqPage, seqs)
 	if t.guard != nil {
 		t.queueGuard(b)
 		// A changed page the group did not plan on (none today: a command
@@ -288,7 +285,7 @@ func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 	if len(seqPage) > 0 {
 		b.Queue(sqlPageSeqs, textArray(seqPage), seqs)
 	}
-	b.Queue(sqlNotify, NotifyChannel, textArray(NotifyPayloads(notifies)))
+	b.Queue(sqlNotify, NotifyChannel, textArray(notify))
 }
 
 // queueGuard queues sqlPageSeqsGuarded for every page of t.guard, in

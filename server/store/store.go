@@ -70,23 +70,25 @@ const NotifyChannel = "kbkit_outbox"
 // refuses 8,000 and more).
 const notifyMax = 7900
 
-// NotifyPayloads packs the "<page id>:<seq>" heads into as few
-// NotifyChannel payloads as fit, in order.
-func NotifyPayloads(heads []string) []string {
+// NotifyPayloads packs the heads of pages (page i at seqs[i]), as
+// "<page id>:<seq>" entries, into as few NotifyChannel payloads as fit,
+// in order.
+func NotifyPayloads(pages []string, seqs []int64) []string {
 	var out []string
-	var b strings.Builder
-	for _, h := range heads {
-		if b.Len() > 0 && b.Len()+1+len(h) > notifyMax {
-			out = append(out, b.String())
-			b.Reset()
+	var b []byte
+	for i, page := range pages {
+		n := len(b)
+		if n > 0 {
+			b = append(b, ' ')
 		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
+		b = strconv.AppendInt(append(append(b, page...), ':'), seqs[i], 10)
+		if n > 0 && len(b) > notifyMax {
+			out = append(out, string(b[:n]))
+			b = append(b[:0], b[n+1:]...)
 		}
-		b.WriteString(h)
 	}
-	if b.Len() > 0 {
-		out = append(out, b.String())
+	if len(b) > 0 {
+		out = append(out, string(b))
 	}
 	return out
 }
