@@ -13,13 +13,15 @@ import (
 // txWrites collects the rows one command transaction writes, alone or as a
 // group, so that they travel as a fixed handful of multi-row statements
 // (flush) whatever the number of commands, pages and nodes: one insert of
-// log rows, one delete of index rows (of the three tables) and one insert
-// per index table, one upsert and one delete of nodes, one update of page
-// seqs (in an optimistic transaction, checking the heads) and one
-// statement of notifications. Each page's nodes are written once, in their
-// final state, and each page's last seq ("committed up to seq") goes into
-// the transaction's notification (NotifyPayloads). Page records (create, rename, aliases, merge) are rare and queued at
-// once, before the rows, as their own statements.
+// log rows, one delete of index rows (of the three tables, for the nodes
+// whose state before the transaction had some), one insert per index
+// table, one upsert and one delete of nodes, one update of page seqs (in
+// an optimistic transaction, checking the heads) and one statement of
+// notifications. Each page's nodes are written once, in their final
+// state, and each page's last seq ("committed up to seq") goes into the
+// transaction's notification (NotifyPayloads). Page records (create,
+// rename, aliases, merge) are rare and queued at once, before the rows,
+// as their own statements.
 type txWrites struct {
 	pages   map[string]*pageWrites
 	created map[string]string // title -> id of the pages this transaction creates
@@ -39,6 +41,28 @@ type pageWrites struct {
 	changed bool  // a command committed on the page
 	doc     kbcore.Doc
 	dirty   map[string]bool // nodes to write (or delete) in their final state
+	// before is the page's document at its head before the transaction,
+	// when known (a page not yet created has none): a changed node whose
+	// state there has no index rows has none to delete.
+	before      kbcore.Doc
+	knownBefore bool
+}
+
+// hadIndexRows reports whether node id may have index rows in the
+// database: its state before the transaction has links, a label or deps
+// (IndexNode, as flush writes them), or that state is not known.
+func (p *pageWrites) hadIndexRows(id string) bool {
+	if !p.knownBefore {
+		return true
+	}
+	n, ok := p.before.Node(id)
+	return ok && hasIndexRows(kbcore.IndexNode(n))
+}
+
+// hasIndexRows reports whether x gives a node rows in links, labels or
+// deps.
+func hasIndexRows(x kbcore.NodeIndex) bool {
+	return len(x.Refs) > 0 || x.Label != nil || len(x.Deps) > 0
 }
 
 func newTxWrites() *txWrites {
@@ -203,7 +227,9 @@ func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 		sort.Strings(changed)
 		kb := kbFor(p.ws)
 		for _, id := range changed {
-			xPage, xNode = append(xPage, page), append(xNode, id)
+			if p.hadIndexRows(id) {
+				xPage, xNode = append(xPage, page), append(xNode, id)
+			}
 			node, ok := p.doc.Node(id)
 			if !ok {
 				gPage, gNode = append(gPage, page), append(gNode, id)

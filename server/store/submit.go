@@ -639,11 +639,17 @@ func (w *writer) effects() error {
 	for i, e := range w.plan.Effects {
 		p := w.rows.page(e.PageID, w.ws)
 		if !p.started {
-			_, seq, _, err := w.kb.head(e.PageID)
+			_, seq, ok, err := w.kb.head(e.PageID)
 			if err != nil {
 				return classify(err)
 			}
 			p.seq, p.started = seq, true
+			// The document the planner applied the page's first effect
+			// to (a cache hit by now); a page not yet created has no rows.
+			p.knownBefore = !ok
+			if ok {
+				p.before, p.knownBefore = w.kb.Doc(e.PageID)
+			}
 		}
 		res := e.Result // applied once, by the planner
 		p.seq++
