@@ -2,7 +2,11 @@ package store
 
 import (
 	"encoding/json"
+	"regexp"
 	"sort"
+	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -12,16 +16,16 @@ import (
 
 // txWrites collects the rows one command transaction writes, alone or as a
 // group, so that they travel as a fixed handful of multi-row statements
-// (flush) whatever the number of commands, pages and nodes: one insert of
-// log rows, one delete of index rows (of the three tables, for the nodes
-// whose state before the transaction had some), one insert per index
-// table, one upsert and one delete of nodes, one update of page seqs (in
-// an optimistic transaction, checking the heads) and one statement of
-// notifications. Each page's nodes are written once, in their final
-// state, and each page's last seq ("committed up to seq") goes into the
-// transaction's notification (NotifyPayloads). Page records (create,
-// rename, aliases, merge) are rare and queued at once, before the rows,
-// as their own statements.
+// (flush) whatever the number of commands, pages and nodes: one delete of
+// index rows (of the three tables, for the nodes whose state before the
+// transaction had some), one delete of nodes, one insert per index table,
+// and one statement (merged) of the rest: the inserts of log rows, the
+// upsert of nodes, the update of page seqs (in an optimistic transaction,
+// checking the heads) and the notifications. Each page's nodes are
+// written once, in their final state, and each page's last seq
+// ("committed up to seq") goes into the transaction's notification
+// (NotifyPayloads). Page records (create, rename, aliases, merge) are rare
+// and queued at once, before the rows, as their own statements.
 type txWrites struct {
 	pages   map[string]*pageWrites
 	created map[string]string // title -> id of the pages this transaction creates
@@ -159,28 +163,34 @@ const (
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[], $7::text[], $8::text[])
 			AS t(ws, page, node, ord, cell, on_cell, on_page, on_label)`
 	sqlPageSeqs = `UPDATE pages p SET seq = x.seq FROM unnest($1::text[], $2::int8[]) AS x(id, seq) WHERE p.id = x.id::uuid`
-	// sqlPageSeqsGuarded is sqlPageSeqs of an optimistic transaction
-	// (txWrites.guard): it moves each page of the group from the head the
-	// commands were planned on (old) to its last seq (a page whose
-	// commands were all rejected stays), and fails (division by zero)
-	// unless every page was at that head, in its workspace. The pages are
-	// locked by then, and the statement's snapshot is taken after the
-	// locks: the heads it reads are the last committed.
-	sqlPageSeqsGuarded = `WITH x AS (SELECT id::uuid AS id, seq, old, ws::uuid AS ws FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[]) AS u(id, seq, old, ws)),
-		u AS (UPDATE pages p SET seq = x.seq FROM x WHERE p.id = x.id AND p.seq = x.old AND p.workspace_id = x.ws AND x.seq <> x.old RETURNING 1),
-		k AS (SELECT 1 FROM pages p JOIN x ON p.id = x.id AND p.seq = x.old AND p.workspace_id = x.ws WHERE x.seq = x.old)
-		SELECT 1 / ((SELECT count(*) FROM u) + (SELECT count(*) FROM k) = $5)::int`
-	sqlNotify = `SELECT pg_notify($1, x) FROM unnest($2::text[]) AS x`
+	// sqlPageSeqsGuarded (WITH queries of the merged statement) is
+	// sqlPageSeqs of an optimistic transaction (txWrites.guard): it moves
+	// each page of the group from the head the commands were planned on
+	// (old) to its last seq (a page whose commands were all rejected
+	// stays), and with sqlGuardCheck the statement fails (division by
+	// zero) unless every page was at that head, in its workspace. The
+	// pages are locked by then (an earlier statement), and the statement's
+	// snapshot is taken after the locks: the heads it reads are the last
+	// committed.
+	sqlPageSeqsGuarded = `gx AS (SELECT id::uuid AS id, seq, old, ws::uuid AS ws FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[]) AS u(id, seq, old, ws)),
+		gu AS (UPDATE pages p SET seq = gx.seq FROM gx WHERE p.id = gx.id AND p.seq = gx.old AND p.workspace_id = gx.ws AND gx.seq <> gx.old RETURNING 1),
+		gk AS (SELECT 1 FROM pages p JOIN gx ON p.id = gx.id AND p.seq = gx.old AND p.workspace_id = gx.ws WHERE gx.seq = gx.old)`
+	// sqlGuardCheck is the check of sqlPageSeqsGuarded: $1 is the number
+	// of pages guarded.
+	sqlGuardCheck = `1 / ((SELECT count(*) FROM gu) + (SELECT count(*) FROM gk) = $1)::int`
+	sqlNotify     = `(SELECT count(pg_notify($1, x)) FROM unnest($2::text[]) AS x)`
 )
 
 // flush queues the collected rows into b; kbFor gives the view of a
 // workspace, which resolves the link targets of the written nodes.
 func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
+	var m merged
+	defer m.queue(b)
 	if l := &t.log; len(l.id) > 0 {
-		b.Queue(sqlLogCommitted, textArray(l.ws), textArray(l.id), textArray(l.page), l.seq, textArray(l.device), textArray(l.typ), textArray(l.payload), textArray(l.inverse), l.cause)
+		m.add(partLogCommitted, textArray(l.ws), textArray(l.id), textArray(l.page), l.seq, textArray(l.device), textArray(l.typ), textArray(l.payload), textArray(l.inverse), l.cause)
 	}
 	if r := &t.rej; len(r.id) > 0 {
-		b.Queue(sqlLogRejected, textArray(r.ws), textArray(r.id), textArray(r.page), textArray(r.device), textArray(r.typ), textArray(r.payload), textArray(r.code), textArray(r.message))
+		m.add(partLogRejected, textArray(r.ws), textArray(r.id), textArray(r.page), textArray(r.device), textArray(r.typ), textArray(r.payload), textArray(r.code), textArray(r.message))
 	}
 	ids := make([]string, 0, len(t.pages))
 	for id, p := range t.pages {
@@ -189,7 +199,7 @@ func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 		}
 	}
 	if len(ids) == 0 {
-		t.queueGuard(b)
+		t.guardInto(&m)
 		return
 	}
 	sort.Strings(ids)
@@ -280,7 +290,7 @@ func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 		b.Queue(sqlDelIndex, textArray(xPage), textArray(xNode))
 	}
 	if len(n.id) > 0 {
-		b.Queue(sqlUpsertNodes, textArray(n.ws), textArray(n.page), textArray(n.id), n.parent, textArray(n.rank), textArray(n.kind), textArray(n.text), n.outputs, n.cells)
+		m.add(partUpsertNodes, textArray(n.ws), textArray(n.page), textArray(n.id), n.parent, textArray(n.rank), textArray(n.kind), textArray(n.text), n.outputs, n.cells)
 	}
 	if len(gPage) > 0 {
 		b.Queue(sqlDelNodes, textArray(gPage), textArray(gNode))
@@ -296,7 +306,7 @@ func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 	}
 	notify := NotifyPayloads(seqPage, seqs)
 	if t.guard != nil {
-		t.queueGuard(b)
+		t.guardInto(&m)
 		// A changed page the group did not plan on (none today: a command
 		// whose plan leaves its page ends the group) still gets its seq.
 		var upage []string
@@ -309,14 +319,14 @@ func (t *txWrites) flush(b *pgx.Batch, kbFor func(ws string) *txKB) {
 		seqPage, seqs = upage, useq
 	}
 	if len(seqPage) > 0 {
-		b.Queue(sqlPageSeqs, textArray(seqPage), seqs)
+		m.add(partPageSeqs, textArray(seqPage), seqs)
 	}
-	b.Queue(sqlNotify, NotifyChannel, textArray(notify))
+	m.add(partNotify, NotifyChannel, textArray(notify))
 }
 
-// queueGuard queues sqlPageSeqsGuarded for every page of t.guard, in
-// page-id order.
-func (t *txWrites) queueGuard(b *pgx.Batch) {
+// guardInto adds sqlPageSeqsGuarded, for every page of t.guard in page-id
+// order, to m.
+func (t *txWrites) guardInto(m *merged) {
 	if t.guard == nil {
 		return
 	}
@@ -333,7 +343,111 @@ func (t *txWrites) queueGuard(b *pgx.Batch) {
 			seqs[i] = p.seq
 		}
 	}
-	b.Queue(sqlPageSeqsGuarded, textArray(ids), seqs, olds, textArray(wss), len(ids))
+	m.add(partGuard, textArray(ids), seqs, olds, textArray(wss))
+	m.add(partGuardCheck, len(ids))
+}
+
+// merged is one statement made of several writes to distinct tables (or
+// to distinct rows of one: the two log inserts, the node upsert and the
+// page seqs), as data-modifying WITH queries that PostgreSQL runs to
+// completion whatever the query reads, and of expressions selected (the
+// guard's check, the notifications): one statement's overhead (bind,
+// executor start, portal, command completion) instead of one per write.
+// A write that must see another's effect (the index deletes before the
+// index inserts) stays a statement of its own. Each part numbers its
+// parameters from $1; the statement's text, for each sequence of parts,
+// is built once (mergedText).
+type merged struct {
+	parts []mergedPart
+	args  []any
+}
+
+// mergedPart is a part of a merged statement: a WITH query or a selected
+// expression.
+type mergedPart uint8
+
+const (
+	partLogCommitted mergedPart = iota
+	partLogRejected
+	partUpsertNodes
+	partGuard
+	partPageSeqs
+	partGuardCheck // selected
+	partNotify     // selected
+)
+
+var mergedParts = [...]struct {
+	sql string
+	sel bool
+}{
+	partLogCommitted: {"lc AS (" + sqlLogCommitted + ")", false},
+	partLogRejected:  {"lr AS (" + sqlLogRejected + ")", false},
+	partUpsertNodes:  {"un AS (" + sqlUpsertNodes + ")", false},
+	partGuard:        {sqlPageSeqsGuarded, false},
+	partPageSeqs:     {"ps AS (" + sqlPageSeqs + ")", false},
+	partGuardCheck:   {sqlGuardCheck, true},
+	partNotify:       {sqlNotify, true},
+}
+
+func (m *merged) add(p mergedPart, args ...any) {
+	m.parts = append(m.parts, p)
+	m.args = append(m.args, args...)
+}
+
+// queue adds the statement to b, if it has anything.
+func (m *merged) queue(b *pgx.Batch) {
+	if len(m.parts) > 0 {
+		b.Queue(mergedText(m.parts), m.args...)
+	}
+}
+
+var (
+	mergedMu    sync.Mutex
+	mergedTexts = map[string]string{}
+	paramRef    = regexp.MustCompile(`\$([0-9]+)`)
+)
+
+// mergedText is the text of the statement of parts, in order, their
+// parameters numbered after those of the parts before them.
+func mergedText(parts []mergedPart) string {
+	key := make([]byte, len(parts))
+	for i, p := range parts {
+		key[i] = byte(p)
+	}
+	mergedMu.Lock()
+	defer mergedMu.Unlock()
+	if q, ok := mergedTexts[string(key)]; ok {
+		return q
+	}
+	var ctes, sels []string
+	off := 0
+	for _, p := range parts {
+		n := 0
+		text := paramRef.ReplaceAllStringFunc(mergedParts[p].sql, func(ref string) string {
+			i, _ := strconv.Atoi(ref[1:])
+			n = max(n, i)
+			return "$" + strconv.Itoa(i+off)
+		})
+		off += n
+		if mergedParts[p].sel {
+			sels = append(sels, text)
+		} else {
+			ctes = append(ctes, text)
+		}
+	}
+	var q strings.Builder
+	if len(ctes) > 0 {
+		q.WriteString("WITH ")
+		q.WriteString(strings.Join(ctes, ",\n"))
+		q.WriteString("\n")
+	}
+	q.WriteString("SELECT ")
+	if len(sels) == 0 {
+		sels = []string{"1"}
+	}
+	q.WriteString(strings.Join(sels, ", "))
+	mergedTexts[string(key)] = q.String()
+	return q.String()
 }
 
 func optional(s string) *string {
