@@ -1,10 +1,17 @@
 package store
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestMergedTextNumbersEveryPart: for every sequence of parts flush can
@@ -52,5 +59,64 @@ func TestMergedTextNumbersEveryPart(t *testing.T) {
 		if strings.HasPrefix(q, "WITH ") != writes || !strings.Contains(q, "\nSELECT ") && writes {
 			t.Fatalf("parts %v: %s", parts, q)
 		}
+	}
+}
+
+// loadgen/README.md states how many statements an optimistic group of
+// edits on distinct pages sends (its one round trip); this counts them on
+// a real group: the batch the group hook sees, and COMMIT.
+func TestDocsStateTheStatementsOfAGroup(t *testing.T) {
+	st, dev, _ := setup(t)
+	const n = 8
+	pages := make([]string, n)
+	for i := range pages {
+		pages[i] = uuid.NewString()
+		mustSubmit(t, st, dev, env(pages[i], "create-page", map[string]any{"title": fmt.Sprintf("Group %d", i)}))
+		mustSubmit(t, st, dev, env(pages[i], "create-after", map[string]any{"node": "n", "text": ""}))
+	}
+	var mu sync.Mutex
+	statements := 0 // of a group of two or more edits, one per page
+	st.groupHook = func(k int, b *pgx.Batch) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if k >= 2 {
+			statements = b.Len() + 1 // and COMMIT
+		}
+		return nil
+	}
+	for round := 0; round < 50; round++ {
+		var wg sync.WaitGroup
+		for i, p := range pages {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				e := env(p, "edit-text", map[string]any{"node": "n", "text": fmt.Sprintf("r%d w%d", round, i)})
+				e.DeviceID = dev.DeviceID
+				if out, err := st.Submit(context.Background(), dev, e); err != nil || out.Rejected != nil {
+					t.Errorf("edit: %+v %v", out, err)
+				}
+			}()
+		}
+		wg.Wait()
+		mu.Lock()
+		got := statements
+		mu.Unlock()
+		if got > 0 {
+			break
+		}
+	}
+	if statements == 0 {
+		t.Fatal("no group of two or more edits formed in 50 rounds")
+	}
+	if s := st.Stats(); s.OptimisticConflicts != 0 {
+		t.Fatalf("%d optimistic groups rolled back: the count is not the optimistic path's", s.OptimisticConflicts)
+	}
+	b, err := os.ReadFile("../../loadgen/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("is %d statements in its one round trip", statements)
+	if !strings.Contains(strings.Join(strings.Fields(string(b)), " "), want) {
+		t.Fatalf("loadgen/README.md does not say %q", want)
 	}
 }
