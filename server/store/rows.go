@@ -347,16 +347,16 @@ func (t *txWrites) guardInto(m *merged) {
 	m.add(partGuardCheck, len(ids))
 }
 
-// merged is one statement made of several writes to distinct tables (or
-// to distinct rows of one: the two log inserts, the node upsert and the
-// page seqs), as data-modifying WITH queries that PostgreSQL runs to
-// completion whatever the query reads, and of expressions selected (the
-// guard's check, the notifications): one statement's overhead (bind,
-// executor start, portal, command completion) instead of one per write.
-// A write that must see another's effect (the index deletes before the
-// index inserts) stays a statement of its own. Each part numbers its
-// parameters from $1; the statement's text, for each sequence of parts,
-// is built once (mergedText).
+// merged is one statement made of writes that touch distinct rows (the
+// committed and the rejected log rows, the nodes written, the pages whose
+// seqs move, with or without the guard), as data-modifying WITH queries,
+// which PostgreSQL runs to completion whatever the query reads, and of
+// expressions selected (the guard's check, the notifications): one
+// statement's overhead (bind, executor start, portal, completion) instead
+// of one per write. The WITH queries share one snapshot and none sees
+// another's rows, so a write that must (the index inserts after the index
+// deletes) stays a statement of its own. Each part numbers its parameters
+// from $1; the text of each sequence of parts is built once (mergedText).
 type merged struct {
 	parts []mergedPart
 	args  []any
