@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -62,28 +61,13 @@ func TestIndexRowsFollowEveryTransition(t *testing.T) {
 		for i := 0; i < 1+rng.Intn(8); i++ {
 			envs = append(envs, step(pages[rng.Intn(2)]))
 		}
-		outs := make([]Outcome, len(envs))
+		var outs []Outcome
 		if round%3 == 0 {
-			for i, e := range envs { // alone, one after another
-				outs[i] = mustSubmit(t, st, dev, e)
+			for _, e := range envs { // alone, one after another
+				outs = append(outs, mustSubmit(t, st, dev, e))
 			}
 		} else { // at once: groups of both pages
-			var wg sync.WaitGroup
-			errs := make([]error, len(envs))
-			for i, e := range envs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					e.DeviceID = dev.DeviceID
-					outs[i], errs[i] = st.Submit(ctx, dev, e)
-				}()
-			}
-			wg.Wait()
-			for i, err := range errs {
-				if err != nil {
-					t.Fatalf("round %d, %s: %v", round, envs[i].Type, err)
-				}
-			}
+			outs = submitAtOnce(t, st, dev, envs)
 		}
 		for _, o := range outs {
 			if o.Rejected == nil {

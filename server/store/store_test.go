@@ -41,6 +41,28 @@ func mustSubmit(t *testing.T, st *Store, dev Device, e kbcore.Envelope) Outcome 
 	return out
 }
 
+// submitAtOnce submits envs concurrently (so that they may form groups)
+// and returns their outcomes in order; any error fails the test.
+func submitAtOnce(t *testing.T, st *Store, dev Device, envs []kbcore.Envelope) []Outcome {
+	t.Helper()
+	outs := make([]Outcome, len(envs))
+	errs := make([]error, len(envs))
+	var wg sync.WaitGroup
+	for i, e := range envs {
+		wg.Go(func() {
+			e.DeviceID = dev.DeviceID
+			outs[i], errs[i] = st.Submit(context.Background(), dev, e)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("submit %s: %v", envs[i].Type, err)
+		}
+	}
+	return outs
+}
+
 func setup(t *testing.T) (*Store, Device, string) {
 	st := newStore(t)
 	pd, err := st.PairDevice(context.Background(), "acme")
