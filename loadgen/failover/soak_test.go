@@ -39,6 +39,32 @@ func TestJudgeGrowth(t *testing.T) {
 	if s := byName["server goroutines"]; !s.OK {
 		t.Errorf("3 more goroutines failed: %+v", s)
 	}
+	// Goroutines up by 5 in the last quarter but back at the last sample:
+	// work in flight, not judged a leak; still up at the last sample: a
+	// leak.
+	inFlight := mk(40, func(int) int64 { return 100 << 20 }, func(i int) int {
+		if i >= 30 && i < 39 {
+			return 30 + CountSlack + 1
+		}
+		return 30
+	}, never)
+	leak := mk(40, func(int) int64 { return 100 << 20 }, func(i int) int {
+		if i >= 30 {
+			return 30 + CountSlack + 1
+		}
+		return 30
+	}, never)
+	for _, c := range []struct {
+		name    string
+		samples []Sample
+		ok      bool
+	}{{"in flight", inFlight, true}, {"leak", leak, false}} {
+		for _, s := range judge(c.samples, 8) {
+			if s.Name == "server goroutines" && s.OK != c.ok {
+				t.Errorf("goroutines %s: OK %v, want %v: %+v", c.name, s.OK, c.ok, s)
+			}
+		}
+	}
 	// A spike during faults (and the warm-up) is not judged.
 	spiky := mk(40, func(i int) int64 {
 		if i%10 < 2 || i < 8 {
