@@ -49,8 +49,9 @@ duplicated, any valid command rejected, or any series grew by more
 than 10 % from the first quarter after the warm-up (--warmup, default
 a fifth of --duration) to the last (medians of the samples taken on a
 healthy link, 5 s or more after a heal: a fault's reconnections are not
-a leak; a count grows only by ` + strconv.Itoa(failover.CountSlack) + ` or more, still at the last
-sample). --html writes the charts. Exit 2: could not run.`,
+a leak; a count grows only if the least of its last quarter is
+` + strconv.Itoa(failover.CountSlack) + ` or more above the least of its first). --html writes the
+charts. Exit 2: could not run.`,
 		Example: `  kbkit pg soak --duration 30m --html out/soak.html
   kbkit pg soak --duration 2m --gap 10s`,
 		Args: cobra.NoArgs,

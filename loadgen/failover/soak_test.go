@@ -39,11 +39,10 @@ func TestJudgeGrowth(t *testing.T) {
 	if s := byName["server goroutines"]; !s.OK {
 		t.Errorf("3 more goroutines failed: %+v", s)
 	}
-	// Goroutines up by 5 in the last quarter but back at the last sample:
-	// work in flight, not judged a leak; still up at the last sample: a
-	// leak.
+	// Goroutines up by 5 in most samples of the last quarter but back at
+	// 30 in some: work in flight, not judged a leak; up in all: a leak.
 	inFlight := mk(40, func(int) int64 { return 100 << 20 }, func(i int) int {
-		if i >= 30 && i < 39 {
+		if i >= 30 && i%3 != 0 {
 			return 30 + CountSlack + 1
 		}
 		return 30
