@@ -47,7 +47,10 @@
 # serve's metrics scraped as the measured load begins and ends (spec/
 # PROTOCOL.md section 9; scripts/lib/waits.jq) and PostgreSQL's WAL
 # flushes (pg_stat_wal): commands per transaction (their distribution)
-# and per WAL flush, the share of optimistic, usual and lone
+# and per WAL flush (with each flush's fdatasync time and the share of the
+# phase spent flushing, when the server times them: track_wal_io_timing,
+# turned on for a server the run started; pgbench's phases print the same
+# for their transactions), the share of optimistic, usual and lone
 # transactions, a command's time in the server (queued for its page, in
 # the store, in transport and parsing), a transaction's (waiting for
 # Postgres, planning with the page held), and how busy the transaction
@@ -138,9 +141,11 @@ pgbench -i -q -s 8 "$PGB" >"$OUT/pgbench-init.txt" 2>&1
 # pgbench_phase CLIENTS NAME: writes OUT/NAME.result.json.
 pgbench_phase() {
   local t0 t1 t2 tps TIMEFORMAT='%U %S'
+  scrape "${RO:-$OUT}/$2.wal0.json"
   t0=$(date +%s.%N)
   { time pgbench -n -c "$1" -j "$(($1 < 2 ? 1 : 2))" -T "$PHASE" "$PGB" >"${RO:-$OUT}/$2.txt" 2>&1; } 2>"${RO:-$OUT}/$2.time"
   t1=$(date +%s.%N)
+  scrape "${RO:-$OUT}/$2.wal1.json"
   sleep 0.3 # the sampler sees the exited connections in the postmaster's children time
   tps=$(awk '/^tps = / { print $3; exit }' "${RO:-$OUT}/$2.txt")
   t2=$(date +%s.%N)
@@ -154,6 +159,16 @@ pgbench_phase() {
   jq -c --argjson m "$(machine_cpu_json "$(jq '.cpu_seconds.pgbench + .cpu_seconds.postgres' "${RO:-$OUT}/$2.tmp.json")" "$(cpu "$t0" "$t1" 4)" \
     "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')")" '. + {machine_cpu: $m}' "${RO:-$OUT}/$2.tmp.json" >"${RO:-$OUT}/$2.result.json"
   rm -f "${RO:-$OUT}/$2.tmp.json"
+  # Its WAL flushes, counted as the kbkit loads' waits count them
+  # (waits.jq; a transaction in place of a command).
+  jq -nc --slurpfile m0 "${RO:-$OUT}/$2.wal0.json" --slurpfile m1 "${RO:-$OUT}/$2.wal1.json" \
+    --argjson s "$PHASE" --argjson n "$(jq '.tps * .seconds' "${RO:-$OUT}/$2.result.json")" -f scripts/lib/waits.jq |
+    jq -c --slurpfile r "${RO:-$OUT}/$2.result.json" '$r[0] + {waits: {wal_flushes, transactions_per_wal_flush: .commands_per_wal_flush, ms_per_wal_flush, wal_flush_fraction}}' \
+    >"${RO:-$OUT}/$2.tmp.json" && mv "${RO:-$OUT}/$2.tmp.json" "${RO:-$OUT}/$2.result.json"
+  jq -r 'def ms: . * 100 | round / 100 | tostring; .waits | select(.wal_flushes > 0) |
+    "  waits: \(.transactions_per_wal_flush * 10 | round / 10) transactions per WAL flush" +
+      (if .ms_per_wal_flush then " (fdatasync \(.ms_per_wal_flush | ms) ms each, WAL flushing \(.wal_flush_fraction * 100 | round)% of the time)" else "" end)' \
+    "${RO:-$OUT}/$2.result.json" >&2
   machine_cpu_line "${RO:-$OUT}/$2.result.json"
   if [ "$2" = pgbench-c1 ] && [ -s "$OUT/floor.json" ]; then
     jq -r '.fsync | "  floor: fdatasync after an 8 KiB write \(.ops_per_second | round)/s (\(.us_per_op | round) µs each): the most commits per second of one WAL writer"' "$OUT/floor.json" >&2

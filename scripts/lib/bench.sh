@@ -108,6 +108,13 @@ bench_pg() {
   ADMIN=$(head -1 "$OUT/pg.dsn")
   [ -n "$ADMIN" ] || bench_die "kbkit pg up printed no DSN (see $OUT/pg.log)"
   PGDATA_DIR=$(psql "$ADMIN" -Atc 'show data_directory' 2>/dev/null || true)
+  # The time of each WAL flush (pg_stat_wal.wal_sync_time; the waits'
+  # fdatasync figures): timed on a server this run started, never on one
+  # it was given (KBKIT_PG=dsn), whose settings are its owner's.
+  if [ "$KBKIT_PG" != dsn ]; then
+    psql "$ADMIN" -qc 'ALTER SYSTEM SET track_wal_io_timing = on' -c 'SELECT pg_reload_conf()' >/dev/null ||
+      bench_die "cannot turn track_wal_io_timing on (see $OUT/pg.log)"
+  fi
   echo "synchronous_commit=$(psql "$ADMIN" -Atc 'show synchronous_commit')" \
     "fsync=$(psql "$ADMIN" -Atc 'show fsync')" \
     "shared_buffers=$(psql "$ADMIN" -Atc 'show shared_buffers')" \
@@ -214,12 +221,14 @@ stop_serve() {
 }
 
 # scrape FILE: the running kbkit serve's /metrics (none in embedded
-# mode) and PostgreSQL's WAL flushes (pg_stat_wal.wal_sync), as one JSON
-# object of "name{labels}" -> value.
+# mode) and PostgreSQL's WAL flushes (pg_stat_wal.wal_sync) with their
+# milliseconds when the server times them (track_wal_io_timing), as one
+# JSON object of "name{labels}" -> value.
 scrape() {
   {
     if [ -n "${SERVE:-}" ]; then curl -fsS --max-time 5 "$URL/metrics" || true; fi
-    psql "$ADMIN" -Atc "SELECT 'pg_wal_sync ' || wal_sync FROM pg_stat_wal" || true
+    psql "$ADMIN" -Atc "SELECT 'pg_wal_sync ' || wal_sync FROM pg_stat_wal
+      UNION ALL SELECT 'pg_wal_sync_ms ' || wal_sync_time FROM pg_stat_wal WHERE current_setting('track_wal_io_timing')::bool" || true
   } | jq -R -n '[inputs | select(startswith("#") | not) | capture("^(?<k>\\S+) (?<v>\\S+)$")? | {(.k): (.v | tonumber? // null)}] | add // {}' >"$1"
 }
 
@@ -231,6 +240,7 @@ waits_line() {
     "  waits: \(.commands_per_transaction * 10 | round / 10) commands per transaction (" +
       (.transaction_sizes | to_entries | map(select(.value > 0.005) | "\(.key): \(.value | p)") | join(", ")) + ")" +
       (if .commands_per_wal_flush then ", \(.commands_per_wal_flush * 10 | round / 10) per WAL flush" else "" end) +
+      (if .ms_per_wal_flush then " (fdatasync \(.ms_per_wal_flush | ms) ms each, WAL flushing \(.wal_flush_fraction | p) of the time)" else "" end) +
       "; transactions " + (.transaction_share | to_entries | map("\(.key) \(.value | p)") | join(", ")) +
     "\n    a command: \(.ms_per_command.in_server | ms) ms in the server = \(.ms_per_command.in_store | ms) in the store (\(.ms_per_command.queued_for_page | ms) of it queued for its page) + \(.ms_per_command.outside_store | ms) transport, parsing and checks" +
     "\n    a transaction: \(.ms_per_transaction.total | ms) ms = \(.ms_per_transaction.postgres | ms) waiting for Postgres + \(.ms_per_transaction.planning | ms) planning and writing with the page held; the transaction slot busy \(.slot_busy_fraction.total | p) of the time (Postgres \(.slot_busy_fraction.postgres | p), planning \(.slot_busy_fraction.planning | p), gathering the next group \(.slot_busy_fraction.gathering | p))"' "$1" >&2

@@ -4,6 +4,8 @@
 # ($m1), over $s seconds and $n committed commands (bench-server).
 def d(k): (($m1[0][k] // 0) - ($m0[0][k] // 0));
 def per(a; b): if b > 0 then a / b else null end;
+# timed(k): k's growth, or null when either scrape lacks it.
+def timed(k): if ($m0[0] | has(k)) and ($m1[0] | has(k)) then d(k) else null end;
 ["optimistic", "usual", "alone"] as $paths |
 ($paths | map({key: ., value: d("kbkit_store_transactions_total{path=\"\(.)\"}")}) | from_entries) as $tx |
 ($paths | map(d("kbkit_store_transaction_commands_total{path=\"\(.)\"}")) | add) as $ncmd |
@@ -20,6 +22,8 @@ def per(a; b): if b > 0 then a / b else null end;
       value: per($cum[.] - (if . > 0 then $cum[. - 1] else 0 end); $ntx)}) | from_entries),
   wal_flushes: d("pg_wal_sync"),
   commands_per_wal_flush: per($n; d("pg_wal_sync")),
+  ms_per_wal_flush: (timed("pg_wal_sync_ms") as $ms | if $ms == null then null else per($ms; d("pg_wal_sync")) end),
+  wal_flush_fraction: (timed("pg_wal_sync_ms") as $ms | if $ms == null then null else per($ms / 1000; $s) end),
   ms_per_command: {
     in_server: per(1000 * $inserver; $n),
     in_store: per(1000 * d("kbkit_command_store_seconds_total"); $n),
