@@ -364,3 +364,34 @@ func TestBrokenWriteTimeout(t *testing.T) {
 	results := runHostile(t, env, "hostile-write-timeout", "ws-ping")
 	expectFailures(t, results, []string{"protocol/hostile-write-timeout"}, []string{"protocol/ws-ping"})
 }
+
+// A server whose connection cap keeps the places of closed connections:
+// past the cap it refuses every new connection (here: any new address
+// asking /healthz once five have), also after the held ones close.
+func TestBrokenConnectionCapNeverFreed(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	env := start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/healthz" {
+				mu.Lock()
+				full := !seen[r.RemoteAddr] && len(seen) >= 5
+				if !full {
+					seen[r.RemoteAddr] = true
+				}
+				mu.Unlock()
+				if full {
+					w.Header().Set("Retry-After", "1")
+					w.WriteHeader(http.StatusServiceUnavailable)
+					return
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	results := runHostile(t, env, "hostile-connection-cap")
+	expectFailures(t, results, []string{"protocol/hostile-connection-cap"}, nil)
+	if r := results["protocol/hostile-connection-cap"]; !strings.Contains(r.Message, "held at once were served") {
+		t.Errorf("the failure does not say what was checked: %s", describe(r))
+	}
+}
