@@ -79,7 +79,8 @@
 # (unmeasured seconds before each load, default 3; pgbench likewise leaves
 # out connection time), FLOOR (measured seconds per floor, default 5), OUT
 # (results, default out/bench-server in this checkout, ignored by git),
-# KBKIT_PG (provider, default local), ROUNDS (default 1), IDLE_WINDOWS (counts, default
+# KBKIT_PG (provider, default local; with dsn, the databases the run makes
+# on the given server are dropped at exit), ROUNDS (default 1), IDLE_WINDOWS (counts, default
 # "5000 20000"), SERVER (serve or embedded), STRICT (1: exit 1 on a missed
 # target; all: on a missed goal too), PHASES (the phases to run, default
 # all: "many-pages hot-page fanout fanout-2000 idle"; the checks of a phase
@@ -134,7 +135,7 @@ floors=fsync,http
 [ -z "$sockets" ] || floors=loopback,$floors
 bench_floor "$floors" --sockets "${sockets:-200}" --rate 20000 --size 200 --duration "${FLOOR}s" --warmup 1s --http-rate 2000 --http-concurrency 8
 
-psql "$ADMIN" -qc 'CREATE DATABASE pgbench' >/dev/null
+create_db pgbench
 PGB=$(dbdsn pgbench)
 pgbench -i -q -s 8 "$PGB" >"$OUT/pgbench-init.txt" 2>&1
 

@@ -12,7 +12,8 @@
 #   bench_fit N                   N, or FIT with a note on stderr when N is past it
 #   bench_tools TOOL...           exit 2 unless each TOOL is on PATH
 #   bench_build                   go build bin/kbkit (sets KBKIT); installs the EXIT trap
-#   bench_pg                      start PostgreSQL (sets ADMIN, PGDATA_DIR) and the sampler
+#   bench_pg                      start PostgreSQL (sets ADMIN, PGDATA_DIR, BENCH_PROVIDER) and the sampler
+#   create_db DB                  a database of the run (dropped at exit from a dsn provider's server)
 #   dbdsn DB                      the admin DSN with another database
 #   cpu FROM TO COLUMN            CPU seconds between two epochs of a sampler column
 #                                 (2 PostgreSQL, 3 kbkit serve, 4 the whole machine)
@@ -72,6 +73,16 @@ bench_cleanup() {
     kill "$SERVE" 2>/dev/null || true
     wait "$SERVE" 2>/dev/null || true
   fi
+  # On a server the run was given (dsn), the databases it made go with
+  # it, so that the next run finds the server as this one did; a server
+  # the run started goes away whole.
+  if [ "${BENCH_PROVIDER:-}" = dsn ]; then
+    local db
+    for db in "${BENCH_DBS[@]}"; do
+      psql "$ADMIN" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 ||
+        echo "$BENCH: could not drop database $db on the given server" >&2
+    done
+  fi
   for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
     kill "${PIDS[i]}" 2>/dev/null || true
     wait "${PIDS[i]}" 2>/dev/null || true
@@ -93,6 +104,14 @@ waitline() {
   return 1
 }
 
+# create_db NAME: a database of the run (dropped at exit from a given
+# server: bench_cleanup).
+BENCH_DBS=()
+create_db() {
+  psql "$ADMIN" -qc "CREATE DATABASE $1" >/dev/null || bench_die "cannot create database $1 (a run before this one left it? drop it)"
+  BENCH_DBS+=("$1")
+}
+
 dbdsn() { # the admin DSN with another database
   case "$ADMIN" in
     postgres://* | postgresql://*) echo "$ADMIN" | sed -E "s#/[^/?]*(\?|$)#/$1\1#" ;;
@@ -109,9 +128,11 @@ bench_pg() {
   [ -n "$ADMIN" ] || bench_die "kbkit pg up printed no DSN (see $OUT/pg.log)"
   PGDATA_DIR=$(psql "$ADMIN" -Atc 'show data_directory' 2>/dev/null || true)
   # The time of each WAL flush (pg_stat_wal.wal_sync_time; the waits'
-  # fdatasync figures): timed on a server this run started, never on one
-  # it was given (KBKIT_PG=dsn), whose settings are its owner's.
-  if [ "$KBKIT_PG" != dsn ]; then
+  # fdatasync figures): timed on a server this run started (the provider
+  # `kbkit pg up` logged before printing the DSN), never on one it was
+  # given (dsn), whose settings are its owner's.
+  BENCH_PROVIDER=$(jq -r '.msg // "" | capture("using (?<k>[a-z]+) provider").k' "$OUT/pg.log" 2>/dev/null | head -1)
+  if [ "$BENCH_PROVIDER" = local ] || [ "$BENCH_PROVIDER" = docker ]; then
     psql "$ADMIN" -qc 'ALTER SYSTEM SET track_wal_io_timing = on' -c 'SELECT pg_reload_conf()' >/dev/null ||
       bench_die "cannot turn track_wal_io_timing on (see $OUT/pg.log)"
   fi
@@ -202,7 +223,7 @@ floor_loopback() {
 # profiling its CPU into OUT/serve-NAME.pprof.
 start_serve() {
   local db=kbkit_${1//-/_}${ROUND:+_r$ROUND}
-  psql "$ADMIN" -qc "CREATE DATABASE $db" >/dev/null
+  create_db "$db"
   # No connection or per-device subscription cap: the idle phase holds
   # up to 20,000 sockets of one device.
   $KBKIT serve --dsn "$(dbdsn "$db")" --addr 127.0.0.1:0 --log-level warn --cpuprofile "${RO:-$OUT}/serve-$1.pprof" \
