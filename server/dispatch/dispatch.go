@@ -116,6 +116,11 @@ type Hub struct {
 
 	logReads atomic.Int64 // catch-up reads of a page's log
 
+	// grace and afterFunc time the wait of a local notification for its
+	// commit hook (localGrace and time.AfterFunc; tests end it at will).
+	grace     time.Duration
+	afterFunc func(time.Duration, func())
+
 	listener *pglisten.Listener
 }
 
@@ -131,10 +136,11 @@ type page struct {
 	// pendingSince: when the oldest undelivered notification arrived.
 	pendingSince time.Time
 	subs         []*Subscription
-	running      bool // a catch-up goroutine owns the page
-	graceArmed   bool // a local notification waits for the commit hook (notify)
-	dirty        bool // catch up again: something may have been committed
-	removed      bool // no longer in Hub.pages
+	running      bool  // a catch-up goroutine owns the page
+	graceArmed   bool  // a local notification waits for the commit hook (noteLocked)
+	graceSeq     int64 // the target when the grace was armed (graceEnded)
+	dirty        bool  // catch up again: something may have been committed
+	removed      bool  // no longer in Hub.pages
 }
 
 // Sink receives a subscription's events in place of a channel
@@ -181,6 +187,10 @@ func New(st *store.Store, opts ...Option) *Hub {
 		buf:   DefaultBuffer,
 		sem:   make(chan struct{}, maxCatchUps),
 		pages: map[string]*page{},
+		grace: localGrace,
+		afterFunc: func(d time.Duration, f func()) {
+			time.AfterFunc(d, f)
+		},
 	}
 	for _, o := range opts {
 		o(h)

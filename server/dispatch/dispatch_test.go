@@ -650,43 +650,64 @@ func TestLocalNotificationsReadNoLog(t *testing.T) {
 	st := openStore(t, pgprovider.ForTest(t))
 	w := newWriter(t, st)
 	page := w.newPage(t)
-	h := startHub(t, New(st, Logger(quiet), PollInterval(never)))
+	h := New(st, Logger(quiet), PollInterval(never))
+	// A grace long enough for a loaded machine's hook (the logic of each
+	// notification's grace is TestLocalGraceIsPerNotification's).
+	h.grace = time.Second
+	startHub(t, h)
 	sub := subscribe(t, h, page, 2)
-	waitIdle := func() {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			h.mu.Lock()
-			p := h.pages[page]
-			busy := p.running || p.graceArmed
-			h.mu.Unlock()
-			if !busy {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the page's catch-up did not end")
-			}
-		}
-	}
-	waitIdle()
+	waitIdle(t, h, page)
 	reads := h.logReads.Load()
 	const n = 20
 	for i := range n {
 		w.edit(t, page, fmt.Sprint("local ", i))
 	}
 	expect(t, sub, 2, 2+n)
-	time.Sleep(2 * localGrace)
-	waitIdle()
+	time.Sleep(2 * h.grace)
+	waitIdle(t, h, page)
 	if got := h.logReads.Load() - reads; got != 0 {
 		t.Fatalf("%d local commits read the log %d times", n, got)
 	}
 
 	// A commit on one of the store's own connections that no hook sees.
+	seq := int64(3 + n)
+	unhookedCommit(t, st, w, page, seq)
+	ev := expect(t, sub, seq-1, seq)
+	if !strings.Contains(string(ev[0].Cmd.Payload), "unhooked") {
+		t.Fatalf("event %d: %s", seq, ev[0].Cmd.Payload)
+	}
+	if h.logReads.Load() == reads {
+		t.Fatal("the unhooked commit was delivered without a read of the log")
+	}
+}
+
+// waitIdle waits until no catch-up and no grace is under way on page.
+func waitIdle(t *testing.T, h *Hub, page string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		h.mu.Lock()
+		p := h.pages[page]
+		busy := p.running || p.graceArmed
+		h.mu.Unlock()
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the page's catch-up did not end")
+		}
+	}
+}
+
+// unhookedCommit commits command seq of page on one of the store's own
+// connections, with its notification, and no commit hook.
+func unhookedCommit(t *testing.T, st *store.Store, w writer, page string, seq int64) {
+	t.Helper()
 	ctx := context.Background()
 	tx, err := st.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq := int64(3 + n)
+	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, `INSERT INTO command_log (workspace_id, id, page_id, seq, device_id, type, payload, inverse, outcome)
 		VALUES ($1, $2, $3, $4, $5, 'edit-text', '{"node":"n","text":"unhooked"}', '{}', 'committed')`,
 		w.dev.WorkspaceID, uuid.NewString(), page, seq, w.dev.DeviceID); err != nil {
@@ -701,11 +722,77 @@ func TestLocalNotificationsReadNoLog(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ev := expect(t, sub, seq-1, seq)
-	if !strings.Contains(string(ev[0].Cmd.Payload), "unhooked") {
-		t.Fatalf("event %d: %s", seq, ev[0].Cmd.Payload)
+}
+
+// Each local notification gets its whole grace: a grace armed for one
+// seq that ends while a later seq's notification waits for its hook
+// grants that seq a grace of its own instead of reading the log. The
+// timers are the test's: it ends each grace at the worst moment, just
+// after the next notification and before its hook.
+func TestLocalGraceIsPerNotification(t *testing.T) {
+	st := openStore(t, pgprovider.ForTest(t))
+	w := newWriter(t, st)
+	page := w.newPage(t) // seqs 1, 2
+	graces := make(chan func(), 16)
+	var h *Hub
+	noted := func(seq int64) bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.pages[page].target >= seq
+	}
+	// Before the hub's hook: hold each commit of the page until the hub
+	// has its notification; at seq 4, end the grace armed at seq 3.
+	st.OnCommit(func(id string, entries []store.Entry) {
+		if id != page {
+			return
+		}
+		seq := entries[len(entries)-1].Seq
+		for deadline := time.Now().Add(10 * time.Second); !noted(seq); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("no notification of seq %d", seq)
+				return
+			}
+		}
+		if seq == 4 {
+			endGrace(t, graces)
+		}
+	})
+	h = New(st, Logger(quiet), PollInterval(never))
+	h.afterFunc = func(_ time.Duration, f func()) { graces <- f }
+	startHub(t, h)
+	sub := subscribe(t, h, page, 2)
+	waitIdle(t, h, page) // the subscription's first catch-up
+	reads := h.logReads.Load()
+	w.edit(t, page, "three") // arms a grace for seq 3
+	w.edit(t, page, "four")  // its notification waits under that grace when it ends
+	expect(t, sub, 2, 4)
+	endGrace(t, graces) // seq 4's own grace
+	if got := h.logReads.Load() - reads; got != 0 {
+		t.Fatalf("two hooked commits read the log %d times", got)
+	}
+	select {
+	case <-graces:
+		t.Fatal("a grace armed with nothing left to wait for")
+	default:
+	}
+
+	unhookedCommit(t, st, w, page, 5)
+	endGrace(t, graces) // the hook that never comes
+	if ev := expect(t, sub, 4, 5); !strings.Contains(string(ev[0].Cmd.Payload), "unhooked") {
+		t.Fatalf("event 5: %s", ev[0].Cmd.Payload)
 	}
 	if h.logReads.Load() == reads {
 		t.Fatal("the unhooked commit was delivered without a read of the log")
+	}
+}
+
+// endGrace ends the next grace the hub arms.
+func endGrace(t *testing.T, graces <-chan func()) {
+	t.Helper()
+	select {
+	case f := <-graces:
+		f()
+	case <-time.After(10 * time.Second):
+		t.Fatal("no grace was armed")
 	}
 }

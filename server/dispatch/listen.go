@@ -15,7 +15,7 @@ import (
 // noteLocked records that seq of page id is committed, and catches the
 // page up. local says one of the store's own connections committed it:
 // its commit hook delivers it, so the log is read only if that has not
-// happened within localGrace.
+// happened within localGrace of the notification.
 func (h *Hub) noteLocked(id string, seq int64, now time.Time, local bool) {
 	p := h.pages[id]
 	if p == nil || seq <= p.cursor {
@@ -32,17 +32,41 @@ func (h *Hub) noteLocked(id string, seq int64, now time.Time, local bool) {
 		return
 	}
 	if p.graceArmed {
+		// The armed grace covers the seqs noted before it; when it ends
+		// it grants the later ones (this one) a grace of their own.
 		return
 	}
+	h.armGraceLocked(p)
+}
+
+// armGraceLocked gives the page's local notifications up to its target
+// localGrace for their commit hooks.
+func (h *Hub) armGraceLocked(p *page) {
 	p.graceArmed = true
-	time.AfterFunc(localGrace, func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		p.graceArmed = false
-		if p.target > p.cursor {
-			h.kickLocked(p)
-		}
-	})
+	p.graceSeq = p.target
+	h.afterFunc(h.grace, func() { h.graceEnded(p) })
+}
+
+// graceEnded reads the page's log if a seq noted when the grace was armed
+// is still undelivered (its commit hook was skipped: the COMMIT's answer
+// was lost, or the commit was not the store's). Seqs noted since then
+// have not had their whole grace: they get one of their own. A single
+// timer per page would otherwise end the grace of a notification that
+// came just before it fired, and read the log for a commit whose hook was
+// about to deliver it.
+func (h *Hub) graceEnded(p *page) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p.graceArmed = false
+	if p.removed || h.closed {
+		return
+	}
+	switch {
+	case p.cursor < p.graceSeq:
+		h.kickLocked(p)
+	case p.cursor < p.target:
+		h.armGraceLocked(p)
+	}
 }
 
 // localGrace is how long a notification of this process's own commit
