@@ -70,9 +70,10 @@ func (h *Hub) graceEnded(p *page) {
 }
 
 // localGrace is how long a notification of this process's own commit
-// waits for the commit hook's delivery (which usually comes first or at
-// once) before the page is caught up from the log: the hook is skipped
-// only when the COMMIT's answer was lost.
+// waits for the commit hook's delivery (which comes first, or within a
+// group's gathering of its next commands: a few milliseconds) before the
+// page is caught up from the log: the hook is skipped only when the
+// COMMIT's answer was lost.
 const localGrace = 50 * time.Millisecond
 
 // notify handles one notification's page heads (store.NotifyHeads);

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -182,7 +181,7 @@ func (s *Store) submitGrouped(ctx context.Context, dev Device, env kbcore.Envelo
 		g.mu.Unlock()
 		r := &request{ctx: ctx, dev: dev, env: env, done: make(chan struct{})}
 		start := time.Now()
-		rest, _ := s.round([]*request{r})
+		rest, _ := s.round([]*request{r}, false)
 		s.waits.holdNanos.Add(int64(time.Since(start)))
 		s.finish([]string{page}, rest)
 		return r.out, r.err
@@ -216,8 +215,8 @@ func (s *Store) submitGrouped(ctx context.Context, dev Device, env kbcore.Envelo
 
 // finish ends a transaction that held pages: they become idle, rest (the
 // commands it left undecided) queue again at the front, and the next
-// groups start.
-func (s *Store) finish(pages []string, rest []*request) {
+// groups start; it reports whether one did.
+func (s *Store) finish(pages []string, rest []*request) (started bool) {
 	g := &s.groups
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -232,13 +231,13 @@ func (s *Store) finish(pages []string, rest []*request) {
 		g.queue = append(rest, g.queue...)
 	}
 	g.running--
-	s.scheduleLocked()
+	return s.scheduleLocked()
 }
 
 // scheduleLocked starts groups while a slot is free and a queued command
 // can run: the oldest whose page is idle, with every later one whose page
 // is idle or in the group (up to groupMax), in arrival order.
-func (s *Store) scheduleLocked() {
+func (s *Store) scheduleLocked() (started bool) {
 	g := &s.groups
 	for g.running < s.groupTx && len(g.queue) > 0 {
 		// Waiters that gave up are not decided.
@@ -268,7 +267,7 @@ func (s *Store) scheduleLocked() {
 			}
 		}
 		if len(reqs) == 0 {
-			return
+			return started
 		}
 		now := time.Now()
 		for _, r := range reqs {
@@ -284,21 +283,25 @@ func (s *Store) scheduleLocked() {
 			pages = append(pages, p)
 		}
 		go s.runGroup(pages, reqs)
+		started = true
 	}
+	return started
 }
 
 // runGroup decides reqs (their pages held for it), waits for the callers
 // of a group to send again, and ends.
 func (s *Store) runGroup(pages []string, reqs []*request) {
 	start := time.Now()
-	rest, arrived := s.round(reqs)
+	rest, arrived := s.round(reqs, true)
 	if n := len(reqs) - len(rest); n > 0 {
 		g0 := time.Now()
 		s.gather(arrived+int64(n), s.groupWait)
 		s.waits.gatherNanos.Add(int64(time.Since(g0)))
 	}
 	s.waits.holdNanos.Add(int64(time.Since(start)))
-	s.finish(pages, rest)
+	if !s.finish(pages, rest) {
+		s.runLate() // no group follows to run them
+	}
 }
 
 // gather waits, at most wait, until the arrivals count reaches expect:
@@ -344,13 +347,15 @@ func (s *Store) alone(r *request, locks []string, names, doubt bool) {
 
 // round decides the first commands of reqs and returns those left to queue
 // again, and the arrivals count (groups.arrivals) just before the callers
-// were answered.
-func (s *Store) round(reqs []*request) (rest []*request, arrived int64) {
+// were answered. late defers the hooks of what the group transaction
+// committed until the next transaction is sent (deferHooks, runLate).
+func (s *Store) round(reqs []*request, late bool) (rest []*request, arrived int64) {
 	arrived = -1
 	ctx, cancel := context.WithTimeout(context.Background(), s.groupDeadline())
 	defer cancel()
 	if len(reqs) == 1 {
 		if _, ok := s.cachedHeads([]string{reqs[0].env.PageID}); !ok {
+			s.runLate()
 			s.alone(reqs[0], nil, false, false)
 			return nil, arrived
 		}
@@ -362,6 +367,9 @@ func (s *Store) round(reqs []*request) (rest []*request, arrived int64) {
 		g, err = s.groupOnce(ctx, reqs, false)
 	}
 	cancel()
+	// The hooks left by the group before, if this round sent nothing
+	// that ran them (a group that failed before its first send).
+	s.runLate()
 	if err != nil {
 		// Decide each alone, in order: the same outcomes as without batching.
 		s.stats.failures.Add(1)
@@ -384,20 +392,22 @@ func (s *Store) round(reqs []*request) (rest []*request, arrived int64) {
 	for i, r := range reqs[:g.n] {
 		r.answer(g.outs[i], g.errs[i])
 	}
-	// Yield before the hooks: each answer readied a caller's goroutine,
-	// which writes its reply and reads its next command (the critical
-	// path of a closed loop), while the hooks start a writer goroutine
-	// per subscribed socket, and a new goroutine runs before the ones
-	// readied earlier on this P. Yielding lets the callers run first.
-	// Alternated 10 s loads against kbkit serve: the gathering of the
-	// next group took 13% less time in many-pages (4 pairs) and 15% less
-	// in the hot page (3 pairs); loadgen/README, "The callers before the
-	// echoes".
-	runtime.Gosched()
-	// The hooks (the hub's delivery to local subscribers) after the
-	// answers, which are on the callers' critical path; still before the
-	// pages are released (finish), so that a page's commits reach the
-	// hooks in seq order.
+	if late && g.n == len(reqs) {
+		// The hooks (the hub's delivery to local subscribers: the
+		// echoes) wait for the next transaction to be sent. The callers
+		// just answered send their next commands meanwhile (the critical
+		// path of a closed loop, which the group gathers), and the
+		// echoes' socket writes, and the clients' reading of them, no
+		// longer take the two cores from them: they run while
+		// PostgreSQL works on the next group. The next group's start
+		// runs them (runLate, after its first send), or the end of this
+		// one when no group follows (runGroup); a page's commits reach
+		// the hooks in seq order either way (committed runs the late
+		// ones first). loadgen/README, "The echoes while PostgreSQL
+		// works".
+		s.deferHooks(g.entries)
+		return nil, arrived
+	}
 	s.committed(g.entries)
 	if g.n == len(reqs) {
 		return nil, arrived
@@ -451,6 +461,7 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request, optimistic bool)
 		return g, err
 	}
 	defer t.end()
+	t.sent = s.runLate // the group before's hooks (round)
 	defer func() {
 		path, n := PathUsual, 0
 		if optimistic {

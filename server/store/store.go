@@ -159,24 +159,35 @@ type Store struct {
 
 	hooksMu sync.Mutex
 	hooks   atomic.Pointer[[]CommitHook]
+	// late holds the entries of the group transactions whose hooks wait
+	// for the next transaction to be sent (group.go, round; runLate).
+	lateMu sync.Mutex
+	late   []pageEntry
+	// hookOrder runs the hooks one transaction at a time, late entries
+	// first: a page's commits reach them in seq order.
+	hookOrder sync.Mutex
 
 	backends sync.Map // uint32 pid -> struct{}: the pool's live connections
 }
 
 // LocalBackend reports whether pid is the PostgreSQL backend of one of the
 // store's connections: a notification it sent is of a commit this process
-// made, which the commit hooks (OnCommit) deliver as soon as its COMMIT is
-// answered.
+// made, which the commit hooks (OnCommit) deliver once its COMMIT is
+// answered (a group's once the next transaction is sent, a few
+// milliseconds at most).
 func (s *Store) LocalBackend(pid uint32) bool {
 	_, ok := s.backends.Load(pid)
 	return ok
 }
 
 // CommitHook is told, after each COMMIT of this Store, the commands the
-// transaction committed on one page, in seq order. It runs on the
-// committing goroutine and must not block: the dispatcher of the same
-// process hands them to its subscribers without reading them back from
-// the log (other processes learn of them by NOTIFY).
+// transaction committed on one page, in seq order; a page's commits in
+// the order of their seqs. It runs on one of the store's goroutines, one
+// run at a time, and must not block: the dispatcher of the same process
+// hands them to its subscribers without reading them back from the log
+// (other processes learn of them by NOTIFY). A group transaction's
+// commands reach it once the next transaction is sent, or when the group
+// ends if none follows (group.go, round).
 type CommitHook func(pageID string, entries []Entry)
 
 // OnCommit adds a commit hook.
@@ -192,8 +203,49 @@ func (s *Store) OnCommit(h CommitHook) {
 }
 
 // committed tells the commit hooks what a transaction committed, page by
-// page (entries of one page are consecutive seqs in order).
+// page (entries of one page are consecutive seqs in order), after the
+// late entries of the transactions before it.
 func (s *Store) committed(entries []pageEntry) {
+	s.hookOrder.Lock()
+	defer s.hookOrder.Unlock()
+	s.runLateLocked()
+	s.deliver(entries)
+}
+
+// deferHooks keeps a committed group's entries for the hooks until the next
+// transaction is sent (runLate), or until committed runs for another.
+func (s *Store) deferHooks(entries []pageEntry) {
+	if len(entries) == 0 {
+		return
+	}
+	s.lateMu.Lock()
+	s.late = append(s.late, entries...)
+	s.lateMu.Unlock()
+}
+
+// runLate tells the hooks the entries deferHooks kept, if any.
+func (s *Store) runLate() {
+	s.lateMu.Lock()
+	none := len(s.late) == 0
+	s.lateMu.Unlock()
+	if none {
+		return
+	}
+	s.hookOrder.Lock()
+	defer s.hookOrder.Unlock()
+	s.runLateLocked()
+}
+
+func (s *Store) runLateLocked() {
+	s.lateMu.Lock()
+	late := s.late
+	s.late = nil
+	s.lateMu.Unlock()
+	s.deliver(late)
+}
+
+// deliver hands entries to the hooks, page by page.
+func (s *Store) deliver(entries []pageEntry) {
 	p := s.hooks.Load()
 	if p == nil || len(entries) == 0 {
 		return

@@ -204,6 +204,17 @@ type pipeTx struct {
 	// Postgres (the pool, BEGIN's and COMMIT's round trips): waits.go.
 	start time.Time
 	pg    time.Duration
+	// sent, if set, is called once, after the transaction's first
+	// pipeline is written to the connection.
+	sent func()
+}
+
+// didSend calls t.sent once.
+func (t *pipeTx) didSend() {
+	if f := t.sent; f != nil {
+		t.sent = nil
+		f()
+	}
 }
 
 func (s *Store) acquire(ctx context.Context) (*pipeTx, error) {
@@ -255,6 +266,7 @@ func (t *pipeTx) open(kb *txKB, nameLock string, pages []string, keys []logKey) 
 	b.Queue(sqlHeads, textArray(pages))
 	br := t.c.SendBatch(t.ctx, b)
 	defer br.Close()
+	t.didSend()
 	execs := 2
 	if nameLock != "" {
 		execs++
@@ -361,6 +373,7 @@ func (t *pipeTx) commit(b *pgx.Batch) error {
 	defer t.waited(time.Now())
 	b.Queue(sqlCommit)
 	br := t.c.SendBatch(t.ctx, b)
+	t.didSend()
 	var tag pgconn.CommandTag
 	for i := 0; i < b.Len(); i++ {
 		var err error

@@ -1,0 +1,94 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A group's commit hooks wait for the next transaction to be sent, or for
+// the group's end when none follows (round, runLate): every commit
+// reaches the hooks once, a page's in seq order, and none is left behind
+// once the load stops. Closed writers, two per page and four on one.
+func TestLateHooks(t *testing.T) {
+	st, dev, first := setup(t)
+	pages := []string{first}
+	for i := 1; i < 4; i++ {
+		p := fmt.Sprintf("%s%d", first[:len(first)-1], i)
+		mustSubmit(t, st, dev, env(p, "create-page", map[string]any{"title": fmt.Sprint("Late ", i)}))
+		pages = append(pages, p)
+	}
+	last := map[string]int64{}
+	for _, p := range pages {
+		last[p] = mustSubmit(t, st, dev, env(p, "create-after", map[string]any{"text": "", "node": "n"})).Seq
+	}
+
+	var mu sync.Mutex
+	var disorder []string
+	var hooked atomic.Int64
+	st.OnCommit(func(p string, es []Entry) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range es {
+			if e.Seq != last[p]+1 {
+				disorder = append(disorder, fmt.Sprintf("page %s: seq %d after %d", p, e.Seq, last[p]))
+			}
+			last[p] = e.Seq
+		}
+		hooked.Add(int64(len(es)))
+	})
+	var groups, waited atomic.Int64
+	st.groupHook = func(int, *pgx.Batch) error {
+		groups.Add(1)
+		st.lateMu.Lock()
+		if len(st.late) > 0 {
+			waited.Add(1)
+		}
+		st.lateMu.Unlock()
+		return nil
+	}
+
+	const writers, each = 12, 40
+	var committed atomic.Int64
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			page := pages[min(w/2, len(pages)-1)] // 0-1, 2-3, 4-5, then 6-11 on the last
+			for i := range each {
+				e := env(page, "edit-text", map[string]any{"node": "n", "text": fmt.Sprintf("w%d %d", w, i)})
+				e.DeviceID = dev.DeviceID
+				out, err := st.Submit(context.Background(), dev, e)
+				if err != nil {
+					t.Errorf("writer %d: %v", w, err)
+					return
+				}
+				if out.Seq > 0 {
+					committed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for deadline := time.Now().Add(10 * time.Second); hooked.Load() < committed.Load(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d commits never reached the hooks", committed.Load()-hooked.Load(), committed.Load())
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(disorder) > 0 {
+		t.Fatalf("%d entries out of order, the first: %s", len(disorder), disorder[0])
+	}
+	if got := hooked.Load(); got != committed.Load() || got != writers*each {
+		t.Fatalf("hooked %d entries, committed %d, of %d commands", got, committed.Load(), writers*each)
+	}
+	if waited.Load() == 0 {
+		t.Fatalf("none of %d group transactions found the hooks of the group before waiting: they ran before it was sent", groups.Load())
+	}
+	t.Logf("%d group transactions, %d sent with the hooks of the one before waiting", groups.Load(), waited.Load())
+}
