@@ -681,6 +681,25 @@ func TestLocalNotificationsReadNoLog(t *testing.T) {
 	}
 }
 
+// waitListening waits until the hub's listener has taken its LISTEN.
+func waitListening(t *testing.T, st *store.Store) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var n int
+		if err := st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name = $1 AND state = 'idle' AND query LIKE 'LISTEN %'`,
+			pglisten.AppName).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hub's listener did not LISTEN")
+		}
+	}
+}
+
 // waitIdle waits until no catch-up and no grace is under way on page.
 func waitIdle(t *testing.T, h *Hub, page string) {
 	t.Helper()
@@ -754,12 +773,18 @@ func TestLocalGraceIsPerNotification(t *testing.T) {
 			}
 		}
 		if seq == 4 {
-			endGrace(t, graces)
+			select {
+			case f := <-graces:
+				f()
+			case <-time.After(10 * time.Second):
+				t.Error("no grace was armed for seq 3")
+			}
 		}
 	})
 	h = New(st, Logger(quiet), PollInterval(never))
 	h.afterFunc = func(_ time.Duration, f func()) { graces <- f }
 	startHub(t, h)
+	waitListening(t, st) // else seq 3 may be noted by the listener's first check of the heads, not by its notification
 	sub := subscribe(t, h, page, 2)
 	waitIdle(t, h, page) // the subscription's first catch-up
 	reads := h.logReads.Load()

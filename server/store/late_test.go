@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -19,7 +20,7 @@ func TestLateHooks(t *testing.T) {
 	st, dev, first := setup(t)
 	pages := []string{first}
 	for i := 1; i < 4; i++ {
-		p := fmt.Sprintf("%s%d", first[:len(first)-1], i)
+		p := uuid.NewString()
 		mustSubmit(t, st, dev, env(p, "create-page", map[string]any{"title": fmt.Sprint("Late ", i)}))
 		pages = append(pages, p)
 	}
