@@ -32,6 +32,19 @@ func TestWaitsAccount(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// The last group is still gathering (its callers are answered before
+	// its hold ends): read the waits once every group has ended.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		st.groups.mu.Lock()
+		running := st.groups.running
+		st.groups.mu.Unlock()
+		if running == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a group transaction never ended")
+		}
+	}
 	w := st.Waits()
 	var tx, cmds, sized, batches int64
 	var txSeconds float64
