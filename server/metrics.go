@@ -145,7 +145,7 @@ var (
 	descTxCommands = prometheus.NewDesc("kbkit_store_transaction_commands_total",
 		"Commands decided by those transactions, by path.", []string{"path"}, nil)
 	descTxSeconds = prometheus.NewDesc("kbkit_store_transaction_seconds_total",
-		"Time of those transactions, by path, from asking for a connection to COMMIT's answer.", []string{"path"}, nil)
+		"Time of those transactions, by path, from asking for a connection to COMMIT's answer, less the delivery of the group before's commands to this instance's subscribers, which runs once the transaction is sent.", []string{"path"}, nil)
 	descTxSize = prometheus.NewDesc("kbkit_store_transaction_size",
 		"Commands decided per committed transaction.", nil, nil)
 	descPostgres = prometheus.NewDesc("kbkit_store_postgres_seconds_total",

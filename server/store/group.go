@@ -470,7 +470,7 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request, optimistic bool)
 		if err == nil {
 			n = g.n
 		}
-		s.waits.transaction(path, n, time.Since(t.start), t.pg)
+		s.waits.transaction(path, n, time.Since(t.start)-t.aside, t.pg)
 	}()
 
 	keys := make([]logKey, len(reqs))

@@ -93,3 +93,45 @@ func TestLateHooks(t *testing.T) {
 	}
 	t.Logf("%d group transactions, %d sent with the hooks of the one before waiting", groups.Load(), waited.Load())
 }
+
+// The late hooks run inside the next group's round trip (runLate, after
+// its send): their time is neither the transaction's nor its wait for
+// Postgres (kbkit_store_transaction_seconds_total,
+// kbkit_store_postgres_seconds_total). Hooks that take 10 ms each would
+// otherwise be most of both.
+func TestLateHooksOutsideTheWaits(t *testing.T) {
+	st, dev, page := setup(t)
+	mustSubmit(t, st, dev, env(page, "create-after", map[string]any{"text": "", "node": "n"}))
+	var slept atomic.Int64
+	st.OnCommit(func(string, []Entry) {
+		t0 := time.Now()
+		time.Sleep(10 * time.Millisecond)
+		slept.Add(int64(time.Since(t0)))
+	})
+	before := st.Waits()
+	const writers, each = 8, 30
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				mustSubmit(t, st, dev, env(page, "edit-text", map[string]any{"node": "n", "text": fmt.Sprintf("w%d %d", w, i)}))
+			}
+		})
+	}
+	wg.Wait()
+	waitGroupsEnded(t, st)
+	w := st.Waits()
+	var tx float64
+	for p := range numPaths {
+		tx += w.TxSeconds[p] - before.TxSeconds[p]
+	}
+	pg := w.PostgresSeconds - before.PostgresSeconds
+	hooks := time.Duration(slept.Load()).Seconds()
+	t.Logf("hooks %.3fs; transactions %.3fs, waiting for Postgres %.3fs", hooks, tx, pg)
+	if hooks < 0.15 {
+		t.Fatalf("the hooks slept %.3fs in all: too few groups to tell", hooks)
+	}
+	if tx > hooks/2 || pg > hooks/2 {
+		t.Fatalf("transactions %.3fs and their wait for Postgres %.3fs count the late hooks' %.3fs", tx, pg, hooks)
+	}
+}

@@ -205,15 +205,20 @@ type pipeTx struct {
 	start time.Time
 	pg    time.Duration
 	// sent, if set, is called once, after the transaction's first
-	// pipeline is written to the connection.
-	sent func()
+	// pipeline is written to the connection; its time (aside) is counted
+	// neither as the transaction's nor as its wait for Postgres.
+	sent  func()
+	aside time.Duration
 }
 
-// didSend calls t.sent once.
+// didSend calls t.sent once, in a round trip that waited() times.
 func (t *pipeTx) didSend() {
 	if f := t.sent; f != nil {
 		t.sent = nil
+		t0 := time.Now()
 		f()
+		t.aside = time.Since(t0)
+		t.pg -= t.aside
 	}
 }
 

@@ -32,19 +32,7 @@ func TestWaitsAccount(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	// The last group is still gathering (its callers are answered before
-	// its hold ends): read the waits once every group has ended.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		st.groups.mu.Lock()
-		running := st.groups.running
-		st.groups.mu.Unlock()
-		if running == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a group transaction never ended")
-		}
-	}
+	waitGroupsEnded(t, st)
 	w := st.Waits()
 	var tx, cmds, sized, batches int64
 	var txSeconds float64
@@ -150,5 +138,23 @@ func TestDocsStateTheGroupWindow(t *testing.T) {
 	want := fmt.Sprintf("Now a group waits up to %d ms (`defaultGroupWait`", defaultGroupWait.Milliseconds())
 	if !strings.Contains(strings.Join(strings.Fields(string(b)), " "), want) {
 		t.Fatalf("loadgen/README.md does not say %q", want)
+	}
+}
+
+// waitGroupsEnded waits until no group transaction runs: the last one is
+// still gathering when its callers have their answers (its hold, and its
+// late hooks, end after).
+func waitGroupsEnded(t *testing.T, st *Store) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		st.groups.mu.Lock()
+		running := st.groups.running
+		st.groups.mu.Unlock()
+		if running == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a group transaction never ended")
+		}
 	}
 }
