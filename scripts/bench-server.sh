@@ -26,6 +26,12 @@
 #   postgres CPU per command, many-pages             <= half of pgbench's per transaction (8 clients)
 #   generator CPU per command (many-pages, hot-page) <= 0.10 ms
 #   generator CPU per echo received (each fan-out)   <= 10 µs
+# Beside each ratio (information, never a check): the cores each side
+# used, and the commands/s the kbkit load would reach with its CPU per
+# command (generator + server + postgres) on every core, as a ratio to
+# pgbench's tps (ceiling_rate, ceiling_ratio): a round whose ratio misses
+# while its ceiling clears the target left cores idle; one whose ceiling
+# misses too needs less CPU per command.
 # Every load's counts must agree (operations = committed + rejected +
 # refused by the window + errors; events received = committed × windows of
 # the page): a disagreement fails whatever STRICT says. A figure whose
@@ -234,11 +240,24 @@ run_round() {
       if $a == null or $b == null then $a
       else $a + {tps: (($a.tps + $b.tps) / 2), tps_before: $a.tps, tps_after: $b.tps,
         ms_per_transaction: ($a.ms_per_transaction | with_entries(.value = (.value + $b.ms_per_transaction[.key]) / 2))} end;
+    # ceiling(phase; n): the machine use of the two sides of a ratio
+    # (information beside the verdict): the cores the kbkit load used,
+    # those pgbench used (the mean of its two runs), and the commands/s the
+    # kbkit load would reach with its CPU per command on every core, as a
+    # ratio to pgbench: a round whose ceiling ratio is under the target is
+    # bound by CPU per command, whatever the scheduling.
+    def ceiling(ph; n): $p[ph].machine_cpu as $m |
+      ([$p[n], $p[n + "-after"]] | map(select(. != null) | .machine_cpu.used_cores) | add / length) as $u |
+      if ($m.used_cores // 0) > 0 then
+        ($p[ph].rate * $m.cores / $m.used_cores) as $c |
+        . + {used_cores: $m.used_cores, pgbench_used_cores: $u, ceiling_rate: $c, ceiling_ratio: ($c / pgb(n).tps)}
+        | .what += "; cores used \($m.used_cores * 100 | round / 100) of \($m.cores) (pgbench \($u * 100 | round / 100)); on all \($m.cores): \($c | round) commands/s, \($c / pgb(n).tps * 100 | round / 100)× pgbench"
+      else . end;
     def tps_what(n): pgb(n) | if .tps_after then "\(.tps * 10 | round / 10) tps (mean of \(.tps_before * 10 | round / 10) before and \(.tps_after * 10 | round / 10) after the load)" else "\(.tps) tps" end;
     [ select(ran(["many-pages", "pgbench-c8"])) | check("many-pages ratio"; "target"; $p["many-pages"].rate / pgb("pgbench-c8").tps; ">="; 1.3;
-            "\($p["many-pages"].rate * 10 | round / 10) commands/s ÷ \(tps_what("pgbench-c8")), 8 clients")
+            "\($p["many-pages"].rate * 10 | round / 10) commands/s ÷ \(tps_what("pgbench-c8")), 8 clients") | ceiling("many-pages"; "pgbench-c8")
     ] + [ select(ran(["hot-page", "pgbench-c1"])) | check("hot-page ratio"; "target"; $p["hot-page"].rate / pgb("pgbench-c1").tps; ">="; 3.5;
-            "\($p["hot-page"].rate * 10 | round / 10) commands/s ÷ \(tps_what("pgbench-c1")), 1 client")
+            "\($p["hot-page"].rate * 10 | round / 10) commands/s ÷ \(tps_what("pgbench-c1")), 1 client") | ceiling("hot-page"; "pgbench-c1")
     ] + [ select(ran(["fanout"])) | check("fan-out/commit p99"; "target"; $p.fanout.fanout_p99_ms / $p.fanout.commit_p99_ms; "<="; 1.5;
             "fan-out p99 \($p.fanout.fanout_p99_ms)ms ÷ commit p99 \($p.fanout.commit_p99_ms)ms (200 windows)") ]
     + [ $p | to_entries[] | select(.key | startswith("idle-")) | .value |
@@ -282,10 +301,14 @@ if [ "$ROUNDS" -gt 1 ]; then
         (map(.value) | map(select(. != null))) as $v |
         (map(.limit) | map(select(type == "number"))) as $l |
         (.[0] + {values: map(.value), min: ($v | min), max: ($v | max), value: (if ($v | length) > 0 then $v | median else null end)}
-          + (if ($l | length) > 0 then {limit: ($l | median)} else {} end)) |
+          + (if ($l | length) > 0 then {limit: ($l | median)} else {} end)
+          + (map(.ceiling_ratio | select(. != null)) as $c |
+             if ($c | length) > 0 then {ceiling_ratio: ($c | median), ceiling_ratios: map(.ceiling_ratio),
+               used_cores: (map(.used_cores | select(. != null)) | median),
+               pgbench_used_cores: (map(.pgbench_used_cores | select(. != null)) | median)} else {} end)) |
         .met = (if .value == null then false elif .op == ">=" then .value >= .limit elif .op == "<=" then .value <= .limit else .met end) |
         .out_of_reach = (.out_of_reach and (.met | not)) |
-        .what = "median of \(.values | length) (\(.values | map(if . == null then "n/a" else . * 1000 | round / 1000 | tostring end) | join(", "))); round 1: \(.what)"))} |
+        .what = "median of \(.values | length) (\(.values | map(if . == null then "n/a" else . * 1000 | round / 1000 | tostring end) | join(", ")))\(if .ceiling_ratios then "; ceiling \(.ceiling_ratios | map(if . == null then "n/a" else . * 100 | round / 100 | tostring end) | join(", "))× pgbench" else "" end); round 1: \(.what)"))} |
     .missed_targets = (.checks | map(select(.kind == "target" and (.met | not) and (.out_of_reach | not)) | .name)) |
     .missed_goals = (.checks | map(select(.kind == "goal" and (.met | not) and (.out_of_reach | not)) | .name)) |
     .out_of_reach = (.checks | map(select(.out_of_reach) | .name))
