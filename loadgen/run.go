@@ -360,7 +360,7 @@ func (r *runner) load(ctx context.Context) (*metrics.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Start, res.End = r.start, end
+	res.SetSpan(r.start, end)
 	res.CPUSeconds = cpu.Seconds()
 	res.Shards = []string{cfg.Shard.String()}
 	res.EditorsRan = cfg.Shard.Editors(cfg.Editors)

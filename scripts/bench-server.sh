@@ -70,6 +70,14 @@
 # limit taken from the round, half of pgbench's, is the median of the
 # rounds' too), and STRICT judges the median.
 #
+# A round during which the machine stood still (the wall clock ran ahead
+# of the kernel's uptime by 1 s or more: a virtual machine snapshotted or
+# migrated) runs again, at most ATTEMPTS times in all (default 3; then the
+# run fails with no verdict): nothing ran during the pause, and caches are
+# cold and timers late for seconds after it. Each such pause is listed
+# under "pauses" in OUT/results.json, and each load's paused_seconds (the
+# generator's own reading of the two clocks) is in its result.
+#
 # Before the loads, `kbkit bench floor` measures the machine's floors
 # (information beside the figures, never a check): the CPU of one loopback
 # TCP write and read of 200 bytes at each fan-out phase's socket count and
@@ -86,7 +94,8 @@
 # out connection time), FLOOR (measured seconds per floor, default 5), OUT
 # (results, default out/bench-server in this checkout, ignored by git),
 # KBKIT_PG (provider, default local; with dsn, the databases the run makes
-# on the given server are dropped at exit), ROUNDS (default 1), IDLE_WINDOWS (counts, default
+# on the given server are dropped at exit), ROUNDS (default 1), ATTEMPTS
+# (default 3), IDLE_WINDOWS (counts, default
 # "5000 20000"), SERVER (serve or embedded), STRICT (1: exit 1 on a missed
 # target; all: on a missed goal too), PHASES (the phases to run, default
 # all: "many-pages hot-page fanout fanout-2000 idle"; the checks of a phase
@@ -105,13 +114,17 @@ WARMUP=${WARMUP:-3}
 IDLE_WINDOWS=${IDLE_WINDOWS:-5000 20000}
 SERVER=${SERVER:-serve}
 STRICT=${STRICT:-0}
+ATTEMPTS=$ATTEMPTS
+[[ $ATTEMPTS =~ ^[1-9][0-9]*$ ]] || { echo "bench-server: ATTEMPTS is the most runs of a round the machine paused in: a whole number from 1, not '$ATTEMPTS'" >&2; exit 2; }
 PHASES=${PHASES:-many-pages hot-page fanout fanout-2000 idle}
 want() { [[ " $PHASES " == *" $1 "* ]]; }
 export KBKIT_PG=${KBKIT_PG:-local}
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/bench-server}
 mkdir -p "$OUT"
-rm -f "$OUT"/*
+# A run before this one's files, and its rounds' (ROUNDS) directories.
+find "$OUT" -maxdepth 1 -type f -delete
+rm -rf "$OUT"/round-[0-9]*
 
 BENCH=bench-server
 # shellcheck source=lib/bench.sh
@@ -284,13 +297,38 @@ run_round() {
    ' "$RO"/*.result.json >"$RO/results.json"
 }
 
+# run_round_unpaused: run_round, again (at most ATTEMPTS times in all,
+# default 3) while the machine stood still during it: a paused virtual
+# machine (snapshotted, migrated) runs nothing for the pause, and its
+# caches are cold and its timers late for seconds after, so the round's
+# figures are not those of a running machine (one many-pages load here ran
+# at half its rate after a 31 s pause). Each pause is listed under
+# "pauses" in OUT/results.json; a round paused in every attempt fails the
+# run, with no verdict.
+run_round_unpaused() {
+  local attempt w0 u0 p
+  for ((attempt = 1; attempt <= $ATTEMPTS; attempt++)); do
+    ATTEMPT=$((attempt > 1 ? attempt : 0)) # a fresh database for each attempt (start_serve)
+    [ "$ATTEMPT" -gt 0 ] || ATTEMPT=
+    read -r w0 u0 < <(clocks)
+    run_round
+    p=$(paused_since "$w0" "$u0")
+    [ "$p" = 0 ] && return 0
+    jq -nc --argjson r "${ROUND:-1}" --argjson a "$attempt" --argjson s "$p" '{round: $r, attempt: $a, seconds: $s}' >>"$OUT/pauses.jsonl"
+    echo "$BENCH: the machine stood still for ${p}s during this round (the wall clock ran that far ahead of the uptime: a virtual machine snapshotted or migrated); its figures are not those of a running machine" >&2
+    [ "$attempt" -lt "$ATTEMPTS" ] && echo "== round ${ROUND:-1} again (attempt $((attempt + 1)) of $ATTEMPTS)"
+  done
+  echo "$BENCH: the machine stood still during each of $ATTEMPTS attempts at round ${ROUND:-1}: no verdict" >&2
+  exit 1
+}
+
 ROUNDS=${ROUNDS:-1}
 if [ "$ROUNDS" -gt 1 ]; then
   for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
     RO=$OUT/round-$ROUND
     mkdir -p "$RO"
     echo "== round $ROUND of $ROUNDS (files in $RO)"
-    run_round
+    run_round_unpaused
   done
   # The median of each check over the rounds, with its spread; STRICT
   # judges the median.
@@ -316,12 +354,15 @@ if [ "$ROUNDS" -gt 1 ]; then
 else
   RO=$OUT
   ROUND=
-  run_round
+  run_round_unpaused
 fi
+# The pauses that made a round run again.
+jq --slurpfile p <(cat "$OUT/pauses.jsonl" 2>/dev/null || true) '. + {pauses: $p}' "$OUT/results.json" >"$OUT/results.tmp.json" && mv "$OUT/results.tmp.json" "$OUT/results.json"
 
 echo
 echo "== results (PHASE=${PHASE}s, server: $SERVER; files in $OUT, all figures in $OUT/results.json)"
 jq -r '.checks[] | "\(.kind)  \(.name | . + " " * (40 - length))  \(if .value == null then "n/a" else (.value * 1000 | round / 1000 | tostring) end | . + " " * (9 - length)) \(.op) \(.limit // "" | if type == "number" then (. * 1000 | round / 1000) else . end)   \(if .met then "met" elif .out_of_reach then "BELOW FLOOR" else "MISSED" end)   \(.what)"' "$OUT/results.json"
+jq -r '.pauses[] | "paused: round \(.round), attempt \(.attempt): the machine stood still for \(.seconds)s; the round ran again"' "$OUT/results.json"
 echo "profiles: go tool pprof -top bin/kbkit $OUT/serve-<phase>.pprof (server), $OUT/<phase>.pprof (generator); reports: $OUT/<phase>.html"
 
 missed_targets=$(jq '.missed_targets | length' "$OUT/results.json")

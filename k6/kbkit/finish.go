@@ -80,7 +80,8 @@ func (mi *ModuleInstance) finish(data, opts sobek.Value) (map[string]any, error)
 	if started.IsZero() {
 		started = end
 	}
-	res.Start, res.End, res.CPUSeconds = started, end, cpu.Seconds()
+	res.SetSpan(started, end)
+	res.CPUSeconds = cpu.Seconds()
 	seg, _, _ := segment(st, max(d.Editors, 1))
 	res.Shards = []string{seg}
 	r.mu.Lock()

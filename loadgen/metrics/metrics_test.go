@@ -250,3 +250,69 @@ func TestMergeKnowsWhatItCannotSay(t *testing.T) {
 		t.Errorf("read: %v %+v", err, r)
 	}
 }
+
+// A machine paused during the load (a virtual machine snapshotted for 31
+// s, as one of this project's benchmark rounds was): the wall clock runs
+// ahead of the monotonic clock by the pause, which the result records,
+// leaves out of its seconds and rate, and keeps through JSON, whose times
+// carry no monotonic reading.
+func TestPauseIsToldAndLeftOut(t *testing.T) {
+	for _, c := range []struct {
+		wall, mono time.Duration
+		want       float64
+	}{
+		{51 * time.Second, 20 * time.Second, 31},
+		{21 * time.Second, 20 * time.Second, 1},
+		{20*time.Second + 999*time.Millisecond, 20 * time.Second, 0}, // under PauseThreshold: slewing, not a pause
+		{20 * time.Second, 20 * time.Second, 0},
+		{15 * time.Second, 20 * time.Second, 0}, // the wall clock stepped back
+	} {
+		if got := pausedBy(c.wall, c.mono); got != c.want {
+			t.Errorf("pausedBy(%v, %v) = %v, want %v", c.wall, c.mono, got, c.want)
+		}
+	}
+
+	// Times of this process: no pause.
+	var r Result
+	start := time.Now()
+	r.SetSpan(start, start.Add(20*time.Second))
+	if r.PausedSeconds != 0 || r.Seconds() != 20 {
+		t.Fatalf("a span of 20 s on both clocks: paused %v, seconds %v", r.PausedSeconds, r.Seconds())
+	}
+	// Times without a monotonic reading (parsed): none can be told.
+	r.SetSpan(start.Round(0), start.Round(0).Add(51*time.Second))
+	if r.PausedSeconds != 0 {
+		t.Fatalf("wall-clock times only: paused %v, want 0", r.PausedSeconds)
+	}
+
+	// A paused run's result, written and read back.
+	paused := Result{Version: Version, Start: start.Round(0), End: start.Round(0).Add(51 * time.Second), PausedSeconds: 31,
+		Latency: map[string]*Hist{}, Counts: Counts{Committed: 40000}}
+	var b bytes.Buffer
+	if err := paused.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"paused_seconds":31`) {
+		t.Fatalf("the JSON does not carry the pause: %s", b.String())
+	}
+	back, err := Read(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.PausedSeconds != 31 || back.Seconds() != 20 || back.Rate() != 2000 {
+		t.Fatalf("read back: paused %v, seconds %v, rate %v; want 31, 20, 2000", back.PausedSeconds, back.Seconds(), back.Rate())
+	}
+
+	// Shards run at once: a merge keeps the longest pause.
+	other := paused
+	other.Shards, paused.Shards = []string{"1/2"}, []string{"0/2"}
+	other.PausedSeconds = 5
+	other.End = other.End.Add(-26 * time.Second)
+	m, err := Merge(&paused, &other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.PausedSeconds != 31 || m.Seconds() != 20 {
+		t.Fatalf("merged: paused %v, seconds %v; want 31, 20", m.PausedSeconds, m.Seconds())
+	}
+}

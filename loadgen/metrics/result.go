@@ -54,15 +54,24 @@ type Result struct {
 	// EditorsRan lists the editors (0-based, of Run.Editors) the shards
 	// ran, in order; Merge refuses an editor run by two shards.
 	EditorsRan []int `json:"editors_ran,omitempty"`
-	// Start and End bound the load (setup and convergence excluded).
-	Start      time.Time        `json:"start"`
-	End        time.Time        `json:"end"`
-	Latency    map[string]*Hist `json:"latency"`
-	Counts     Counts           `json:"counts"`
-	Errors     map[string]int64 `json:"errors_by_kind"`
-	Rejections map[string]int64 `json:"rejections_by_code"`
-	Intervals  []Interval       `json:"intervals"`
-	Checks     []Check          `json:"thresholds,omitempty"`
+	// Start and End bound the load (setup and convergence excluded), on
+	// the wall clock.
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// PausedSeconds is how far the wall clock ran ahead of the monotonic
+	// clock over the load, when it is at least PauseThreshold (SetSpan):
+	// the time the machine was paused (a virtual machine snapshotted or
+	// migrated, a host suspended), during which no process ran and the
+	// monotonic clock stood still. It is left out of Seconds; the load's
+	// figures around it are not those of a running machine (caches cold,
+	// timers late), so a benchmark runs such a load again.
+	PausedSeconds float64          `json:"paused_seconds,omitempty"`
+	Latency       map[string]*Hist `json:"latency"`
+	Counts        Counts           `json:"counts"`
+	Errors        map[string]int64 `json:"errors_by_kind"`
+	Rejections    map[string]int64 `json:"rejections_by_code"`
+	Intervals     []Interval       `json:"intervals"`
+	Checks        []Check          `json:"thresholds,omitempty"`
 	// CPUSeconds is the CPU time this process used during the load: the
 	// generator's, and the server's when it is embedded.
 	CPUSeconds float64 `json:"cpu_seconds"`
@@ -75,6 +84,10 @@ type Result struct {
 	// Summary repeats derived figures for scripts (jq); it is rewritten
 	// on every Write and ignored on Read.
 	Summary *Summary `json:"summary,omitempty"`
+
+	// mono is the load's span on the monotonic clock, when SetSpan was
+	// given times of this process.
+	mono time.Duration
 }
 
 // Summary is what scripts read: the rate and the percentiles in ms.
@@ -95,8 +108,44 @@ func (r *Result) summary() *Summary {
 	return s
 }
 
-// Seconds is the length of the load in seconds.
-func (r *Result) Seconds() float64 { return r.End.Sub(r.Start).Seconds() }
+// PauseThreshold is the least gap between the wall clock and the
+// monotonic clock over a load that SetSpan counts as a pause: NTP slews
+// the wall clock by at most 0.5 ms a second, and a step of the wall clock
+// by the machine's time service is rare; a paused virtual machine's
+// clocks part by the length of the pause.
+const PauseThreshold = time.Second
+
+// SetSpan sets Start and End, the load's bounds, and PausedSeconds from
+// the two clocks' readings in them: start and end must come from
+// time.Now in this process, so that they carry a monotonic reading (else
+// no pause can be told and none is counted).
+func (r *Result) SetSpan(start, end time.Time) {
+	r.Start, r.End = start, end
+	r.mono = end.Sub(start)
+	r.PausedSeconds = pausedBy(end.Round(0).Sub(start.Round(0)), r.mono)
+}
+
+// pausedBy is the pause, in seconds, of a span the wall clock measured as
+// wall and the monotonic clock as mono: their gap when the wall clock ran
+// ahead by PauseThreshold or more, else 0 (a wall clock stepped back is
+// no pause).
+func pausedBy(wall, mono time.Duration) float64 {
+	if gap := wall - mono; gap >= PauseThreshold {
+		return gap.Seconds()
+	}
+	return 0
+}
+
+// Seconds is the length of the load in seconds: on the monotonic clock
+// in the run's process (SetSpan), else (a result read from JSON, whose
+// times carry no monotonic reading, or a merge) the wall clock's span
+// less the machine's pause (PausedSeconds).
+func (r *Result) Seconds() float64 {
+	if r.mono > 0 {
+		return r.mono.Seconds()
+	}
+	return r.End.Round(0).Sub(r.Start.Round(0)).Seconds() - r.PausedSeconds
+}
 
 // Rate is the committed commands per second over the load.
 func (r *Result) Rate() float64 {
@@ -246,6 +295,8 @@ func Merge(rs ...*Result) (*Result, error) {
 		if r.End.After(out.End) {
 			out.End = r.End
 		}
+		// The shards ran at once: the longest pause is the merged span's.
+		out.PausedSeconds = max(out.PausedSeconds, r.PausedSeconds)
 		for n, h := range r.Latency {
 			if out.Latency[n] == nil {
 				out.Latency[n] = NewHist()

@@ -167,6 +167,14 @@ func CompareText(w io.Writer, nameA string, a *metrics.Result, nameB string, b *
 	if d := ShapeDiff(a, b); len(d) > 0 {
 		fmt.Fprintf(&sb, "warning: the runs differ in shape (%s): their figures are not a before and after\n\n", strings.Join(d, ", "))
 	}
+	for _, r := range []struct {
+		name string
+		res  *metrics.Result
+	}{{"A", a}, {"B", b}} {
+		if r.res.PausedSeconds > 0 {
+			fmt.Fprintf(&sb, "warning: the machine stood still for %.1fs during run %s (paused_seconds): its figures are not those of a running machine\n\n", r.res.PausedSeconds, r.name)
+		}
+	}
 	fmt.Fprintf(&sb, "%-28s %12s %12s  %-22s %s\n", "", "A", "B", "B − A", "better")
 	wins := map[string]int{}
 	for _, r := range Compare(a, b) {

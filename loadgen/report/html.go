@@ -107,6 +107,7 @@ func peakInFlight(r *metrics.Result) string {
 const pageCSS = `body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:960px;color:#222;padding:0 12px}
 h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 .sub{color:#555;margin:0 0 16px}
+.warn{color:#a00;font-weight:bold}
 table{border-collapse:collapse;margin:6px 0} td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
 th{background:#f6f6f6} td:first-child,th:first-child{text-align:left}
 .pass{color:#137333;font-weight:600} .fail{color:#c5221f;font-weight:600} .na{color:#999}
@@ -140,6 +141,7 @@ var tmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 <style>{{.CSS}}</style></head><body>
 <h1>{{.Title}}</h1>
 <p class="sub">{{.Describe}}<br>run {{.Result.Run.RunID}}, seed {{.Result.Run.Seed}}, load from {{utc .Result.Start}} for {{f1 .Result.Seconds}} s</p>
+{{if .Result.PausedSeconds}}<p class="warn">PAUSED: the machine stood still for {{f1 .Result.PausedSeconds}} s during the load (the wall clock ran that far ahead of the monotonic clock); the seconds above leave it out, but the figures around it are not those of a running machine: run the load again.</p>{{end}}
 
 <h2>Summary</h2>
 <table>

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"regexp"
 	"strings"
@@ -84,6 +85,43 @@ func TestText(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// A run during which the machine stood still says so, in its summary and
+// in a comparison; one that did not says nothing of it.
+func TestPauseIsSaid(t *testing.T) {
+	r := sample()
+	var b bytes.Buffer
+	if err := Text(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "PAUSED") {
+		t.Fatalf("a run without a pause is said to have one:\n%s", b.String())
+	}
+	paused := sample()
+	paused.End = paused.End.Add(31 * time.Second)
+	paused.PausedSeconds = 31
+	b.Reset()
+	if err := Text(&b, paused); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "PAUSED: the machine stood still for 31.0s") || !strings.Contains(b.String(), fmt.Sprintf("load %.1fs:", r.Seconds())) {
+		t.Fatalf("the summary of a paused run:\n%s", b.String())
+	}
+	b.Reset()
+	if err := HTML(&b, paused); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "PAUSED: the machine stood still for 31.0 s") {
+		t.Fatal("the HTML report of a paused run does not say so")
+	}
+	b.Reset()
+	if err := CompareText(&b, "a.json", r, "b.json", paused); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "stood still for 31.0s during run B") || strings.Contains(b.String(), "during run A") {
+		t.Fatalf("the comparison:\n%s", b.String())
 	}
 }
 

@@ -104,7 +104,12 @@ func Text(w io.Writer, r *metrics.Result) error {
 	if r.Run.Model == "open" && r.Run.Generator == "" { // k6 counts its own (dropped_iterations)
 		fmt.Fprintf(&b, ", %d dropped of %d due", c.Dropped, c.Due)
 	}
-	b.WriteString("\n\n")
+	b.WriteString("\n")
+	if r.PausedSeconds > 0 {
+		fmt.Fprintf(&b, "PAUSED: the machine stood still for %.1fs during the load (the wall clock ran that far ahead of the monotonic clock: a virtual machine snapshotted or migrated, a host suspended); the %.1fs above leave it out, but the figures around it are not those of a running machine: run the load again\n",
+			r.PausedSeconds, r.Seconds())
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "%-12s %8s", "latency", "count")
 	for _, p := range Percentiles {
 		fmt.Fprintf(&b, " %9s", fmt.Sprintf("p%g", p))

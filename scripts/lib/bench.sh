@@ -191,6 +191,20 @@ cpu() {
 }
 epoch() { date -d "$(jq -r "$1" "$2")" +%s.%N; }
 
+# clocks: the wall clock and the kernel's uptime, in seconds. The uptime
+# stands still while the machine is paused (a virtual machine snapshotted
+# or migrated, a host suspended) and the wall clock does not, or is set
+# forward at the resume.
+clocks() { echo "$(date +%s.%N) $(cut -d' ' -f1 /proc/uptime)"; }
+# paused_since WALL UPTIME (a reading of clocks): the seconds the machine
+# stood still since, when the wall clock ran ahead of the uptime by 1 s or
+# more (NTP slews by at most 0.5 ms a second), else 0.
+paused_since() {
+  local w u
+  read -r w u < <(clocks)
+  awk -v w0="$1" -v u0="$2" -v w="$w" -v u="$u" 'BEGIN { g = (w - w0) - (u - u0); if (g >= 1) printf "%.1f", g; else printf "0" }'
+}
+
 # machine_cpu_json USED_CPU_SECONDS MACHINE_CPU_SECONDS SECONDS: the
 # machine_cpu object of a result.
 machine_cpu_json() {
@@ -225,8 +239,9 @@ floor_loopback() {
 # start_serve NAME: a kbkit serve on a fresh database (sets URL, TOKEN),
 # profiling its CPU into OUT/serve-NAME.pprof.
 start_serve() {
-  local db=kbkit_${1//-/_}${ROUND:+_r$ROUND}
+  local db=kbkit_${1//-/_}${ROUND:+_r$ROUND}${ATTEMPT:+_a$ATTEMPT}
   create_db "$db"
+  rm -f "${RO:-$OUT}/serve-$1.json" # an earlier attempt's (run_round_unpaused): waitline must see this one's
   # No connection or per-device subscription cap: the idle phase holds
   # up to 20,000 sockets of one device.
   $KBKIT serve --dsn "$(dbdsn "$db")" --addr 127.0.0.1:0 --log-level warn --cpuprofile "${RO:-$OUT}/serve-$1.pprof" \
@@ -306,7 +321,9 @@ loadgen_phase() {
   a=$(epoch .start "${RO:-$OUT}/$name.json")
   b=$(epoch .end "${RO:-$OUT}/$name.json")
   local s sv pg g
-  s=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b - a }')
+  # The load's running seconds: its wall-clock span less any pause the
+  # generator saw (paused_seconds; nothing ran, CPU included).
+  s=$(awk -v a="$a" -v b="$b" -v p="$(jq '.paused_seconds // 0' "${RO:-$OUT}/$name.json")" 'BEGIN { printf "%.3f", b - a - p }')
   sv=$(cpu "$a" "$b" 3)
   pg=$(cpu "$a" "$b" 2)
   g=$(jq .cpu_seconds "${RO:-$OUT}/$name.json")
@@ -315,7 +332,7 @@ loadgen_phase() {
     (.counts.committed) as $n | (.counts.echoes) as $e | .cpu_seconds as $g |
     {phase: $name, server_mode: $mode, seconds: $s, rate: .summary.rate,
      windows_per_page: .run.windows_per_page, pages: .run.pages, editors: .run.editors,
-     counts: .counts,
+     counts: .counts, paused_seconds: (.paused_seconds // 0),
      commit_p50_ms: .summary.latency_ms.commit.p50, commit_p99_ms: .summary.latency_ms.commit.p99,
      fanout_p50_ms: .summary.latency_ms.fanout.p50, fanout_p99_ms: .summary.latency_ms.fanout.p99,
      cpu_seconds: {generator: $g, server: $sv, postgres: $pg},
