@@ -100,14 +100,18 @@ jq -n --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --argjson phase "$PHASE" --arg
   {date: $date, commit: $commit, host: $host, nproc: $nproc, ulimit_n: $ulimit, phase_seconds: $phase, warmup_seconds: $warmup,
    floors: $fl,
    many_pages: ($mp | sort_by(.editors) | map({writers: .editors, pages, rate, commit_p50_ms, commit_p99_ms,
-                                               ms_per_command, cpu_seconds, machine_cpu, counts_agree})),
+                                               ms_per_command, cpu_seconds, machine_cpu, counts_agree, paused_seconds})),
    fanout: ($fo | sort_by(.windows_per_page) | map({windows: .windows_per_page, asked, rate, due: .counts.due, dropped: .counts.dropped, echoes_per_second: (.counts.echoes / .seconds),
                                                    us_per_echo, fanout_p50_ms, fanout_p99_ms, commit_p99_ms,
                                                    floor_us: {write: lb(.windows_per_page; .us_per_write), read: lb(.windows_per_page; .us_per_read)},
-                                                   cpu_seconds, machine_cpu, counts_agree})),
+                                                   cpu_seconds, machine_cpu, counts_agree, paused_seconds})),
    idle: ($idle | sort_by(.windows))}' >"$OUT/scaling.json"
 
 jq -r --argjson u "$(ulimit -n)" -f scripts/lib/scaling-table.jq "$OUT/scaling.json" >"$OUT/scaling.md"
+# A load during which the machine stood still (paused_seconds: a virtual
+# machine snapshotted) is no figure of a running machine: say which.
+jq -r '(.many_pages[] | select((.paused_seconds // 0) > 0) | "many-pages, \(.writers) writer(s)"), (.fanout[] | select((.paused_seconds // 0) > 0) | "fan-out, \(.windows) windows")' "$OUT/scaling.json" |
+  while read -r what; do echo "$BENCH: the machine stood still during the load of $what (paused_seconds in scaling.json): run it again before reading its figures" >&2; done
 
 echo
 echo "== scaling (files in $OUT: scaling.md, scaling.json)"
