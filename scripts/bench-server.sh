@@ -114,7 +114,7 @@ WARMUP=${WARMUP:-3}
 IDLE_WINDOWS=${IDLE_WINDOWS:-5000 20000}
 SERVER=${SERVER:-serve}
 STRICT=${STRICT:-0}
-ATTEMPTS=$ATTEMPTS
+ATTEMPTS=${ATTEMPTS:-3}
 [[ $ATTEMPTS =~ ^[1-9][0-9]*$ ]] || { echo "bench-server: ATTEMPTS is the most runs of a round the machine paused in: a whole number from 1, not '$ATTEMPTS'" >&2; exit 2; }
 PHASES=${PHASES:-many-pages hot-page fanout fanout-2000 idle}
 want() { [[ " $PHASES " == *" $1 "* ]]; }
