@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# ci-bench.sh — make bench-server still runs and says what it measured
+# (its verdict is not judged here: CI's machine is shared and a load of
+# two seconds is no figure):
+#
+#  1. PHASES=many-pages, two rounds of 2 s loads: exit 0, the counts of
+#     every load agree (else bench-server exits 1), and OUT/results.json
+#     has the many-pages ratio with a value, the ceiling of each round
+#     (ceiling_ratios, the cores each side used), a median over the two
+#     rounds, and the list of pauses (empty unless the host paused this
+#     machine, which the run then survives by running the round again);
+#  2. a second run into the same OUT (one round of 1 s) replaces the
+#     first's files and round directories;
+#  3. ATTEMPTS=0 is refused (exit 2) before anything runs.
+#
+# Needs what make bench-server needs: Go, PostgreSQL 15 and pgbench, jq.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+say() { echo "ci-bench: $*" >&2; }
+die() { echo "ci-bench: FAILED: $*" >&2; exit 1; }
+
+START=$(date +%s)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-bench.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+R=$WORK/bench-server/results.json
+
+PHASES=many-pages PHASE=2 WARMUP=1 FLOOR=1 ROUNDS=2 OUT=$WORK make bench-server >"$WORK/run1.log" 2>&1 ||
+  { tail -40 "$WORK/run1.log" >&2; die "make bench-server (two rounds) exited non-zero"; }
+jq -e '.rounds == 2 and (.pauses | type == "array")' "$R" >/dev/null || die "results.json lacks rounds or pauses: $(head -c 400 "$R")"
+jq -e '.checks[] | select(.name == "many-pages ratio") | .value > 0 and (.values | length) == 2
+    and (.ceiling_ratios | length) == 2 and all(.ceiling_ratios[]; . > 0) and .used_cores > 0 and .pgbench_used_cores > 0' "$R" >/dev/null ||
+  die "the many-pages ratio lacks its values or its ceiling: $(jq -c '.checks[] | select(.name == "many-pages ratio")' "$R")"
+for r in 1 2; do
+  jq -e '.phases["many-pages"].counts_agree and .phases["many-pages"].rate > 0 and (.phases["many-pages"].paused_seconds | type == "number")' \
+    "$WORK/bench-server/round-$r/results.json" >/dev/null || die "round $r: no many-pages load with agreeing counts"
+done
+say "two rounds: many-pages ratio $(jq '.checks[] | select(.name == "many-pages ratio") | .value * 1000 | round / 1000' "$R"), ceilings $(jq -c '.checks[] | select(.name == "many-pages ratio") | .ceiling_ratios | map(. * 100 | round / 100)' "$R"), pauses $(jq -c .pauses "$R")"
+
+PHASES=many-pages PHASE=1 WARMUP=1 FLOOR=1 OUT=$WORK make bench-server >"$WORK/run2.log" 2>&1 ||
+  { tail -40 "$WORK/run2.log" >&2; die "a second make bench-server into the same OUT exited non-zero"; }
+[ ! -e "$WORK/bench-server/round-1" ] || die "the second run left the first's round directories"
+jq -e '(.rounds == null) and (.phases["many-pages"].rate > 0)' "$R" >/dev/null || die "the second run's results.json is not its own"
+
+if ATTEMPTS=0 OUT=$WORK bash scripts/bench-server.sh >"$WORK/run3.log" 2>&1; then die "ATTEMPTS=0 was taken"; fi
+grep -q "ATTEMPTS is" "$WORK/run3.log" || die "ATTEMPTS=0 refused without saying why: $(cat "$WORK/run3.log")"
+
+say "passed in $(($(date +%s) - START)) s"
