@@ -224,7 +224,10 @@ func TestBrokenRefuseSockets(t *testing.T) {
 	mut := variant(t, "refuse-sockets")()
 	p := broken.NewProxy(e, mut)
 	defer p.Close()
-	opts := Options{Windows: 2, EchoTimeout: 300 * time.Millisecond, SeedTimeout: time.Minute}
+	// Ten times the default steps: refused sockets and the echo timeout
+	// make 100 steps last about 4 s, and a seed that ends by itself before
+	// the cancel (it did once, in 3.96 s, under CI) tests nothing.
+	opts := Options{Windows: 2, EchoTimeout: 300 * time.Millisecond, SeedTimeout: time.Minute, Steps: 1000}
 	ctx, cancel := context.WithCancel(context.Background())
 	const runFor = 4 * time.Second
 	time.AfterFunc(runFor, cancel)
