@@ -18,12 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
-say() { echo "ci-bench: $*" >&2; }
-die() { echo "ci-bench: FAILED: $*" >&2; exit 1; }
-
-START=$(date +%s)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-bench.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+. scripts/lib/ci.sh
+ci_begin ci-bench
 R=$WORK/bench-server/results.json
 
 PHASES=many-pages PHASE=2 WARMUP=1 FLOOR=1 ROUNDS=2 OUT=$WORK make bench-server >"$WORK/run1.log" 2>&1 ||

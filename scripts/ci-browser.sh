@@ -25,12 +25,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
-say() { echo "ci-browser: $*" >&2; }
-die() { echo "ci-browser: FAILED: $*" >&2; exit 1; }
-
-START=$(date +%s)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-browser.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+. scripts/lib/ci.sh
+ci_begin ci-browser
 
 . scripts/lib/chrome.sh
 

@@ -18,12 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
-say() { echo "ci-dist: $*" >&2; }
-die() { echo "ci-dist: FAILED: $*" >&2; exit 1; }
-
-START=$(date +%s)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-dist.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+. scripts/lib/ci.sh
+ci_begin ci-dist
 
 GOPROXY=off make dist OUT="$WORK" >"$WORK/dist.log" 2>&1 || { cat "$WORK/dist.log" >&2; die "make dist (GOPROXY=off) failed"; }
 grep '^dist: ' "$WORK/dist.log" >&2

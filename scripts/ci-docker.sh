@@ -33,17 +33,13 @@ export PATH="/usr/local/go/bin:$PATH"
 
 SEEDS=${SEEDS:-20}
 CONFORMANCE_TIMEOUT=${CONFORMANCE_TIMEOUT:-1500}
-say() { echo "ci-docker: $*" >&2; }
-die() { echo "ci-docker: FAILED: $*" >&2; exit 1; }
-
-START=$(date +%s)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-docker.XXXXXX")
+. scripts/lib/ci.sh
+ci_begin ci-docker
 DOCKERD_PID=
 EVENTS_PID=
 DOCKERD_LOG=$WORK/dockerd.log
 
-cleanup() {
-	local rc=$?
+ci_on_exit() {
 	if [ -n "$EVENTS_PID" ]; then
 		kill "$EVENTS_PID" 2>/dev/null || true
 		wait "$EVENTS_PID" 2>/dev/null || true
@@ -57,10 +53,7 @@ cleanup() {
 		done
 		kill -9 "$DOCKERD_PID" 2>/dev/null || true
 	fi
-	rm -rf "$WORK"
-	exit "$rc"
 }
-trap cleanup EXIT
 
 # ---- PostgreSQL binaries to package --------------------------------------
 if [ -z "${PG_VERSION:-}" ]; then
@@ -104,7 +97,7 @@ else
 	export DOCKER_HOST=unix://$SOCK_DIR/docker.sock
 	say "starting dockerd --bridge=none --iptables=false --ip-forward=false on $DOCKER_HOST (log: $DOCKERD_LOG)"
 	# setsid: its own process group, so it is not hit by signals meant for
-	# this script's foreground jobs; we stop it by pid in cleanup.
+	# this script's foreground jobs; we stop it by pid in ci_on_exit.
 	setsid dockerd --host "$DOCKER_HOST" --pidfile "$SOCK_DIR/docker.pid" \
 		--bridge=none --iptables=false --ip-forward=false \
 		>"$DOCKERD_LOG" 2>&1 </dev/null &

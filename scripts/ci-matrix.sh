@@ -22,12 +22,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
-say() { echo "ci-matrix: $*" >&2; }
-die() { echo "ci-matrix: FAILED: $*" >&2; exit 1; }
-
-START=$(date +%s)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-matrix.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+. scripts/lib/ci.sh
+ci_begin ci-matrix
 for t in go node npm; do
 	command -v "$t" >/dev/null 2>&1 || die "$t is required"
 done

@@ -14,12 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
-say() { echo "ci-ts-adapter: $*" >&2; }
-die() { echo "ci-ts-adapter: FAILED: $*" >&2; exit 1; }
-
-START=$(date +%s)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-ts-adapter.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+. scripts/lib/ci.sh
+ci_begin ci-ts-adapter
 for t in go node npm; do
 	command -v "$t" >/dev/null 2>&1 || die "$t is required"
 done

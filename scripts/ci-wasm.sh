@@ -26,17 +26,12 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 ROOT=$PWD
 
-say() { echo "ci-wasm: $*" >&2; }
-die() { echo "ci-wasm: FAILED: $*" >&2; exit 1; }
-
-START=$(date +%s)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/ci-wasm.XXXXXX")
+. scripts/lib/ci.sh
+ci_begin ci-wasm
 SERVER_PID=
-cleanup() {
+ci_on_exit() {
 	if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-	rm -rf "$WORK"
 }
-trap cleanup EXIT
 
 command -v node >/dev/null && command -v npm >/dev/null || die "node and npm are needed"
 major=$(node -p 'process.versions.node.split(".")[0]')

@@ -1,8 +1,9 @@
-# scripts/lib/ci.sh — the frame of a ci-*.sh script that runs a server.
-# Source it, then serve.sh, and call ci_begin NAME: say and die print with
-# NAME's prefix; START is the start time; WORK a fresh directory; on exit
-# the server (serve.sh) is stopped, its log printed on failure, and WORK
-# removed.
+# scripts/lib/ci.sh — the frame of a ci-*.sh script. Source it (and
+# serve.sh if the script runs a server) and call ci_begin NAME: say and die
+# print with NAME's prefix; START is the start time; WORK a fresh
+# directory. On exit, the script's own ci_on_exit runs first if it defines
+# one (given the exit status), then the server of serve.sh, if sourced, is
+# stopped and its log printed on failure, and WORK is removed.
 
 ci_begin() {
 	CI_NAME=$1
@@ -19,8 +20,11 @@ die() {
 
 ci_cleanup() {
 	local rc=$?
-	serve_kill
-	[ "$rc" = 0 ] || serve_log_tail
+	if declare -F ci_on_exit >/dev/null; then ci_on_exit "$rc" || true; fi
+	if declare -F serve_kill >/dev/null; then
+		serve_kill
+		[ "$rc" = 0 ] || serve_log_tail
+	fi
 	rm -rf "$WORK"
 	exit "$rc"
 }
