@@ -51,28 +51,58 @@ func All() ([]Proc, error) {
 }
 
 func read(pid int) (Proc, bool) {
+	st, ok := ReadStat(pid)
+	if !ok {
+		return Proc{}, false
+	}
+	p := Proc{PID: pid, PPID: st.PPID, State: st.State}
 	dir := "/proc/" + strconv.Itoa(pid)
-	stat, err := os.ReadFile(dir + "/stat")
-	if err != nil {
-		return Proc{}, false
-	}
-	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return Proc{}, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return Proc{}, false
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	p := Proc{PID: pid, PPID: ppid, State: f[0]}
 	if b, err := os.ReadFile(dir + "/cmdline"); err == nil {
 		p.Cmdline = strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
 	}
 	p.Cwd, _ = os.Readlink(dir + "/cwd")
 	return p, true
+}
+
+// Stat is what a harness reads of /proc/PID/stat.
+type Stat struct {
+	PPID  int
+	Comm  string // the command's name, without the parentheses
+	State string
+	// Ticks is the CPU time (user and system, in clock ticks) the
+	// process used; ChildTicks that of its children it has reaped.
+	Ticks, ChildTicks uint64
+}
+
+// ReadStat reads pid's /proc/PID/stat: one read, no other file.
+func ReadStat(pid int) (Stat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Stat{}, false
+	}
+	return parseStat(string(b))
+}
+
+// parseStat reads "pid (comm) state ppid ... utime stime cutime cstime
+// ..."; comm may hold spaces and parentheses.
+func parseStat(s string) (Stat, bool) {
+	i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if i < 0 || j < i {
+		return Stat{}, false
+	}
+	f := strings.Fields(s[j+1:])
+	// f[0] is field 3 (state); utime..cstime are fields 14-17.
+	if len(f) < 15 {
+		return Stat{}, false
+	}
+	st := Stat{Comm: s[i+1 : j], State: f[0]}
+	st.PPID, _ = strconv.Atoi(f[1])
+	var t [4]uint64
+	for k := range t {
+		t[k], _ = strconv.ParseUint(f[11+k], 10, 64)
+	}
+	st.Ticks, st.ChildTicks = t[0]+t[1], t[2]+t[3]
+	return st, true
 }
 
 // Descendants lists the processes below pid: its children, theirs, ...

@@ -54,3 +54,23 @@ func TestKillTreeEndsAStoppedGrandchild(t *testing.T) {
 		t.Errorf("UsageOf(self): %+v, %v", u, err)
 	}
 }
+
+func TestParseStat(t *testing.T) {
+	line := "4242 (post gres) (x)) S 17 4242 4242 0 -1 4194560 120 0 0 0 31 7 5 2 20 0 1 0 9000 1000 100\n"
+	st, ok := parseStat(line)
+	if !ok {
+		t.Fatal("a well-formed line was refused")
+	}
+	if st.Comm != "post gres) (x)" || st.State != "S" || st.PPID != 17 || st.Ticks != 38 || st.ChildTicks != 7 {
+		t.Fatalf("parsed %+v from %q", st, line)
+	}
+	for _, bad := range []string{"", "4242 postgres S 1", "4242 (postgres) S 1 2 3"} {
+		if _, ok := parseStat(bad); ok {
+			t.Errorf("%q was taken", bad)
+		}
+	}
+	self, ok := ReadStat(os.Getpid())
+	if !ok || self.PPID != os.Getppid() || self.State == "" {
+		t.Fatalf("this process's stat: %+v, %v", self, ok)
+	}
+}

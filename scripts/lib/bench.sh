@@ -11,7 +11,7 @@
 #                                 the most windows one side may hold)
 #   bench_fit N                   N, or FIT with a note on stderr when N is past it
 #   bench_tools TOOL...           exit 2 unless each TOOL is on PATH
-#   bench_build                   go build bin/kbkit (sets KBKIT); installs the EXIT trap
+#   bench_build                   go build bin/kbkit and bin/cpusample (the sampler); installs the EXIT trap
 #   bench_pg                      start PostgreSQL (sets ADMIN, PGDATA_DIR, BENCH_PROVIDER) and the sampler
 #   create_db DB                  a database of the run (dropped at exit from a dsn provider's server)
 #   dbdsn DB                      the admin DSN with another database
@@ -32,6 +32,7 @@ TCK=$(getconf CLK_TCK)
 PIDS=()
 SERVE=
 KBKIT=bin/kbkit
+CPUSAMPLE=bin/cpusample
 
 bench_die() {
   echo "$BENCH: $*" >&2
@@ -91,6 +92,7 @@ bench_cleanup() {
 
 bench_build() {
   go build -o "$KBKIT" ./cmd/kbkit
+  go build -o "$CPUSAMPLE" ./scripts/cpusample
   trap bench_cleanup EXIT
 }
 
@@ -155,31 +157,14 @@ bench_pg() {
     PM=0
   fi
 
-  # CPU sampler, every 0.2 s: epoch, ticks of this run's PostgreSQL (the
-  # postmaster's own and its reaped children's, plus every live child's),
-  # ticks of the current kbkit serve (its pid is in $OUT/serve.pid), busy
-  # ticks of the whole machine (/proc/stat: all but idle and iowait).
-  (
-    while :; do
-      pg=0
-      if [ "$PM" != 0 ]; then
-        # cat, not awk on the files: awk stops at a process that exited
-        # between the glob and the read.
-        pg=$(cat /proc/[0-9]*/stat 2>/dev/null |
-          awk -v pm="$PM" '$2 == "(postgres)" && ($1 == pm || $4 == pm) { s += $14 + $15 + $16 + $17 } END { print s + 0 }' || true)
-      fi
-      sv=0
-      # Read the pid once: the file is emptied when a server stops, and
-      # /proc//stat would be the machine's /proc/stat.
-      spid=$(cat "$OUT/serve.pid" 2>/dev/null || true)
-      if [[ "$spid" =~ ^[0-9]+$ ]]; then
-        sv=$(awk '{ print $14 + $15; exit }' "/proc/$spid/stat" 2>/dev/null || echo 0)
-      fi
-      mach=$(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat)
-      echo "$(date +%s.%N) ${pg:-0} ${sv:-0} ${mach:-0}"
-      sleep 0.2
-    done
-  ) >"$OUT/cpu.txt" &
+  # CPU sampler, every 0.2 s (scripts/cpusample): epoch, ticks of this
+  # run's PostgreSQL (the postmaster's own and its reaped children's, plus
+  # every live child's), ticks of the current kbkit serve (its pid is in
+  # $OUT/serve.pid), busy ticks of the whole machine (/proc/stat: all but
+  # idle and iowait). It forks nothing: the shell loop it replaced forked
+  # cat and awk five times a sample, a sixth of a core on a machine where
+  # a fork costs 4 ms, taken from the loads it measured.
+  "$CPUSAMPLE" -postmaster "$PM" -serve-pid "$OUT/serve.pid" -every 200ms >"$OUT/cpu.txt" &
   PIDS+=($!)
   sleep 0.5
 }
@@ -299,9 +284,13 @@ loadgen_phase() {
   KBKIT_PG=dsn $KBKIT loadgen run --quiet --verbose --duration "${PHASE}s" --warmup "${WARMUP}s" "${target[@]}" \
     --json "${RO:-$OUT}/$name.json" --html "${RO:-$OUT}/$name.html" --cpuprofile "${RO:-$OUT}/$name.pprof" "$@" >"${RO:-$OUT}/$name.txt" 2>"${RO:-$OUT}/$name.log" &
   local gen=$! profiled= scraped=
-  while kill -0 "$gen" 2>/dev/null; do
+  # Poll the generator's log until the server's profile is started and the
+  # first scrape taken, then only wait: a poll forks (grep, sleep), which
+  # costs CPU the load would have had.
+  [ -n "$SERVE" ] || profiled=1
+  while { [ -z "$profiled" ] || [ -z "$scraped" ]; } && kill -0 "$gen" 2>/dev/null; do
     # The server's profile starts with the generator's warm-up (setup left out).
-    if [ -z "$profiled" ] && [ -n "$SERVE" ] && grep -qsE 'phase (warmup|load)' "${RO:-$OUT}/$name.log"; then
+    if [ -z "$profiled" ] && grep -qsE 'phase (warmup|load)' "${RO:-$OUT}/$name.log"; then
       kill -USR1 "$SERVE"
       profiled=1
     fi
