@@ -257,15 +257,28 @@ func (w *Window) Reject(id, code string) []Action {
 	return []Action{{Kind: ActionToast, Code: code}}
 }
 
-// forget removes undo and redo entries made from command id.
+// forget removes undo and redo entries made from command id. The stacks
+// grow with every own command, and a rejection is rare: a stack holding no
+// such entry is left as it is, and one that does is filtered in place, so
+// that a rejection costs one comparison per entry and no copy of the stack
+// (a copy per rejection made a long run's generator quadratic).
 func (w *Window) forget(id string) {
 	for _, stack := range []*[]undoEntry{&w.undo, &w.redo} {
-		kept := (*stack)[:0:0]
-		for _, e := range *stack {
+		s := *stack
+		i := 0
+		for i < len(s) && !contains(s[i].ids, id) {
+			i++
+		}
+		if i == len(s) {
+			continue
+		}
+		kept := s[:i]
+		for _, e := range s[i+1:] {
 			if !contains(e.ids, id) {
 				kept = append(kept, e)
 			}
 		}
+		clear(s[len(kept):]) // no reference to a dropped entry stays in the array
 		*stack = kept
 	}
 }
