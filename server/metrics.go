@@ -109,6 +109,10 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 			func() float64 { return float64(s.st.Stats().BatchedCommands) }},
 		{"kbkit_group_commit_failures_total", "Group transactions that failed; their commands were then decided one by one.", false,
 			func() float64 { return float64(s.st.Stats().BatchFailures) }},
+		{"kbkit_websocket_writes_total", "Writes to this process's WebSockets: each carries one or more frames (events, replies) queued at once.", false,
+			func() float64 { return float64(wsWrites.Load()) }},
+		{"kbkit_websocket_frames_total", "Frames those writes carried; divided by kbkit_websocket_writes_total, the frames one write carried.", false,
+			func() float64 { return float64(wsFrames.Load()) }},
 		{"kbkit_optimistic_conflicts_total", "Command transactions decided in one round trip against cached page heads that found a head changed (another instance wrote) or an id decided before, and were decided again the usual way.", false,
 			func() float64 { return float64(s.st.Stats().OptimisticConflicts) }},
 	} {

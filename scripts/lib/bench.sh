@@ -267,6 +267,7 @@ waits_line() {
       (if .ms_per_wal_flush then " (fdatasync \(.ms_per_wal_flush | ms) ms each, WAL flushing \(.wal_flush_fraction | p) of the time)" else "" end) +
       "; transactions " + (.transaction_share | to_entries | map("\(.key) \(.value | p)") | join(", ")) +
     "\n    a command: \(.ms_per_command.in_server | ms) ms in the server = \(.ms_per_command.in_store | ms) in the store (\(.ms_per_command.queued_for_page | ms) of it queued for its page) + \(.ms_per_command.outside_store | ms) transport, parsing and checks" +
+      (if .websocket_writes_per_command then "; \(.websocket_writes_per_command * 10 | round / 10) WebSocket writes of \(.websocket_frames_per_write * 10 | round / 10) frames each" else "" end) +
     "\n    a transaction: \(.ms_per_transaction.total | ms) ms = \(.ms_per_transaction.postgres | ms) waiting for Postgres + \(.ms_per_transaction.planning | ms) planning and writing with the page held; the transaction slot busy \(.slot_busy_fraction.total | p) of the time (Postgres \(.slot_busy_fraction.postgres | p), planning \(.slot_busy_fraction.planning | p), gathering the next group \(.slot_busy_fraction.gathering | p))"' "$1" >&2
 }
 

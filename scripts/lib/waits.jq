@@ -20,6 +20,8 @@ def timed(k): if ($m0[0] | has(k)) and ($m1[0] | has(k)) then d(k) else null end
   transaction_share: ($tx | map_values(per(.; $ntx))),
   transaction_sizes: ([range(0; 7)] | map({key: (["1", "2-3", "4-7", "8-15", "16-31", "32-63", "64+"][.]),
       value: per($cum[.] - (if . > 0 then $cum[. - 1] else 0 end); $ntx)}) | from_entries),
+  websocket_frames_per_write: per(d("kbkit_websocket_frames_total"); d("kbkit_websocket_writes_total")),
+  websocket_writes_per_command: per(d("kbkit_websocket_writes_total"); $n),
   wal_flushes: d("pg_wal_sync"),
   commands_per_wal_flush: per($n; d("pg_wal_sync")),
   ms_per_wal_flush: (timed("pg_wal_sync_ms") as $ms | if $ms == null then null else per($ms; d("pg_wal_sync")) end),
