@@ -1,5 +1,7 @@
 package kbcore
 
+import "slices"
+
 // Window is the client sync state machine of one open page (spec/window.md):
 // the server's document at the last applied seq, and this window's own
 // commands not yet echoed. It is synchronous and pure, like raft's RawNode:
@@ -257,30 +259,13 @@ func (w *Window) Reject(id, code string) []Action {
 	return []Action{{Kind: ActionToast, Code: code}}
 }
 
-// forget removes undo and redo entries made from command id. The stacks
-// grow with every own command, and a rejection is rare: a stack holding no
-// such entry is left as it is, and one that does is filtered in place, so
-// that a rejection costs one comparison per entry and no copy of the stack
-// (a copy per rejection made a long run's generator quadratic).
+// forget removes undo and redo entries made from command id, in place:
+// the stacks grow with every own command, and a copy of them per
+// rejection made a long run's generator quadratic.
 func (w *Window) forget(id string) {
-	for _, stack := range []*[]undoEntry{&w.undo, &w.redo} {
-		s := *stack
-		i := 0
-		for i < len(s) && !contains(s[i].ids, id) {
-			i++
-		}
-		if i == len(s) {
-			continue
-		}
-		kept := s[:i]
-		for _, e := range s[i+1:] {
-			if !contains(e.ids, id) {
-				kept = append(kept, e)
-			}
-		}
-		clear(s[len(kept):]) // no reference to a dropped entry stays in the array
-		*stack = kept
-	}
+	drop := func(e undoEntry) bool { return contains(e.ids, id) }
+	w.undo = slices.DeleteFunc(w.undo, drop)
+	w.redo = slices.DeleteFunc(w.redo, drop)
 }
 
 // Snapshot replaces the server document with a fresh read at seq, with the

@@ -478,19 +478,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	// Where the two commands' time went (spec/PROTOCOL.md 9): in the
 	// server over HTTP, part of it in the store, in transactions that
 	// decided both.
-	v := func(name string) float64 {
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) == 2 && f[0] == name {
-				x, err := strconv.ParseFloat(f[1], 64)
-				if err != nil {
-					t.Fatalf("%s: %v", line, err)
-				}
-				return x
-			}
-		}
-		t.Errorf("metrics lack %s", name)
-		return 0
-	}
+	v := func(name string) float64 { return metricValue(t, b, name) }
 	inServer, inStore := v(`kbkit_command_seconds_total{transport="http"}`), v("kbkit_command_store_seconds_total")
 	if inStore <= 0 || inServer < inStore {
 		t.Errorf("kb.command: %.6fs in the server, %.6fs of it in the store", inServer, inStore)
@@ -1094,4 +1082,21 @@ func TestSpecListsTheMetrics(t *testing.T) {
 	if len(served) < 10 {
 		t.Fatalf("only %d kbkit_ metrics served", len(served))
 	}
+}
+
+// metricValue is the value of the sample name (with its labels, as
+// written) in a /metrics body; a missing or unreadable sample fails t.
+func metricValue(t *testing.T, body []byte, name string) float64 {
+	t.Helper()
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == name {
+			x, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return x
+		}
+	}
+	t.Errorf("metrics lack %s", name)
+	return 0
 }

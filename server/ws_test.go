@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -215,13 +214,7 @@ func TestWSBatchedWritesKeepOrder(t *testing.T) {
 	// /metrics tells the same counts (spec/PROTOCOL.md section 9).
 	_, m := c.do("GET", "/metrics", nil, "")
 	for name, least := range map[string]int64{"kbkit_websocket_writes_total": writes + dw, "kbkit_websocket_frames_total": frames + df} {
-		var v float64
-		for line := range strings.SplitSeq(string(m), "\n") {
-			if rest, ok := strings.CutPrefix(line, name+" "); ok {
-				v, _ = strconv.ParseFloat(rest, 64)
-			}
-		}
-		if v < float64(least) {
+		if v := metricValue(t, m, name); v < float64(least) {
 			t.Errorf("/metrics has %s %v, want at least %d", name, v, least)
 		}
 	}

@@ -2,7 +2,7 @@
 # serve.sh if the script runs a server) and call ci_begin NAME: say and die
 # print with NAME's prefix; START is the start time; WORK a fresh
 # directory. On exit, the script's own ci_on_exit runs first if it defines
-# one (given the exit status), then the server of serve.sh, if sourced, is
+# one, then the server of serve.sh, if sourced, is
 # stopped and its log printed on failure, and WORK is removed.
 
 ci_begin() {
@@ -20,7 +20,7 @@ die() {
 
 ci_cleanup() {
 	local rc=$?
-	if declare -F ci_on_exit >/dev/null; then ci_on_exit "$rc" || true; fi
+	if declare -F ci_on_exit >/dev/null; then ci_on_exit || true; fi
 	if declare -F serve_kill >/dev/null; then
 		serve_kill
 		[ "$rc" = 0 ] || serve_log_tail
