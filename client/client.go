@@ -28,6 +28,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/subspace/kbkit/kbcore"
@@ -161,11 +162,19 @@ func (c *Client) Submit(ctx context.Context, env kbcore.Envelope) (ack Ack, rej 
 			return Ack{}, nil, err
 		}
 	}
+	return commandAnswer(data, terr)
+}
+
+// commandAnswer is kb.command's answer from its data or its tRPC error.
+func commandAnswer(data json.RawMessage, terr *wire.ErrorShape) (Ack, *kbcore.Rejection, error) {
 	if terr != nil {
 		if terr.Data.Code == "CONFLICT" && terr.Data.Rejection != nil {
 			return Ack{}, terr.Data.Rejection, nil
 		}
 		return Ack{}, nil, &Error{HTTPStatus: terr.Data.HTTPStatus, Code: terr.Data.Code, Message: terr.Message, Retryable: terr.Data.Retryable}
+	}
+	if seq, ok := plainSeq(data); ok {
+		return Ack{Seq: seq}, nil, nil
 	}
 	var out Ack
 	if err := json.Unmarshal(data, &out); err != nil || out.Seq <= 0 {
@@ -240,6 +249,12 @@ type Subscription struct {
 	err    error
 	done   chan struct{}
 
+	// the calls on the socket waiting for their replies (wscall.go)
+	callMu   sync.Mutex
+	calls    map[int64]chan callReply
+	lastCall int64
+	ended    bool
+
 	page  string
 	share *pageShare
 	last  int64 // the seq of the last event delivered
@@ -300,6 +315,7 @@ func (s *Subscription) read(ctx context.Context) {
 	defer close(s.done)
 	defer close(s.events)
 	defer releasePage(s.page, s.share)
+	defer s.endCalls()
 	if s.buf == nil {
 		s.buf = make([]byte, 0, 1024)
 	}
@@ -314,6 +330,9 @@ func (s *Subscription) read(ctx context.Context) {
 		}
 		if string(b) == "PING" {
 			_ = s.conn.write(ctx, []byte("PONG"))
+			continue
+		}
+		if s.reply(b) {
 			continue
 		}
 		var ev Event

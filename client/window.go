@@ -126,6 +126,14 @@ type WindowOptions struct {
 	// Backoff, if set, is the pause before retry attempt n (0-based) of an
 	// undecided command, a subscription or a refetch; nil: Pause's.
 	Backoff func(attempt int) time.Duration
+	// CommandsOnSocket sends Send's commands as kb.command mutations on
+	// the window's WebSocket (spec/PROTOCOL.md section 5.1), as tRPC's
+	// WebSocket link does, instead of HTTP POSTs: one connection and
+	// one message less per command. A command whose socket ends before
+	// its answer is undecided and sent again (on the next socket).
+	// Resends after a refetch go over HTTP: they are made on the
+	// socket's reader, which must stay free to read their answers.
+	CommandsOnSocket bool
 }
 
 // ErrNotPending is Send's answer for a command the window no longer has
@@ -365,7 +373,14 @@ func (w *Window) attempt(ctx context.Context, env kbcore.Envelope, resend bool) 
 		defer cancel()
 	}
 	a := Attempt{Env: env, From: time.Now(), Resend: resend}
-	a.Ack, a.Rej, a.Err = w.c.Submit(actx, env)
+	if w.opts.CommandsOnSocket && !resend {
+		w.mu.Lock()
+		sub := w.sub
+		w.mu.Unlock()
+		a.Ack, a.Rej, a.Err = w.c.SubmitOn(actx, sub, env)
+	} else {
+		a.Ack, a.Rej, a.Err = w.c.Submit(actx, env)
+	}
 	a.To = time.Now()
 	a.Abandoned = a.Err != nil && ctx.Err() != nil
 	w.obs.Attempt(a)

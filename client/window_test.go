@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -62,6 +65,7 @@ type fixture struct {
 	clients []*client.Client
 	devices []string
 	page    string
+	base    string // the server's URL
 	stop    func() // stops the server
 }
 
@@ -79,7 +83,7 @@ func setup(t *testing.T) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := fixture{page: uuid.NewString(), stop: e.Close}
+	f := fixture{page: uuid.NewString(), base: e.Endpoints()[0], stop: e.Close}
 	for _, tok := range tokens {
 		c := client.New(e.Endpoints()[0], tok)
 		me, err := c.Whoami(ctx)
@@ -426,5 +430,78 @@ func TestDoubling(t *testing.T) {
 		if got := b(i); got != w*time.Millisecond {
 			t.Errorf("attempt %d: %s, want %s", i, got, w*time.Millisecond)
 		}
+	}
+}
+
+// TestWindowCommandsOnSocket: a window with CommandsOnSocket sends its
+// commands as mutations on its WebSocket (the server counts their time
+// under transport "ws"), gets the answers it would get over HTTP (commits
+// in order, a rejection rolled back), and converges with a window that
+// posts its commands.
+func TestWindowCommandsOnSocket(t *testing.T) {
+	f := setup(t)
+	ra := &recorder{}
+	a := f.openWith(t, 0, client.WindowOptions{Observer: ra, CommandsOnSocket: true})
+	b := f.open(t, 1, nil)
+	var head int64
+	for i := range 10 {
+		seq, rej := do(t, a, cmd(uuid.NewString(), kbcore.TypeEditText, map[string]any{"node": "n", "text": "v" + strconv.Itoa(i)}))
+		if rej != nil || seq != int64(3+i) {
+			t.Fatalf("command %d: seq %d, rejection %v", i, seq, rej)
+		}
+		head = seq
+	}
+	// b deletes n; a's edit of it, accepted by a's window, is rejected.
+	env, _, ok := a.Local(func(kbcore.Doc) kbcore.Command {
+		return cmd(uuid.NewString(), kbcore.TypeEditText, map[string]any{"node": "n", "text": "late"})
+	})
+	if !ok {
+		t.Fatal("a refused the edit")
+	}
+	head, rej := do(t, b, cmd(uuid.NewString(), kbcore.TypeDelete, map[string]any{"node": "n"}))
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	if _, rej, err := a.Send(context.Background(), env); err != nil || rej == nil {
+		t.Fatalf("edit of a deleted node: err %v, rejection %v", err, rej)
+	}
+	converge(t, a, head)
+	converge(t, b, head)
+	if _, ok := a.Rendered().Node("n"); ok {
+		t.Error("the rejected edit still renders the deleted node")
+	}
+	if len(ra.errs) != 0 {
+		t.Errorf("errors %v", ra.errs)
+	}
+	res, err := http.Get(f.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(body), `kbkit_command_seconds_total{transport="ws"}`) {
+		t.Error(`the server saw no kb.command on a WebSocket (no kbkit_command_seconds_total{transport="ws"})`)
+	}
+}
+
+// A command sent on a socket that has ended is undecided, never rejected:
+// ErrSocketEnded, which IsRetryable.
+func TestSubmitOnAnEndedSocket(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	sub, err := f.clients[0].Subscribe(ctx, f.page, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Close()
+	env := kbcore.Envelope{ID: uuid.NewString(), DeviceID: f.devices[0], PageID: f.page, Type: kbcore.TypeEditText,
+		Payload: json.RawMessage(`{"node":"n","text":"x"}`)}
+	_, rej, err := f.clients[0].SubmitOn(ctx, sub, env)
+	if !errors.Is(err, client.ErrSocketEnded) || !client.IsRetryable(err) || rej != nil {
+		t.Fatalf("err %v (retryable %v), rejection %v; want ErrSocketEnded", err, client.IsRetryable(err), rej)
+	}
+	// Sent again over HTTP, it commits: the failed attempt decided nothing.
+	if seq, rej, err := f.clients[0].Command(ctx, env); err != nil || rej != nil || seq != 3 {
+		t.Fatalf("resent: seq %d, rejection %v, err %v", seq, rej, err)
 	}
 }

@@ -117,8 +117,17 @@ func decodeEvent(b []byte) (Event, bool) {
 // plainAck reads kb.command's usual answer, {"result":{"data":{"seq":N}}}
 // exactly; false: anything else (answer decides).
 func plainAck(b []byte) (int64, bool) {
-	const head, tail = `{"result":{"data":{"seq":`, `}}}`
+	const head, tail = `{"result":{"data":`, `}}`
 	b = bytes.TrimRight(b, " \t\r\n")
+	if !bytes.HasPrefix(b, []byte(head)) || !bytes.HasSuffix(b, []byte(tail)) || len(b) <= len(head)+len(tail) {
+		return 0, false
+	}
+	return plainSeq(b[len(head) : len(b)-len(tail)])
+}
+
+// plainSeq reads kb.command's data written exactly as {"seq":N}, N > 0.
+func plainSeq(b []byte) (int64, bool) {
+	const head, tail = `{"seq":`, `}`
 	if !bytes.HasPrefix(b, []byte(head)) || !bytes.HasSuffix(b, []byte(tail)) || len(b) <= len(head)+len(tail) {
 		return 0, false
 	}

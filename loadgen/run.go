@@ -29,12 +29,22 @@ const (
 	Closed = "closed" // each editor waits for its command, thinks, goes on
 )
 
+// Commands' transports.
+const (
+	CommandsHTTP = "http" // an HTTP POST of kb.command each
+	CommandsWS   = "ws"   // a kb.command mutation on the window's WebSocket
+)
+
 // Config is one run.
 type Config struct {
 	// Workload is the mix of operations and the shape of the pages.
 	Workload workload.Spec
 	// Model is Open or Closed.
 	Model string
+	// Commands is how editors send their commands: CommandsHTTP (an HTTP
+	// POST each, the default) or CommandsWS (a mutation on the window's
+	// WebSocket, spec/PROTOCOL.md section 5.1).
+	Commands string
 	// Pacer is the open model's schedule, for the whole run: a shard runs
 	// its share (1/N of the rate).
 	Pacer Pacer
@@ -196,6 +206,12 @@ func (c *Config) defaults() error {
 	}
 	if c.Model != Open && c.Model != Closed {
 		return fmt.Errorf("loadgen: model %q: open or closed", c.Model)
+	}
+	if c.Commands == "" {
+		c.Commands = CommandsHTTP
+	}
+	if c.Commands != CommandsHTTP && c.Commands != CommandsWS {
+		return fmt.Errorf("loadgen: commands %q: http or ws", c.Commands)
 	}
 	if c.Model == Open {
 		if _, ok := c.Pacer.At(1); !ok {
@@ -365,7 +381,7 @@ func (r *runner) load(ctx context.Context) (*metrics.Result, error) {
 	res.Shards = []string{cfg.Shard.String()}
 	res.EditorsRan = cfg.Shard.Editors(cfg.Editors)
 	nPages, perPage := cfg.Workload.Layout(cfg.Editors)
-	res.Run = metrics.RunInfo{Workload: cfg.Workload.Name, Model: cfg.Model, Editors: cfg.Editors,
+	res.Run = metrics.RunInfo{Workload: cfg.Workload.Name, Model: cfg.Model, Commands: cfg.Commands, Editors: cfg.Editors,
 		Pages: nPages, WindowsPerPage: perPage, Duration: cfg.Duration.String(), Server: cfg.Server,
 		Warmup: durString(cfg.Warmup),
 		Seed:   cfg.Seed, RunID: cfg.RunID}

@@ -118,7 +118,8 @@ func (r *runner) setup(ctx context.Context) error {
 // subscription from its seq. A page another shard creates may not exist
 // yet (NOT_FOUND): wait for it.
 func (r *runner) open(ctx context.Context, w *window) error {
-	o := lgeditor.Options{DeviceID: w.ed.dev.id, Recorder: w.ed.rec, Workload: r.cfg.Workload.Name}
+	o := lgeditor.Options{DeviceID: w.ed.dev.id, Recorder: w.ed.rec, Workload: r.cfg.Workload.Name,
+		CommandsOnSocket: r.cfg.Commands == CommandsWS}
 	if r.cfg.Shard.N > 1 {
 		o.WaitForPage = 2 * time.Minute
 	}

@@ -96,7 +96,10 @@
 # KBKIT_PG (provider, default local; with dsn, the databases the run makes
 # on the given server are dropped at exit), ROUNDS (default 1), ATTEMPTS
 # (default 3), IDLE_WINDOWS (counts, default
-# "5000 20000"), SERVER (serve or embedded), STRICT (1: exit 1 on a missed
+# "5000 20000"), SERVER (serve or embedded), COMMANDS (how the generator's
+# windows send their commands: http, the default, a POST each; ws, a
+# mutation on the window's WebSocket, whose reply the server writes with
+# the command's event), STRICT (1: exit 1 on a missed
 # target; all: on a missed goal too), PHASES (the phases to run, default
 # all: "many-pages hot-page fanout fanout-2000 idle"; the checks of a phase
 # not run are left out). Each load leaves in OUT its JSON, text and HTML
@@ -116,6 +119,9 @@ SERVER=${SERVER:-serve}
 STRICT=${STRICT:-0}
 ATTEMPTS=${ATTEMPTS:-3}
 [[ $ATTEMPTS =~ ^[1-9][0-9]*$ ]] || { echo "bench-server: ATTEMPTS is the most runs of a round the machine paused in: a whole number from 1, not '$ATTEMPTS'" >&2; exit 2; }
+COMMANDS=${COMMANDS:-http}
+[[ $COMMANDS == http || $COMMANDS == ws ]] || { echo "bench-server: COMMANDS is how the windows send their commands: http or ws, not '$COMMANDS'" >&2; exit 2; }
+export COMMANDS
 PHASES=${PHASES:-many-pages hot-page fanout fanout-2000 idle}
 want() { [[ " $PHASES " == *" $1 "* ]]; }
 export KBKIT_PG=${KBKIT_PG:-local}

@@ -9,9 +9,11 @@
 #     (ceiling_ratios, the cores each side used), a median over the two
 #     rounds, and the list of pauses (empty unless the host paused this
 #     machine, which the run then survives by running the round again);
-#  2. a second run into the same OUT (one round of 1 s) replaces the
-#     first's files and round directories;
-#  3. ATTEMPTS=0 is refused (exit 2) before anything runs.
+#  2. a second run into the same OUT (one round of 1 s, the windows'
+#     commands on their WebSockets: COMMANDS=ws) replaces the first's
+#     files and round directories, and its load says how it sent them;
+#  3. ATTEMPTS=0 and COMMANDS=grpc are refused (exit 2) before anything
+#     runs.
 #
 # Needs what make bench-server needs: Go, PostgreSQL 15 and pgbench, jq.
 set -euo pipefail
@@ -34,12 +36,16 @@ for r in 1 2; do
 done
 say "two rounds: many-pages ratio $(jq '.checks[] | select(.name == "many-pages ratio") | .value * 1000 | round / 1000' "$R"), ceilings $(jq -c '.checks[] | select(.name == "many-pages ratio") | .ceiling_ratios | map(. * 100 | round / 100)' "$R"), pauses $(jq -c .pauses "$R")"
 
-PHASES=many-pages PHASE=1 WARMUP=1 FLOOR=1 OUT=$WORK make bench-server >"$WORK/run2.log" 2>&1 ||
+COMMANDS=ws PHASES=many-pages PHASE=1 WARMUP=1 FLOOR=1 OUT=$WORK make bench-server >"$WORK/run2.log" 2>&1 ||
   { tail -40 "$WORK/run2.log" >&2; die "a second make bench-server into the same OUT exited non-zero"; }
 [ ! -e "$WORK/bench-server/round-1" ] || die "the second run left the first's round directories"
 jq -e '(.rounds == null) and (.phases["many-pages"].rate > 0)' "$R" >/dev/null || die "the second run's results.json is not its own"
+jq -e '.run.commands == "ws" and .counts.committed > 0' "$WORK/bench-server/many-pages.json" >/dev/null ||
+  die "COMMANDS=ws: the load did not send its commands on the WebSockets: $(jq -c .run "$WORK/bench-server/many-pages.json")"
 
 if ATTEMPTS=0 OUT=$WORK bash scripts/bench-server.sh >"$WORK/run3.log" 2>&1; then die "ATTEMPTS=0 was taken"; fi
 grep -q "ATTEMPTS is" "$WORK/run3.log" || die "ATTEMPTS=0 refused without saying why: $(cat "$WORK/run3.log")"
+if COMMANDS=grpc OUT=$WORK bash scripts/bench-server.sh >"$WORK/run4.log" 2>&1; then die "COMMANDS=grpc was taken"; fi
+grep -q "COMMANDS is" "$WORK/run4.log" || die "COMMANDS=grpc refused without saying why: $(cat "$WORK/run4.log")"
 
 say "passed in $(($(date +%s) - START)) s"

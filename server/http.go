@@ -275,10 +275,10 @@ var (
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	var b []byte
 	if e, ok := v.(successEnvelope); ok {
-		if r, ok := e.Result.Data.(wire.CommandResult); ok {
+		if r, ok := e.Result.Data.(committedCommand); ok {
 			// kb.command's answer, the one on the hot path: byte for byte
 			// what json.Marshal writes (TestCommandAnswerEncoding).
-			b = appendCommandAnswer(make([]byte, 0, 64), r)
+			b = appendCommandAnswer(make([]byte, 0, 64), r.CommandResult)
 		}
 	}
 	if b == nil {

@@ -113,6 +113,8 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 			func() float64 { return float64(wsWrites.Load()) }},
 		{"kbkit_websocket_frames_total", "Frames those writes carried; divided by kbkit_websocket_writes_total, the frames one write carried.", false,
 			func() float64 { return float64(wsFrames.Load()) }},
+		{"kbkit_websocket_events_with_replies_total", "Events queued right after the reply to a kb.command call on the same WebSocket (its subscription of the page was owed them), rather than by the dispatcher.", false,
+			func() float64 { return float64(wsEchoes.Load()) }},
 		{"kbkit_optimistic_conflicts_total", "Command transactions decided in one round trip against cached page heads that found a head changed (another instance wrote) or an id decided before, and were decided again the usual way.", false,
 			func() float64 { return float64(s.st.Stats().OptimisticConflicts) }},
 	} {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/subspace/kbkit/internal/jsonscan"
 	"github.com/subspace/kbkit/internal/wsframe"
 	"github.com/subspace/kbkit/server/dispatch"
 	"github.com/subspace/kbkit/server/store"
@@ -471,6 +473,9 @@ func (c *wsConn) connectionParams(data []byte) bool {
 // parseWSMessages parses one message or an array of them (wsLink batches).
 func parseWSMessages(data []byte) ([]wsMessage, *callError) {
 	data = bytes.TrimSpace(data)
+	if m, ok := plainWSMessage(data); ok {
+		return []wsMessage{m}, nil
+	}
 	if !json.Valid(data) {
 		return nil, errorf(wire.CodeParseError, "message is not valid JSON: %s", jsonSyntaxError(data))
 	}
@@ -594,7 +599,9 @@ func (c *wsConn) handle(m wsMessage) {
 	if m.Method != typeSubscription {
 		var data any
 		data, cerr = c.s.call(c.ctx, c.dev, path, m.Params.Input)
-		if cerr != nil {
+		if r, ok := data.(committedCommand); ok && cerr == nil {
+			c.answerCommand(m, r)
+		} else if cerr != nil {
 			reply(nil, cerr)
 		} else {
 			reply(&wsResult{Type: "data", Data: data}, nil)
@@ -614,18 +621,28 @@ func (c *wsConn) handle(m wsMessage) {
 // as a map key.
 func requestID(raw json.RawMessage) (string, bool) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+	if len(raw) == 0 {
 		return "", false
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	// What json.Unmarshal into an any reads as a string or a float64,
+	// without it.
+	s := jsonscan.Scanner{B: raw}
+	switch c := raw[0]; {
+	case c == '"':
+		if _, _, ok := s.Str(); !ok || !s.End() {
+			return "", false
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		if !s.Number() || !s.End() {
+			return "", false
+		}
+		if _, err := strconv.ParseFloat(string(raw), 64); err != nil {
+			return "", false // out of a float64's range
+		}
+	default:
 		return "", false
 	}
-	switch v.(type) {
-	case string, float64:
-		return string(raw), true
-	}
-	return "", false
+	return string(raw), true
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -640,4 +657,60 @@ func (c *wsConn) setDevice(dev store.Device) {
 func (c *wsConn) deviceID() string {
 	id, _ := c.devID.Load().(string)
 	return id
+}
+
+var (
+	keysWSMessage = []string{"id", "method", "params"}
+	keysWSParams  = []string{"path", "input"}
+)
+
+// plainWSMessage reads, without reflection, the usual call message:
+// {"id":N or "S","method":"M","params":{"path":"P","input":V}}, keys in
+// any order, each once, plain strings (no escapes), V any valid JSON
+// value; false on anything else, which parseWSMessages then decodes (and
+// explains) as before. What it reads is what the reflective decoding
+// reads (TestPlainWSMessage), with the bytes copied (data is the read
+// loop's buffer).
+func plainWSMessage(data []byte) (wsMessage, bool) {
+	if len(data) == 0 || data[0] != '{' {
+		return wsMessage{}, false
+	}
+	data = bytes.Clone(data)
+	s := jsonscan.Scanner{B: data}
+	var m wsMessage
+	ok := s.Object(keysWSMessage, func(k int) bool {
+		switch k {
+		case 0:
+			s.WS()
+			start := s.I
+			var ok bool
+			if s.Peek() == '"' {
+				_, ok = s.Plain()
+			} else {
+				_, ok = s.Int()
+			}
+			m.ID = json.RawMessage(data[start:s.I:s.I])
+			return ok
+		case 1:
+			v, ok := s.Plain()
+			m.Method = string(v)
+			return ok
+		default:
+			m.Params = &wsParams{}
+			return s.Object(keysWSParams, func(k int) bool {
+				if k == 0 {
+					v, ok := s.Plain()
+					m.Params.Path = string(v)
+					return ok
+				}
+				v, ok := s.Skip()
+				m.Params.Input = json.RawMessage(v[:len(v):len(v)])
+				return ok
+			})
+		}
+	})
+	if !ok || !s.End() || m.ID == nil || m.Method == "" || m.Params == nil {
+		return wsMessage{}, false
+	}
+	return m, true
 }

@@ -92,6 +92,7 @@ type runFlags struct {
 	pages, perPage      int
 	nodes, burst        int
 	model               string
+	commands            string
 	rate, startRate     float64
 	stages              []string
 	editors             int
@@ -173,6 +174,7 @@ PostgreSQL of --dsn, else one from "kbkit pg up"'s providers
 	fl.IntVar(&f.nodes, "nodes", 0, "nodes each page starts with (default: the workload's)")
 	fl.IntVar(&f.burst, "burst", 0, "keystrokes per typing burst (default: the workload's)")
 	fl.StringVar(&f.model, "model", "", "open or closed (default: open with --rate or --stage, else closed)")
+	fl.StringVar(&f.commands, "commands", "http", "how editors send commands: http (a POST each) or ws (a mutation on the window's WebSocket)")
 	fl.Float64Var(&f.rate, "rate", 0, "open model: operations per second of the whole run")
 	fl.StringArrayVar(&f.stages, "stage", nil, "open model: ramp to RATE over DURATION, e.g. 10s:50,20s:200 (repeatable)")
 	fl.Float64Var(&f.startRate, "start-rate", 0, "open model: rate the first stage ramps from")
@@ -238,7 +240,7 @@ func buildConfig(f runFlags) (loadgen.Config, error) {
 	if f.burst > 0 {
 		spec.Burst = f.burst
 	}
-	cfg := loadgen.Config{Workload: spec, Model: f.model, Editors: f.editors, Think: f.think,
+	cfg := loadgen.Config{Workload: spec, Model: f.model, Commands: f.commands, Editors: f.editors, Think: f.think,
 		Duration: f.duration, Warmup: f.warmup, Drain: f.drain, Devices: f.devices, Seed: f.seed, RunID: f.runID}
 	var stages []loadgen.Stage
 	for _, s := range f.stages {
@@ -271,6 +273,9 @@ func buildConfig(f runFlags) (loadgen.Config, error) {
 	}
 	if cfg.Model == loadgen.Open && f.think > 0 {
 		return cfg, errors.New("--think belongs to the closed model")
+	}
+	if cfg.Commands != loadgen.CommandsHTTP && cfg.Commands != loadgen.CommandsWS {
+		return cfg, fmt.Errorf("--commands %q: http or ws", cfg.Commands)
 	}
 	if cfg.Shard, err = loadgen.ParseShard(f.shard); err != nil {
 		return cfg, err

@@ -73,6 +73,8 @@ func TestBadInvocationsExit2(t *testing.T) {
 		{"run", "--workload", "nope"},
 		{"run", "--rate", "10", "--stage", "1s:5"},
 		{"run", "--model", "closed", "--rate", "10"},
+		{"run", "--commands", "grpc"},
+		{"run", "--commands", ""},
 		{"run", "--shard", "2/2"},
 		{"run", "--shard", "0/2", "--server", "http://127.0.0.1:1", "--token", "x"}, // no --run-id
 		{"run", "--server", "http://127.0.0.1:1"},                                   // no --token

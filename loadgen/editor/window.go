@@ -41,6 +41,9 @@ type Options struct {
 	// Data is the driver's own, for Data (e.g. the JS object of the
 	// window, for the tags of its samples).
 	Data any
+	// CommandsOnSocket sends the commands on the window's WebSocket
+	// (client.WindowOptions).
+	CommandsOnSocket bool
 }
 
 // Open opens page pageID as a client does (client.OpenWindow) and
@@ -49,7 +52,8 @@ func (s *Session) Open(ctx context.Context, c *client.Client, pageID string, o O
 	w := &Window{s: s, pg: s.Page(pageID), rec: o.Recorder, tap: o.Tap, data: o.Data}
 	w.workload.Store(&o.Workload)
 	cw, err := client.OpenWindow(ctx, c, pageID,
-		client.WindowOptions{DeviceID: o.DeviceID, WaitForPage: o.WaitForPage, Observer: (*observer)(w)})
+		client.WindowOptions{DeviceID: o.DeviceID, WaitForPage: o.WaitForPage, Observer: (*observer)(w),
+			CommandsOnSocket: o.CommandsOnSocket})
 	if err != nil {
 		w.fail("open", time.Now())
 		return nil, err

@@ -17,8 +17,12 @@ const Version = 1
 
 // RunInfo describes the run that produced a result.
 type RunInfo struct {
-	Workload       string  `json:"workload"`
-	Model          string  `json:"model"` // open or closed
+	Workload string `json:"workload"`
+	Model    string `json:"model"` // open or closed
+	// Commands is the editors' transport for commands: "http" or "ws"
+	// (a mutation on the window's WebSocket); empty in results written
+	// before it was recorded, which were all http.
+	Commands       string  `json:"commands,omitempty"`
 	Rate           float64 `json:"rate,omitempty"`
 	Stages         string  `json:"stages,omitempty"`
 	Editors        int     `json:"editors"`

@@ -64,8 +64,11 @@ func Describe(r *metrics.Result) string {
 		dur += " after " + ri.Warmup + " of warm-up"
 	}
 	gen := ""
+	if ri.Commands == "ws" {
+		gen = ", commands on the windows' WebSockets"
+	}
 	if ri.Generator != "" {
-		gen = ", driven by " + ri.Generator
+		gen += ", driven by " + ri.Generator
 	}
 	return fmt.Sprintf("%s, %s, %s, %s × %d windows, %s against %s (shards %s)%s",
 		ri.Workload, model, plural(ri.Editors, "editor"), plural(ri.Pages, "page"), ri.WindowsPerPage,

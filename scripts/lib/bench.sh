@@ -283,7 +283,7 @@ loadgen_phase() {
     target=(--server "$URL" --token "$TOKEN")
   fi
   KBKIT_PG=dsn $KBKIT loadgen run --quiet --verbose --duration "${PHASE}s" --warmup "${WARMUP}s" "${target[@]}" \
-    --json "${RO:-$OUT}/$name.json" --html "${RO:-$OUT}/$name.html" --cpuprofile "${RO:-$OUT}/$name.pprof" "$@" >"${RO:-$OUT}/$name.txt" 2>"${RO:-$OUT}/$name.log" &
+    --commands "${COMMANDS:-http}" --json "${RO:-$OUT}/$name.json" --html "${RO:-$OUT}/$name.html" --cpuprofile "${RO:-$OUT}/$name.pprof" "$@" >"${RO:-$OUT}/$name.txt" 2>"${RO:-$OUT}/$name.log" &
   local gen=$! profiled= scraped=
   # Poll the generator's log until the server's profile is started and the
   # first scrape taken, then only wait: a poll forks (grep, sleep), which

@@ -128,6 +128,12 @@ type Outcome struct {
 	Rejected *kbcore.Rejection `json:"rejected,omitempty"`
 	// Duplicate says the id was decided before; this is the original outcome.
 	Duplicate bool `json:"-"`
+	// Log is what the transaction that committed the command logged on
+	// its page, in seq order, up to the command's own entries: the
+	// events a subscriber of the page gets for them, which a server may
+	// send with the answer (server/ws_echo.go). Nil for a rejection or a
+	// duplicate. Shared: read only.
+	Log []Entry `json:"-"`
 }
 
 // Store is safe for concurrent use.

@@ -1,0 +1,94 @@
+package server
+
+import (
+	"strconv"
+	"sync/atomic"
+
+	"github.com/subspace/kbkit/internal/wsframe"
+	"github.com/subspace/kbkit/server/dispatch"
+	"github.com/subspace/kbkit/server/store"
+	"github.com/subspace/kbkit/wire"
+)
+
+// A window that sends its commands on its socket (spec/PROTOCOL.md
+// section 5.1) gets two messages per command there: the reply and, on
+// its kb.onPage subscription, the command's event. The hub delivers the
+// events of a group transaction once the next transaction is sent (the
+// store's late hooks), so reply and event would go out in two writes on
+// the server and be two reads in the client. Instead, the reply to a
+// committed command carries on with the events the socket's subscription
+// of the page is owed up to that command's: what the transaction logged
+// on the page (store.Outcome.Log), queued right after the reply when they
+// follow the subscription's last seq without a gap. The hub's delivery of
+// the same seqs then finds them queued (wsSub.Live skips a seq at or below
+// the subscription's last). Nothing is held back: without a subscription
+// of the page, or with a gap, the reply goes alone and the hub sends the
+// events.
+
+// wsEchoes counts the events queued with a reply.
+var wsEchoes atomic.Int64
+
+// committedCommand is kb.command's answer with the page it was on and the
+// transaction's log of that page, for the WebSocket's reply; its JSON is
+// the wire.CommandResult's.
+type committedCommand struct {
+	wire.CommandResult
+	page string
+	log  []store.Entry
+}
+
+// answerCommand queues the reply to a committed kb.command call, and the
+// events its socket's subscription of the page is owed up to the
+// command's.
+func (c *wsConn) answerCommand(m wsMessage, r committedCommand) {
+	msg := outMsg{op: wsframe.OpText, a: commandReply(m, r.CommandResult)}
+	if msg.a == nil {
+		msg.a = c.encode(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "data", Data: r.CommandResult}})
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.enqueueLocked(msg) || len(r.log) == 0 {
+		return
+	}
+	for _, sub := range c.subs {
+		if sub.path != wire.PathOnPage || sub.pageID != r.page || !sub.started || sub.ended || sub.dropped || sub.hs == nil {
+			continue
+		}
+		for i := range r.log {
+			e := &r.log[i]
+			if e.Seq <= sub.last {
+				continue
+			}
+			if e.Seq != sub.last+1 {
+				break // a gap: the hub sends the rest
+			}
+			ev := &dispatch.Event{PageID: r.page, Entry: *e}
+			c.enqueueLocked(outMsg{op: wsframe.OpText, event: true, a: sub.prefix, b: encodePageEvent(ev)})
+			sub.last = e.Seq
+			wsEchoes.Add(1)
+		}
+	}
+}
+
+// commandReply is the reply to a committed kb.command call as
+// c.encode writes it, without reflection, for the usual request id (a
+// number); nil otherwise.
+func commandReply(m wsMessage, r wire.CommandResult) []byte {
+	if m.JSONRPC != "" || len(m.ID) == 0 || len(m.ID) > 18 {
+		return nil
+	}
+	for _, ch := range m.ID {
+		if ch < '0' || ch > '9' {
+			return nil
+		}
+	}
+	b := make([]byte, 0, 64)
+	b = append(b, `{"id":`...)
+	b = append(b, m.ID...)
+	b = append(b, `,"result":{"type":"data","data":{"seq":`...)
+	b = strconv.AppendInt(b, r.Seq, 10)
+	if r.Duplicate {
+		b = append(b, `,"duplicate":true`...)
+	}
+	return append(b, `}}}`...)
+}
