@@ -130,8 +130,9 @@ type WindowOptions struct {
 	// the window's WebSocket (spec/PROTOCOL.md section 5.1), as tRPC's
 	// WebSocket link does, instead of HTTP POSTs: one connection and
 	// one message less per command. A command whose socket ends before
-	// its answer is undecided and sent again (on the next socket).
-	// Resends after a refetch go over HTTP: they are made on the
+	// its answer is undecided and sent again: on the next socket, or
+	// over HTTP while there is none (a resubscription, a closed window).
+	// Resends after a refetch go over HTTP too: they are made on the
 	// socket's reader, which must stay free to read their answers.
 	CommandsOnSocket bool
 }
@@ -373,10 +374,10 @@ func (w *Window) attempt(ctx context.Context, env kbcore.Envelope, resend bool) 
 		defer cancel()
 	}
 	a := Attempt{Env: env, From: time.Now(), Resend: resend}
-	if w.opts.CommandsOnSocket && !resend {
-		w.mu.Lock()
-		sub := w.sub
-		w.mu.Unlock()
+	w.mu.Lock()
+	sub := w.sub
+	w.mu.Unlock()
+	if w.opts.CommandsOnSocket && !resend && sub.open() {
 		a.Ack, a.Rej, a.Err = w.c.SubmitOn(actx, sub, env)
 	} else {
 		a.Ack, a.Rej, a.Err = w.c.Submit(actx, env)

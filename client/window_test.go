@@ -505,3 +505,22 @@ func TestSubmitOnAnEndedSocket(t *testing.T) {
 		t.Fatalf("resent: seq %d, rejection %v, err %v", seq, rej, err)
 	}
 }
+
+// A window with CommandsOnSocket whose socket is gone (here: closed) sends
+// over HTTP instead of waiting for a socket that will not come back.
+func TestWindowCommandsOnSocketWithoutASocket(t *testing.T) {
+	f := setup(t)
+	a := f.openWith(t, 0, client.WindowOptions{CommandsOnSocket: true})
+	env, _, ok := a.Local(func(kbcore.Doc) kbcore.Command {
+		return cmd(uuid.NewString(), kbcore.TypeEditText, map[string]any{"node": "n", "text": "after close"})
+	})
+	if !ok {
+		t.Fatal("the window refused the edit")
+	}
+	a.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if seq, rej, err := a.Send(ctx, env); err != nil || rej != nil || seq != 3 {
+		t.Fatalf("seq %d, rejection %v, err %v; want it committed over HTTP", seq, rej, err)
+	}
+}

@@ -73,6 +73,13 @@ func (s *Subscription) call(ctx context.Context, method, path string, input []by
 	}
 }
 
+// open reports whether the socket still reads (calls can be made on it).
+func (s *Subscription) open() bool {
+	s.callMu.Lock()
+	defer s.callMu.Unlock()
+	return !s.ended
+}
+
 func (s *Subscription) dropCall(id int64) {
 	s.callMu.Lock()
 	delete(s.calls, id)
