@@ -655,6 +655,10 @@ func TestLocalNotificationsReadNoLog(t *testing.T) {
 	// notification's grace is TestLocalGraceIsPerNotification's).
 	h.grace = time.Second
 	startHub(t, h)
+	// A listener that connects after the first commits notes the head
+	// from its first check, without a grace, and reads the log (as in
+	// TestLocalGraceIsPerNotification).
+	waitListening(t, st)
 	sub := subscribe(t, h, page, 2)
 	waitIdle(t, h, page)
 	reads := h.logReads.Load()
