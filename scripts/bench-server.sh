@@ -119,7 +119,7 @@ SERVER=${SERVER:-serve}
 STRICT=${STRICT:-0}
 ATTEMPTS=${ATTEMPTS:-3}
 [[ $ATTEMPTS =~ ^[1-9][0-9]*$ ]] || { echo "bench-server: ATTEMPTS is the most runs of a round the machine paused in: a whole number from 1, not '$ATTEMPTS'" >&2; exit 2; }
-COMMANDS=${COMMANDS:-http}
+COMMANDS=${COMMANDS-http}
 [[ $COMMANDS == http || $COMMANDS == ws ]] || { echo "bench-server: COMMANDS is how the windows send their commands: http or ws, not '$COMMANDS'" >&2; exit 2; }
 export COMMANDS
 PHASES=${PHASES:-many-pages hot-page fanout fanout-2000 idle}

@@ -12,8 +12,8 @@
 #  2. a second run into the same OUT (one round of 1 s, the windows'
 #     commands on their WebSockets: COMMANDS=ws) replaces the first's
 #     files and round directories, and its load says how it sent them;
-#  3. ATTEMPTS=0 and COMMANDS=grpc are refused (exit 2) before anything
-#     runs.
+#  3. ATTEMPTS=0, COMMANDS=grpc and an empty COMMANDS are refused (exit
+#     2) before anything runs.
 #
 # Needs what make bench-server needs: Go, PostgreSQL 15 and pgbench, jq.
 set -euo pipefail
@@ -45,7 +45,9 @@ jq -e '.run.commands == "ws" and .counts.committed > 0' "$WORK/bench-server/many
 
 if ATTEMPTS=0 OUT=$WORK bash scripts/bench-server.sh >"$WORK/run3.log" 2>&1; then die "ATTEMPTS=0 was taken"; fi
 grep -q "ATTEMPTS is" "$WORK/run3.log" || die "ATTEMPTS=0 refused without saying why: $(cat "$WORK/run3.log")"
-if COMMANDS=grpc OUT=$WORK bash scripts/bench-server.sh >"$WORK/run4.log" 2>&1; then die "COMMANDS=grpc was taken"; fi
-grep -q "COMMANDS is" "$WORK/run4.log" || die "COMMANDS=grpc refused without saying why: $(cat "$WORK/run4.log")"
+for c in grpc ""; do
+  if COMMANDS=$c OUT=$WORK bash scripts/bench-server.sh >"$WORK/run4.log" 2>&1; then die "COMMANDS='$c' was taken"; fi
+  grep -q "COMMANDS is" "$WORK/run4.log" || die "COMMANDS='$c' refused without saying why: $(cat "$WORK/run4.log")"
+done
 
 say "passed in $(($(date +%s) - START)) s"

@@ -312,12 +312,19 @@ func marshalWire(v any) ([]byte, error) {
 // appendCommandAnswer appends {"result":{"data":{"seq":N[,"duplicate":true]}}}
 // and a newline.
 func appendCommandAnswer(b []byte, r wire.CommandResult) []byte {
-	b = append(b, `{"result":{"data":{"seq":`...)
+	b = appendCommandData(append(b, `{"result":{"data":`...), r)
+	return append(b, "}}\n"...)
+}
+
+// appendCommandData appends kb.command's data, {"seq":N[,"duplicate":true]},
+// as json.Marshal writes it.
+func appendCommandData(b []byte, r wire.CommandResult) []byte {
+	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, r.Seq, 10)
 	if r.Duplicate {
 		b = append(b, `,"duplicate":true`...)
 	}
-	return append(b, "}}}\n"...)
+	return append(b, '}')
 }
 
 func isWebSocketUpgrade(r *http.Request) bool {

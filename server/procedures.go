@@ -166,7 +166,7 @@ func (s *Server) command(ctx context.Context, dev store.Device, input json.RawMe
 	default:
 		s.metrics.commands.WithLabelValues("committed").Inc()
 	}
-	return committedCommand{CommandResult: wire.CommandResult{Seq: out.Seq, Duplicate: out.Duplicate}, page: env.PageID, log: out.Log}, nil
+	return committedCommand{CommandResult: wire.CommandResult{Seq: out.Seq, Duplicate: out.Duplicate}, page: env.PageID, log: out.PageLog}, nil
 }
 
 // parseEnvelope validates a kb.command input against

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"strconv"
 	"sync/atomic"
 
 	"github.com/subspace/kbkit/internal/wsframe"
@@ -18,7 +17,7 @@ import (
 // the server and be two reads in the client. Instead, the reply to a
 // committed command carries on with the events the socket's subscription
 // of the page is owed up to that command's: what the transaction logged
-// on the page (store.Outcome.Log), queued right after the reply when they
+// on the page (store.Outcome.PageLog), queued right after the reply when they
 // follow the subscription's last seq without a gap. The hub's delivery of
 // the same seqs then finds them queued (wsSub.Live skips a seq at or below
 // the subscription's last). Nothing is held back: without a subscription
@@ -28,13 +27,13 @@ import (
 // wsEchoes counts the events queued with a reply.
 var wsEchoes atomic.Int64
 
-// committedCommand is kb.command's answer with the page it was on and the
-// transaction's log of that page, for the WebSocket's reply; its JSON is
-// the wire.CommandResult's.
+// committedCommand is kb.command's answer with the page it was on and
+// what its transaction logged there (store.Outcome.PageLog, read only by
+// the WebSocket's reply); its JSON is the wire.CommandResult's.
 type committedCommand struct {
 	wire.CommandResult
 	page string
-	log  []store.Entry
+	log  func(page string) []store.Entry
 }
 
 // answerCommand queues the reply to a committed kb.command call, and the
@@ -47,15 +46,19 @@ func (c *wsConn) answerCommand(m wsMessage, r committedCommand) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.enqueueLocked(msg) || len(r.log) == 0 {
+	if !c.enqueueLocked(msg) {
 		return
 	}
+	var log []store.Entry // read from the outcome once a subscription wants it
 	for _, sub := range c.subs {
 		if sub.path != wire.PathOnPage || sub.pageID != r.page || !sub.started || sub.ended || sub.dropped || sub.hs == nil {
 			continue
 		}
-		for i := range r.log {
-			e := &r.log[i]
+		if log == nil && r.log != nil {
+			log = r.log(r.page)
+		}
+		for i := range log {
+			e := &log[i]
 			if e.Seq <= sub.last {
 				continue
 			}
@@ -85,10 +88,6 @@ func commandReply(m wsMessage, r wire.CommandResult) []byte {
 	b := make([]byte, 0, 64)
 	b = append(b, `{"id":`...)
 	b = append(b, m.ID...)
-	b = append(b, `,"result":{"type":"data","data":{"seq":`...)
-	b = strconv.AppendInt(b, r.Seq, 10)
-	if r.Duplicate {
-		b = append(b, `,"duplicate":true`...)
-	}
-	return append(b, `}}}`...)
+	b = appendCommandData(append(b, `,"result":{"type":"data","data":`...), r)
+	return append(b, `}}`...)
 }

@@ -112,7 +112,7 @@ func TestWSReplyCarriesItsEvents(t *testing.T) {
 	id := uuid.NewString()
 	logged := store.Entry{Seq: 3, Cmd: kbcore.Command{ID: id, Type: "edit-text", Payload: json.RawMessage(`{"node":"n","text":"x"}`)}}
 	writes, frames := wsWrites.Load(), wsFrames.Load()
-	sc.answerCommand(wsMessage{ID: json.RawMessage("7")}, committedCommand{CommandResult: wire.CommandResult{Seq: 3}, page: page, log: []store.Entry{logged}})
+	sc.answerCommand(wsMessage{ID: json.RawMessage("7")}, committedCommand{CommandResult: wire.CommandResult{Seq: 3}, page: page, log: logOf(logged)})
 	if r := w.reply(); string(r.ID) != "7" || r.Result == nil || string(r.Result.Data) != `{"seq":3}` {
 		t.Fatalf("want the reply of 7 first, got %s", mustJSON(r))
 	}
@@ -141,7 +141,7 @@ func TestWSReplyCarriesItsEvents(t *testing.T) {
 	// goes alone.
 	frames = wsFrames.Load()
 	sc.answerCommand(wsMessage{ID: json.RawMessage("8")}, committedCommand{CommandResult: wire.CommandResult{Seq: 6}, page: page,
-		log: []store.Entry{{Seq: 6, Cmd: logged.Cmd}}})
+		log: logOf(store.Entry{Seq: 6, Cmd: logged.Cmd})})
 	if r := w.reply(); string(r.ID) != "8" {
 		t.Fatalf("want the reply of 8, got %s", mustJSON(r))
 	}
@@ -237,6 +237,11 @@ func closedLoop(w *rawWS, c client, page string, n, each, total int) error {
 	return nil
 }
 
+// logOf is a committed command's log of its page made of entries.
+func logOf(entries ...store.Entry) func(string) []store.Entry {
+	return func(string) []store.Entry { return entries }
+}
+
 // serverConn is the server's side of w.
 func serverConn(t *testing.T, in *instance, w *rawWS) *wsConn {
 	t.Helper()
@@ -312,5 +317,26 @@ func TestRequestID(t *testing.T) {
 		if ok != want || (ok && got != strings.TrimSpace(id)) {
 			t.Errorf("%s: %q %v, want %v", id, got, ok, want)
 		}
+	}
+}
+
+// commandReply writes what the reflective encoding of the reply writes,
+// or declines.
+func TestCommandReply(t *testing.T) {
+	for _, id := range []string{`7`, `123456789012345678`, `"a"`, `-1`, `1.5`} {
+		for _, r := range []wire.CommandResult{{Seq: 3}, {Seq: 9007199254740993, Duplicate: true}} {
+			m := wsMessage{ID: json.RawMessage(id)}
+			fast := commandReply(m, r)
+			if fast == nil {
+				continue
+			}
+			slow, err := marshalWire(wsResponse{ID: m.ID, Result: &wsResult{Type: "data", Data: r}})
+			if err != nil || string(fast) != string(slow) {
+				t.Errorf("id %s, %+v: %s, want %s (%v)", id, r, fast, slow, err)
+			}
+		}
+	}
+	if commandReply(wsMessage{ID: json.RawMessage(`7`)}, wire.CommandResult{Seq: 3}) == nil {
+		t.Error("a numeric id is not written by the fast path")
 	}
 }

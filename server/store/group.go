@@ -525,7 +525,6 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request, optimistic bool)
 		}
 	}
 	var entries []pageEntry
-	logs := map[string][]Entry{} // what the group logs, by page
 	g.outs = make([]Outcome, 0, len(reqs))
 	g.errs = make([]error, 0, len(reqs))
 	decide := func(o Outcome, err error) {
@@ -575,14 +574,11 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request, optimistic bool)
 			return g, err
 		}
 		entries = append(entries, w.entries...)
-		for _, e := range w.entries {
-			logs[e.page] = append(logs[e.page], e.entry)
-		}
 		pw := rows.pages[page]
 		first.docs[page] = pw.doc
 		first.heads[page] = head{ws: h.ws, seq: pw.seq, ok: true}
 		decided[key] = decision{out: Outcome{Seq: w.originSeq, Duplicate: true}, page: page, device: r.dev.DeviceID}
-		decide(Outcome{Seq: w.originSeq, Log: logs[page]}, nil)
+		decide(Outcome{Seq: w.originSeq, logged: entries}, nil)
 	}
 	if len(rows.log.id) == 0 && len(rows.rej.id) == 0 {
 		return g, nil // nothing to write (t.end rolls back)

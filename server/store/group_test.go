@@ -213,7 +213,7 @@ func hotPage(t *testing.T, chaos bool) {
 		if err := checkLog(s.env, o); err != nil {
 			t.Fatal(err)
 		}
-		o.Duplicate, o.Log = false, nil
+		o.Duplicate, o.logged = false, nil
 		if f, ok := first[s.env.ID]; ok {
 			if !reflect.DeepEqual(f, o) {
 				t.Fatalf("id %s: outcomes %+v and %+v", s.env.ID, f, o)
@@ -647,31 +647,32 @@ func BenchmarkHotPage(b *testing.B) {
 	}
 }
 
-// withoutLog is o without its Log, which the group and the lone paths
-// fill differently (a group's holds the other commands it logged on the
-// page before this one).
-func withoutLog(o Outcome) Outcome { o.Log = nil; return o }
+// withoutLog is o without what its transaction logged, which the group
+// and the lone paths hold differently (a group's holds the other
+// commands it logged before this one).
+func withoutLog(o Outcome) Outcome { o.logged = nil; return o }
 
-// checkLog checks a committed command's Log: consecutive seqs on its
-// page, the command's own entry among them at its seq. A duplicate or a
+// checkLog checks a committed command's PageLog of its page: consecutive
+// seqs, the command's own entry among them at its seq. A duplicate or a
 // rejection has none.
 func checkLog(env kbcore.Envelope, o Outcome) error {
+	log := o.PageLog(env.PageID)
 	if o.Duplicate || o.Rejected != nil || o.Seq == 0 {
-		if o.Log != nil {
+		if o.logged != nil {
 			return fmt.Errorf("id %s: %+v has a log", env.ID, o)
 		}
 		return nil
 	}
 	own := false
-	for _, e := range o.Log {
+	for _, e := range log {
 		own = own || (e.Seq == o.Seq && e.Cmd.ID == env.ID)
 	}
 	if !own {
-		return fmt.Errorf("id %s: seq %d, log %+v: want the command's entry", env.ID, o.Seq, o.Log)
+		return fmt.Errorf("id %s: seq %d, log %+v: want the command's entry", env.ID, o.Seq, log)
 	}
-	for i := 1; i < len(o.Log); i++ {
-		if o.Log[i].Seq != o.Log[i-1].Seq+1 {
-			return fmt.Errorf("id %s: log seqs %d then %d", env.ID, o.Log[i-1].Seq, o.Log[i].Seq)
+	for i := 1; i < len(log); i++ {
+		if log[i].Seq != log[i-1].Seq+1 {
+			return fmt.Errorf("id %s: log seqs %d then %d", env.ID, log[i-1].Seq, log[i].Seq)
 		}
 	}
 	return nil

@@ -128,12 +128,26 @@ type Outcome struct {
 	Rejected *kbcore.Rejection `json:"rejected,omitempty"`
 	// Duplicate says the id was decided before; this is the original outcome.
 	Duplicate bool `json:"-"`
-	// Log is what the transaction that committed the command logged on
-	// its page, in seq order, up to the command's own entries: the
-	// events a subscriber of the page gets for them, which a server may
-	// send with the answer (server/ws_echo.go). Nil for a rejection or a
-	// duplicate. Shared: read only.
-	Log []Entry `json:"-"`
+	// logged is what the transaction that committed the command logged,
+	// on every page, up to the command's own entries (a slice of the
+	// transaction's entries, shared, read only: PageLog filters it when
+	// asked, so the command transaction spends nothing on it); nil for a
+	// rejection or a duplicate.
+	logged []pageEntry
+}
+
+// PageLog is what the transaction that committed the command logged on
+// page, in seq order, up to the command's own entries: the events a
+// subscriber of the page gets for them, which a server may send with the
+// answer (server/ws_echo.go). Nil for a rejection or a duplicate.
+func (o Outcome) PageLog(page string) []Entry {
+	var log []Entry
+	for _, e := range o.logged {
+		if e.page == page {
+			log = append(log, e.entry)
+		}
+	}
+	return log
 }
 
 // Store is safe for concurrent use.

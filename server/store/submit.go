@@ -169,7 +169,7 @@ func (s *Store) submitOnce(ctx context.Context, dev Device, env kbcore.Envelope,
 	}
 	w.rows.remember(s)
 	s.committed(w.entries)
-	return Outcome{Seq: w.originSeq, Log: pageLog(w.entries, env.PageID)}, nil
+	return Outcome{Seq: w.originSeq, logged: w.entries}, nil
 }
 
 // ---- pipelined transactions ----
@@ -712,15 +712,4 @@ func (w *writer) page(e kbcore.Effect, res kbcore.Result, seq int64) {
 			w.batch.Queue(`INSERT INTO aliases (workspace_id, page_id, ord, alias) VALUES ($1, $2, $3, $4)`, w.ws, p.ID, i, a)
 		}
 	}
-}
-
-// pageLog is the entries on page, in order.
-func pageLog(entries []pageEntry, page string) []Entry {
-	var log []Entry
-	for _, e := range entries {
-		if e.page == page {
-			log = append(log, e.entry)
-		}
-	}
-	return log
 }
