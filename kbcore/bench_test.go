@@ -108,3 +108,30 @@ func BenchmarkWindowLocal(b *testing.B) {
 		w.Echo(seq, kbcore.Command{ID: id, Type: kbcore.TypeEditText, Payload: json.RawMessage(`{"node":"g0k5","text":"typed"}`)})
 	}
 }
+
+// BenchmarkWindowRejectAfterLongHistory is a rejection of an own command
+// in a window that already made 100,000 (each an undo entry): the
+// rejection forgets the command's entries, which are at the top of the
+// history, without comparing its id with every entry below them.
+func BenchmarkWindowRejectAfterLongHistory(b *testing.B) {
+	d := benchDoc(b, 20)
+	b.ReportAllocs()
+	w := kbcore.NewWindow(d, 1)
+	seq := int64(1)
+	edit := func(id string) kbcore.Command {
+		return kbcore.Command{ID: id, Type: kbcore.TypeEditText, Payload: json.RawMessage(`{"node":"g0k5","text":"typed"}`)}
+	}
+	for range 100_000 {
+		seq++
+		id := fmt.Sprintf("c%d", seq)
+		w.Local(edit(id))
+		w.Echo(seq, edit(id))
+	}
+	n := 0
+	for b.Loop() {
+		n++
+		id := fmt.Sprintf("r%d", n)
+		w.Local(edit(id))
+		w.Reject(id, "node-not-found")
+	}
+}

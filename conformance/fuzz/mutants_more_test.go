@@ -45,7 +45,7 @@ var moreMutants = []mutant{
 	{"duplicate-echo-applied", "window", "window", "kbcore/window.go",
 		"case seq <= w.seq:", "case seq < w.seq:"},
 	{"new-edit-keeps-redo", "window", "window", "kbcore/window.go",
-		"w.redo = nil // a new edit ends the redo history", "// a new edit keeps the redo history"},
+		"w.redo.clear() // a new edit ends the redo history", "// a new edit keeps the redo history"},
 	{"unmerge-drops-title-only", "planner", "planner", "kbcore/plan.go",
 		"if !contains(names, a) {", "if !contains(names[:1], a) {"},
 	{"tag-after-tab-or-newline", "tokenizer", "tokenizer", "kbcore/token/token.go",
