@@ -16,8 +16,10 @@ import (
 // store's late hooks), so reply and event would go out in two writes on
 // the server and be two reads in the client. Instead, the reply to a
 // committed command carries on with the events the socket's subscription
-// of the page is owed up to that command's: what the transaction logged
-// on the page (store.Outcome.PageLog), queued right after the reply when they
+// of the page is owed from its transaction: what the transaction logged
+// on the page (store.Outcome.PageLog: the commands decided before and
+// after it in its group too, so that on a hot page each socket gets one
+// write per group), queued right after the reply when they
 // follow the subscription's last seq without a gap. The hub's delivery of
 // the same seqs then finds them queued (wsSub.Live skips a seq at or below
 // the subscription's last). Nothing is held back: without a subscription
@@ -37,8 +39,8 @@ type committedCommand struct {
 }
 
 // answerCommand queues the reply to a committed kb.command call, and the
-// events its socket's subscription of the page is owed up to the
-// command's.
+// events its socket's subscription of the page is owed from the
+// command's transaction.
 func (c *wsConn) answerCommand(m wsMessage, r committedCommand) {
 	msg := outMsg{op: wsframe.OpText, a: commandReply(m, r.CommandResult)}
 	if msg.a == nil {

@@ -96,7 +96,7 @@ func (w *rawWS) quiet(d time.Duration) {
 }
 
 // The reply to a committed command carries on with the events its
-// socket's subscription of the page is owed up to the command's, in the
+// socket's subscription of the page is owed from its transaction, in the
 // same write; the dispatcher's delivery of those seqs then sends nothing
 // more, and a log with a gap after the subscription's last seq is left to
 // the dispatcher.

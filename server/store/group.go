@@ -610,5 +610,14 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request, optimistic bool)
 	}
 	rows.remember(s)
 	g.entries = entries
+	// Every committed command's outcome carries the whole transaction's
+	// log, not only what precedes its own entries: a socket that
+	// subscribes to the page gets all of it with the reply (one write
+	// per socket per group, server/ws_echo.go).
+	for i := range g.outs {
+		if g.outs[i].logged != nil {
+			g.outs[i].logged = entries
+		}
+	}
 	return g, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -399,6 +400,18 @@ func scenario(t *testing.T, st *Store, page string, dev, other Device, hook func
 	}
 	release()
 	wg.Wait()
+	// A group's committed commands each carry the whole transaction's
+	// log of the page: call 1's holds call 2's entry, decided after it in
+	// group 1 (without a hook, whose failures decide each call alone).
+	if s1, s2 := results[1].Out.Seq, results[2].Out.Seq; hook == nil && s1 > 0 && s2 > 0 {
+		var seqs []int64
+		for _, e := range results[1].Out.PageLog(page) {
+			seqs = append(seqs, e.Seq)
+		}
+		if !slices.Contains(seqs, s2) {
+			t.Errorf("call 1 (seq %d) has the log %v: want its group's, with call 2's seq %d", s1, seqs, s2)
+		}
+	}
 	log, err := st.Log(ctx, page, 0, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -113,15 +113,15 @@ type Outcome struct {
 	// Duplicate says the id was decided before; this is the original outcome.
 	Duplicate bool `json:"-"`
 	// logged is what the transaction that committed the command logged,
-	// on every page, up to the command's own entries (a slice of the
-	// transaction's entries, shared, read only: PageLog filters it when
+	// on every page, its own entries among them (the transaction's
+	// entries, shared, read only: PageLog filters it when
 	// asked, so the command transaction spends nothing on it); nil for a
 	// rejection or a duplicate.
 	logged []pageEntry
 }
 
 // PageLog is what the transaction that committed the command logged on
-// page, in seq order, up to the command's own entries: the events a
+// page, in seq order, the command's own entries among them: the events a
 // subscriber of the page gets for them, which a server may send with the
 // answer (server/ws_echo.go). Nil for a rejection or a duplicate.
 func (o Outcome) PageLog(page string) []Entry {
