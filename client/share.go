@@ -20,7 +20,12 @@ import (
 // Windows go one step further (window.go): the first to apply an event
 // records the server document before and after it, and the others, whose
 // document is that same value, take the result instead of applying the
-// command again (kbcore.Window.EchoShared).
+// command again (kbcore.Window.EchoShared). The first applies it holding
+// the event's lock, so that a window that reads the event meanwhile waits
+// for the result instead of applying the command at the same time: two
+// applications give equal documents that are not the same value, and
+// bringing the windows back to one value (kbcore.Window.AdoptServer)
+// compares whole documents.
 
 // ringSize is how many recent events a page keeps: subscriptions of one
 // page lag each other by a few events at most; one further behind just
@@ -32,6 +37,9 @@ type sharedEvent struct {
 	seq int64
 	raw []byte // the message as received
 	ev  Event
+	// private: the page's ring had a newer event in its slot (this
+	// subscription is that far behind), so no other window finds it.
+	private bool
 
 	// mu guards the documents: prev is the server document a window had
 	// before applying the event, next the one after (applied set).
@@ -41,20 +49,21 @@ type sharedEvent struct {
 	next    kbcore.Doc
 }
 
-// record keeps the first window's application of the event.
-func (e *sharedEvent) record(prev, next kbcore.Doc) {
-	e.mu.Lock()
-	if !e.applied {
-		e.prev, e.next, e.applied = prev, next, true
-	}
-	e.mu.Unlock()
-}
-
-// result is the recorded application, if any.
-func (e *sharedEvent) result() (prev, next kbcore.Doc, ok bool) {
+// apply returns the recorded application of the event (ok), or runs
+// first, the window's own application, which returns the documents
+// before and after it (applied: false if it applied nothing), and records
+// them. Callers hold their window's lock; none holds e's while taking a
+// window's.
+func (e *sharedEvent) apply(first func() (prev, next kbcore.Doc, applied bool)) (prev, next kbcore.Doc, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.prev, e.next, e.applied
+	if e.applied {
+		return e.prev, e.next, true
+	}
+	if p, n, applied := first(); applied {
+		e.prev, e.next, e.applied = p, n, true
+	}
+	return prev, next, false
 }
 
 type pageShare struct {
@@ -129,19 +138,27 @@ func (p *pageShare) lookup(seq int64, raw []byte) *sharedEvent {
 
 // store keeps a decoded event and its bytes (raw, which the entry owns
 // from now on) unless the ring holds a newer one in its slot, and returns
-// the entry the event carries.
+// the entry the event carries: the one another subscription stored
+// meanwhile for the same bytes (both missed it in lookup and decoded),
+// so that the page's windows still apply the event once.
 func (p *pageShare) store(ev Event, raw []byte) *sharedEvent {
 	e := &sharedEvent{seq: ev.Seq, raw: raw}
 	ev.shared = e
 	e.ev = ev
 	slot := ev.Seq % ringSize
 	if slot < 0 {
+		e.private = true
 		return e
 	}
 	p.mu.Lock()
-	if old := p.ring[slot]; old == nil || old.seq < ev.Seq {
+	defer p.mu.Unlock()
+	switch old := p.ring[slot]; {
+	case old == nil || old.seq < ev.Seq:
 		p.ring[slot] = e
+	case old.seq == ev.Seq && bytes.Equal(old.raw, raw):
+		return old
+	default:
+		e.private = true
 	}
-	p.mu.Unlock()
 	return e
 }

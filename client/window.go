@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/subspace/kbkit/kbcore"
@@ -47,6 +48,10 @@ type Window struct {
 	// (when its own is equal but not the same value, as after a
 	// snapshot): from then on their echoes are applied once for both.
 	adoptLeft int
+	// apart: the window's server document may be a value no other window
+	// of the page holds (it opened or refetched on its own snapshot, or
+	// applied an event alone); false once it takes another's.
+	apart bool
 
 	changed chan struct{} // a token after every applied event or settled command
 	done    chan struct{} // the reader goroutine ended
@@ -175,7 +180,7 @@ func OpenWindow(ctx context.Context, c *Client, pageID string, o WindowOptions) 
 	share := sharePage(pageID)
 	doc := share.snapshot(snap.Seq, snap.RawDoc, snap.Doc)
 	w := &Window{c: c, page: pageID, device: o.DeviceID, obs: o.Observer, opts: o, share: share,
-		w: kbcore.NewWindow(doc, snap.Seq), envs: map[string]kbcore.Envelope{}, adoptLeft: adoptTries,
+		w: kbcore.NewWindow(doc, snap.Seq), envs: map[string]kbcore.Envelope{}, adoptLeft: adoptTries, apart: true,
 		changed: make(chan struct{}, 1), done: make(chan struct{})}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.obs.Snapshot(snap.Seq, false)
@@ -509,6 +514,11 @@ func (w *Window) read() {
 // (each compares the documents) after the window's own came apart.
 const adoptTries = 4
 
+// docComparisonsInStep counts those attempts by windows that were not
+// apart: a window in step with the page's others never needs one (the
+// tests check).
+var docComparisonsInStep atomic.Int64
+
 func (w *Window) echo(ev Event) {
 	now := time.Now()
 	w.mu.Lock()
@@ -517,24 +527,30 @@ func (w *Window) echo(ev Event) {
 	if sh := ev.shared; sh != nil && ev.Seq == before+1 && !w.w.Awaiting() {
 		// The page's windows in this process apply the event once: the
 		// first records its documents, the others take them.
-		prev := w.w.Server()
-		if p, n, ok := sh.result(); ok {
+		p, n, ok := sh.apply(func() (kbcore.Doc, kbcore.Doc, bool) {
+			prev := w.w.Server()
+			acts = w.w.Echo(ev.Seq, ev.Cmd)
+			w.apart = w.apart || sh.private
+			return prev, w.w.Server(), w.w.Seq() == ev.Seq
+		})
+		if ok {
 			acts = w.w.EchoShared(ev.Seq, ev.Cmd, p, n)
-			if w.adoptLeft > 0 && !w.w.Server().Same(n) {
+			if w.w.Server().Same(n) {
+				w.apart = false
+			} else if w.adoptLeft > 0 {
+				if !w.apart {
+					docComparisonsInStep.Add(1)
+				}
 				if w.w.AdoptServer(n) {
-					w.adoptLeft = adoptTries
+					w.adoptLeft, w.apart = adoptTries, false
 				} else {
 					w.adoptLeft--
 				}
 			}
-		} else {
-			acts = w.w.Echo(ev.Seq, ev.Cmd)
-			if w.w.Seq() == ev.Seq {
-				sh.record(prev, w.w.Server())
-			}
 		}
 	} else {
 		acts = w.w.Echo(ev.Seq, ev.Cmd)
+		w.apart = true
 	}
 	applied := w.w.Seq() > before
 	if applied && len(w.envs) > 0 { // most echoes are of other windows' commands
@@ -580,7 +596,7 @@ func (w *Window) refetch() {
 		}
 	}
 	acts := w.w.Snapshot(doc, snap.Seq, snap.Outcomes)
-	w.adoptLeft = adoptTries // a document of its own again
+	w.adoptLeft, w.apart = adoptTries, true // a document of its own again
 	var resend []kbcore.Envelope
 	for _, a := range acts {
 		if env, ok := w.envs[a.ID]; ok && a.Kind == kbcore.ActionSend && a.ID != w.sending {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -522,5 +523,57 @@ func TestWindowCommandsOnSocketWithoutASocket(t *testing.T) {
 	defer cancel()
 	if seq, rej, err := a.Send(ctx, env); err != nil || rej != nil || seq != 3 {
 		t.Fatalf("seq %d, rejection %v, err %v; want it committed over HTTP", seq, rej, err)
+	}
+}
+
+// TestWindowsOfAPageApplyEachEventOnce: windows of one page in one
+// process, opened at the same seq and all sending at once, apply each
+// event once between them and keep one document value: none in step with
+// the others ever has to compare whole documents to take another's (two
+// subscriptions decoding the same event at the same time, or two windows
+// applying it at the same time, each made its own). A window whose reader
+// fell further behind than the page's ring applies events alone, and
+// compares once to rejoin; that is not counted.
+func TestWindowsOfAPageApplyEachEventOnce(t *testing.T) {
+	f := setup(t)
+	const windows, each = 6, 40
+	ws := make([]*client.Window, windows)
+	for i := range ws {
+		ws[i] = f.open(t, i%2, nil)
+	}
+	before := client.DocComparisonsInStep()
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range each {
+				env, code, ok := w.Local(func(kbcore.Doc) kbcore.Command {
+					return cmd(uuid.NewString(), kbcore.TypeEditText, map[string]any{"node": "n", "text": fmt.Sprint(i, " ", k)})
+				})
+				if !ok {
+					t.Errorf("window %d refused an edit: %s", i, code)
+					return
+				}
+				if _, rej, err := w.Send(context.Background(), env); err != nil || rej != nil {
+					t.Errorf("window %d: %v %v", i, err, rej)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	head := int64(2 + windows*each)
+	for _, w := range ws {
+		converge(t, w, head)
+	}
+	first, _ := ws[0].Server()
+	for i, w := range ws[1:] {
+		if d, _ := w.Server(); !d.Same(first) {
+			t.Errorf("window %d holds a document of its own", i+1)
+		}
+	}
+	if n := client.DocComparisonsInStep() - before; n != 0 {
+		t.Errorf("%d comparisons of whole documents by windows in step, want none", n)
 	}
 }
