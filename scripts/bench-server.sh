@@ -5,6 +5,7 @@
 #
 #   1. pgbench TPC-B, 8 clients   | kbkit loadgen many-pages: 1,000 pages, 8 writers, closed model
 #   2. pgbench TPC-B, 1 client    | kbkit loadgen hot-page:   1 page, 8 writers, closed model
+#      (the windows' commands on their WebSockets unless COMMANDS says otherwise)
 #      (pgbench runs before the load and again after it; a ratio's tps is
 #      the mean of the two, so that a slow spell of the shared machine
 #      that hits one side only moves the ratio by half, whichever side)
@@ -97,9 +98,12 @@
 # on the given server are dropped at exit), ROUNDS (default 1), ATTEMPTS
 # (default 3), IDLE_WINDOWS (counts, default
 # "5000 20000"), SERVER (serve or embedded), COMMANDS (how the generator's
-# windows send their commands: http, the default, a POST each; ws, a
+# windows send their commands in every phase: http, a POST each; ws, a
 # mutation on the window's WebSocket, whose reply the server writes with
-# the command's event), STRICT (1: exit 1 on a missed
+# the events of the command's transaction; unset, each phase its own: ws
+# on the hot page, where it costs the two processes about a seventh less
+# CPU per command, http elsewhere; loadgen/README, "One write per group
+# on a hot page"), STRICT (1: exit 1 on a missed
 # target; all: on a missed goal too), PHASES (the phases to run, default
 # all: "many-pages hot-page fanout fanout-2000 idle"; the checks of a phase
 # not run are left out). Each load leaves in OUT its JSON, text and HTML
@@ -119,9 +123,10 @@ SERVER=${SERVER:-serve}
 STRICT=${STRICT:-0}
 ATTEMPTS=${ATTEMPTS:-3}
 [[ $ATTEMPTS =~ ^[1-9][0-9]*$ ]] || { echo "bench-server: ATTEMPTS is the most runs of a round the machine paused in: a whole number from 1, not '$ATTEMPTS'" >&2; exit 2; }
-COMMANDS=${COMMANDS-http}
-[[ $COMMANDS == http || $COMMANDS == ws ]] || { echo "bench-server: COMMANDS is how the windows send their commands: http or ws, not '$COMMANDS'" >&2; exit 2; }
-export COMMANDS
+if [[ -v COMMANDS ]]; then
+  [[ $COMMANDS == http || $COMMANDS == ws ]] || { echo "bench-server: COMMANDS is how the windows send their commands: http or ws (or unset: each phase its own), not '$COMMANDS'" >&2; exit 2; }
+  export COMMANDS
+fi
 PHASES=${PHASES:-many-pages hot-page fanout fanout-2000 idle}
 want() { [[ " $PHASES " == *" $1 "* ]]; }
 export KBKIT_PG=${KBKIT_PG:-local}
@@ -212,9 +217,9 @@ run_round() {
   fi
 
   if want hot-page; then
-    echo "== 2. hot page: pgbench 1 client | loadgen 1 page, 8 writers, closed"
+    echo "== 2. hot page: pgbench 1 client | loadgen 1 page, 8 writers, closed, commands over ${COMMANDS:-ws}"
     pgbench_phase 1 pgbench-c1
-    loadgen_phase hot-page --workload hot-page --editors 8 --model closed
+    PHASE_COMMANDS=ws loadgen_phase hot-page --workload hot-page --editors 8 --model closed
     pgbench_phase 1 pgbench-c1-after
   fi
 

@@ -12,6 +12,8 @@
 #  2. a second run into the same OUT (one round of 1 s, the windows'
 #     commands on their WebSockets: COMMANDS=ws) replaces the first's
 #     files and round directories, and its load says how it sent them;
+#     without COMMANDS, many-pages sent them over HTTP (the first run)
+#     and the hot page sends them on the WebSockets (a third run);
 #  3. ATTEMPTS=0, COMMANDS=grpc and an empty COMMANDS are refused (exit
 #     2) before anything runs.
 #
@@ -34,6 +36,8 @@ for r in 1 2; do
   jq -e '.phases["many-pages"].counts_agree and .phases["many-pages"].rate > 0 and (.phases["many-pages"].paused_seconds | type == "number")' \
     "$WORK/bench-server/round-$r/results.json" >/dev/null || die "round $r: no many-pages load with agreeing counts"
 done
+jq -e '.run.commands == "http"' "$WORK/bench-server/round-1/many-pages.json" >/dev/null ||
+  die "without COMMANDS, many-pages did not send its commands over HTTP: $(jq -c .run "$WORK/bench-server/round-1/many-pages.json")"
 say "two rounds: many-pages ratio $(jq '.checks[] | select(.name == "many-pages ratio") | .value * 1000 | round / 1000' "$R"), ceilings $(jq -c '.checks[] | select(.name == "many-pages ratio") | .ceiling_ratios | map(. * 100 | round / 100)' "$R"), pauses $(jq -c .pauses "$R")"
 
 COMMANDS=ws PHASES=many-pages PHASE=1 WARMUP=1 FLOOR=1 OUT=$WORK make bench-server >"$WORK/run2.log" 2>&1 ||
@@ -42,6 +46,12 @@ COMMANDS=ws PHASES=many-pages PHASE=1 WARMUP=1 FLOOR=1 OUT=$WORK make bench-serv
 jq -e '(.rounds == null) and (.phases["many-pages"].rate > 0)' "$R" >/dev/null || die "the second run's results.json is not its own"
 jq -e '.run.commands == "ws" and .counts.committed > 0' "$WORK/bench-server/many-pages.json" >/dev/null ||
   die "COMMANDS=ws: the load did not send its commands on the WebSockets: $(jq -c .run "$WORK/bench-server/many-pages.json")"
+
+PHASES=hot-page PHASE=1 WARMUP=1 FLOOR=1 OUT=$WORK make bench-server >"$WORK/run3.log" 2>&1 ||
+  { tail -40 "$WORK/run3.log" >&2; die "make bench-server (hot page) exited non-zero"; }
+jq -e '.run.commands == "ws" and .counts.committed > 0' "$WORK/bench-server/hot-page.json" >/dev/null ||
+  die "without COMMANDS, the hot page did not send its commands on the WebSockets: $(jq -c .run "$WORK/bench-server/hot-page.json")"
+grep -q "sent over ws" "$WORK/run3.log" || die "the hot page's load line does not say how it sent its commands: $(grep 'loadgen:' "$WORK/run3.log")"
 
 if ATTEMPTS=0 OUT=$WORK bash scripts/bench-server.sh >"$WORK/run3.log" 2>&1; then die "ATTEMPTS=0 was taken"; fi
 grep -q "ATTEMPTS is" "$WORK/run3.log" || die "ATTEMPTS=0 refused without saying why: $(cat "$WORK/run3.log")"

@@ -271,7 +271,9 @@ waits_line() {
     "\n    a transaction: \(.ms_per_transaction.total | ms) ms = \(.ms_per_transaction.postgres | ms) waiting for Postgres + \(.ms_per_transaction.planning | ms) planning and writing with the page held; the transaction slot busy \(.slot_busy_fraction.total | p) of the time (Postgres \(.slot_busy_fraction.postgres | p), planning \(.slot_busy_fraction.planning | p), gathering the next group \(.slot_busy_fraction.gathering | p))"' "$1" >&2
 }
 
-# loadgen_phase NAME ARGS...: one load; writes OUT/NAME.result.json.
+# loadgen_phase NAME ARGS...: one load; writes OUT/NAME.result.json. Its
+# windows send their commands as COMMANDS says, else as PHASE_COMMANDS
+# (the phase's own), else over HTTP.
 loadgen_phase() {
   local name=$1 target a b
   shift
@@ -283,7 +285,7 @@ loadgen_phase() {
     target=(--server "$URL" --token "$TOKEN")
   fi
   KBKIT_PG=dsn $KBKIT loadgen run --quiet --verbose --duration "${PHASE}s" --warmup "${WARMUP}s" "${target[@]}" \
-    --commands "${COMMANDS:-http}" --json "${RO:-$OUT}/$name.json" --html "${RO:-$OUT}/$name.html" --cpuprofile "${RO:-$OUT}/$name.pprof" "$@" >"${RO:-$OUT}/$name.txt" 2>"${RO:-$OUT}/$name.log" &
+    --commands "${COMMANDS:-${PHASE_COMMANDS:-http}}" --json "${RO:-$OUT}/$name.json" --html "${RO:-$OUT}/$name.html" --cpuprofile "${RO:-$OUT}/$name.pprof" "$@" >"${RO:-$OUT}/$name.txt" 2>"${RO:-$OUT}/$name.log" &
   local gen=$! profiled= scraped=
   # Poll the generator's log until the server's profile is started and the
   # first scrape taken, then only wait: a poll forks (grep, sleep), which
@@ -321,7 +323,7 @@ loadgen_phase() {
     --argjson machine "$(machine_cpu_json "$(awk -v g="$g" -v sv="$sv" -v pg="$pg" 'BEGIN { printf "%.2f", g + sv + pg }')" "$(cpu "$a" "$b" 4)" "$s")" '
     (.counts.committed) as $n | (.counts.echoes) as $e | .cpu_seconds as $g |
     {phase: $name, server_mode: $mode, seconds: $s, rate: .summary.rate,
-     windows_per_page: .run.windows_per_page, pages: .run.pages, editors: .run.editors,
+     windows_per_page: .run.windows_per_page, pages: .run.pages, editors: .run.editors, commands: .run.commands,
      counts: .counts, paused_seconds: (.paused_seconds // 0),
      commit_p50_ms: .summary.latency_ms.commit.p50, commit_p99_ms: .summary.latency_ms.commit.p99,
      fanout_p50_ms: .summary.latency_ms.fanout.p50, fanout_p99_ms: .summary.latency_ms.fanout.p99,
@@ -337,7 +339,7 @@ loadgen_phase() {
     -f scripts/lib/waits.jq >"${RO:-$OUT}/$name.waits.json"
   jq -c --slurpfile w "${RO:-$OUT}/$name.waits.json" '. + {waits: $w[0]}' "${RO:-$OUT}/$name.tmp.json" >"${RO:-$OUT}/$name.result.json"
   rm -f "${RO:-$OUT}/$name.tmp.json"
-  jq -r '"  loadgen: \(.rate * 10 | round / 10) commands/s, commit p99 \(.commit_p99_ms)ms; cpu over \(.seconds)s: generator \(.cpu_seconds.generator * 100 | round / 100)s, server \(.cpu_seconds.server)s, postgres \(.cpu_seconds.postgres)s" +
+  jq -r '"  loadgen: \(.rate * 10 | round / 10) commands/s (sent over \(.commands // "unknown")), commit p99 \(.commit_p99_ms)ms; cpu over \(.seconds)s: generator \(.cpu_seconds.generator * 100 | round / 100)s, server \(.cpu_seconds.server)s, postgres \(.cpu_seconds.postgres)s" +
     (if .ms_per_command then " = \(.ms_per_command.generator * 1000 | round / 1000) / \(.ms_per_command.server * 1000 | round / 1000) / \(.ms_per_command.postgres * 1000 | round / 1000) ms per command" else "" end) +
     (if .windows_per_page > 2 and .us_per_echo then "\n  per echo delivered (\(.counts.echoes) events): generator \(.us_per_echo.generator * 10 | round / 10) µs, server \(.us_per_echo.server * 10 | round / 10) µs" else "" end) +
     (if .counts_agree then "" else "\n  COUNTS DISAGREE: \(.counts)" end)' "${RO:-$OUT}/$name.result.json" >&2
