@@ -63,7 +63,7 @@ func (e *sharedEvent) apply(first func() (prev, next kbcore.Doc, applied bool)) 
 	if p, n, applied := first(); applied {
 		e.prev, e.next, e.applied = p, n, true
 	}
-	return prev, next, false
+	return kbcore.Doc{}, kbcore.Doc{}, false
 }
 
 type pageShare struct {

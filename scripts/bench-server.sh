@@ -100,10 +100,10 @@
 # "5000 20000"), SERVER (serve or embedded), COMMANDS (how the generator's
 # windows send their commands in every phase: http, a POST each; ws, a
 # mutation on the window's WebSocket, whose reply the server writes with
-# the events of the command's transaction; unset, each phase its own: ws
-# on the hot page, where it costs the two processes about a seventh less
-# CPU per command, http elsewhere; loadgen/README, "One write per group
-# on a hot page"), STRICT (1: exit 1 on a missed
+# the events of the command's transaction; unset, each phase its own:
+# HOT_COMMANDS (ws) on the hot page, where it costs the two processes
+# less CPU per command, http elsewhere; loadgen/README, "One write per
+# group on a hot page"), STRICT (1: exit 1 on a missed
 # target; all: on a missed goal too), PHASES (the phases to run, default
 # all: "many-pages hot-page fanout fanout-2000 idle"; the checks of a phase
 # not run are left out). Each load leaves in OUT its JSON, text and HTML
@@ -127,6 +127,7 @@ if [[ -v COMMANDS ]]; then
   [[ $COMMANDS == http || $COMMANDS == ws ]] || { echo "bench-server: COMMANDS is how the windows send their commands: http or ws (or unset: each phase its own), not '$COMMANDS'" >&2; exit 2; }
   export COMMANDS
 fi
+HOT_COMMANDS=ws # the hot page's own, when COMMANDS is unset
 PHASES=${PHASES:-many-pages hot-page fanout fanout-2000 idle}
 want() { [[ " $PHASES " == *" $1 "* ]]; }
 export KBKIT_PG=${KBKIT_PG:-local}
@@ -217,9 +218,9 @@ run_round() {
   fi
 
   if want hot-page; then
-    echo "== 2. hot page: pgbench 1 client | loadgen 1 page, 8 writers, closed, commands over ${COMMANDS:-ws}"
+    echo "== 2. hot page: pgbench 1 client | loadgen 1 page, 8 writers, closed, commands over ${COMMANDS:-$HOT_COMMANDS}"
     pgbench_phase 1 pgbench-c1
-    PHASE_COMMANDS=ws loadgen_phase hot-page --workload hot-page --editors 8 --model closed
+    PHASE_COMMANDS=$HOT_COMMANDS loadgen_phase hot-page --workload hot-page --editors 8 --model closed
     pgbench_phase 1 pgbench-c1-after
   fi
 

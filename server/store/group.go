@@ -578,7 +578,7 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request, optimistic bool)
 		first.docs[page] = pw.doc
 		first.heads[page] = head{ws: h.ws, seq: pw.seq, ok: true}
 		decided[key] = decision{out: Outcome{Seq: w.originSeq, Duplicate: true}, page: page, device: r.dev.DeviceID}
-		decide(Outcome{Seq: w.originSeq, logged: entries}, nil)
+		decide(Outcome{Seq: w.originSeq}, nil) // logged once the transaction's entries are all known
 	}
 	if len(rows.log.id) == 0 && len(rows.rej.id) == 0 {
 		return g, nil // nothing to write (t.end rolls back)
@@ -610,13 +610,13 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request, optimistic bool)
 	}
 	rows.remember(s)
 	g.entries = entries
-	// Every committed command's outcome carries the whole transaction's
-	// log, not only what precedes its own entries: a socket that
-	// subscribes to the page gets all of it with the reply (one write
-	// per socket per group, server/ws_echo.go).
+	// Every command this transaction committed carries its whole log, not
+	// only what precedes its own entries: a socket that subscribes to the
+	// page gets all of it with the reply (one write per socket per group,
+	// server/ws_echo.go).
 	for i := range g.outs {
-		if g.outs[i].logged != nil {
-			g.outs[i].logged = entries
+		if o := &g.outs[i]; o.Seq > 0 && !o.Duplicate {
+			o.logged = entries
 		}
 	}
 	return g, nil
