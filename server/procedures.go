@@ -166,7 +166,7 @@ func (s *Server) command(ctx context.Context, dev store.Device, input json.RawMe
 	default:
 		s.metrics.commands.WithLabelValues("committed").Inc()
 	}
-	return committedCommand{CommandResult: wire.CommandResult{Seq: out.Seq, Duplicate: out.Duplicate}, page: env.PageID, log: out.PageLog}, nil
+	return committedCommand{CommandResult: wire.CommandResult{Seq: out.Seq, Duplicate: out.Duplicate}, page: env.PageID, events: out.PageMemo}, nil
 }
 
 // parseEnvelope validates a kb.command input against

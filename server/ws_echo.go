@@ -30,12 +30,25 @@ import (
 var wsEchoes atomic.Int64
 
 // committedCommand is kb.command's answer with the page it was on and
-// what its transaction logged there (store.Outcome.PageLog, read only by
-// the WebSocket's reply); its JSON is the wire.CommandResult's.
+// what its transaction logged there as events (store.Outcome.PageMemo
+// with pageEvents: made once per transaction and page, so that the
+// sockets answered for one group share the events and their encoding;
+// read only by the WebSocket's reply); its JSON is the
+// wire.CommandResult's.
 type committedCommand struct {
 	wire.CommandResult
-	page string
-	log  func(page string) []store.Entry
+	page   string
+	events func(page string, make func(string, []store.Entry) any) any
+}
+
+// pageEvents makes a transaction's entries on a page into events, whose
+// wire form (dispatch.Event.Wire) each encodes once for every socket.
+func pageEvents(page string, log []store.Entry) any {
+	evs := make([]*dispatch.Event, len(log))
+	for i := range log {
+		evs[i] = &dispatch.Event{PageID: page, Entry: log[i]}
+	}
+	return evs
 }
 
 // answerCommand queues the reply to a committed kb.command call, and the
@@ -51,25 +64,23 @@ func (c *wsConn) answerCommand(m wsMessage, r committedCommand) {
 	if !c.enqueueLocked(msg) {
 		return
 	}
-	var log []store.Entry // read from the outcome once a subscription wants it
+	var evs []*dispatch.Event // read from the outcome once a subscription wants them
 	for _, sub := range c.subs {
 		if sub.path != wire.PathOnPage || sub.pageID != r.page || !sub.started || sub.ended || sub.dropped || sub.hs == nil {
 			continue
 		}
-		if log == nil && r.log != nil {
-			log = r.log(r.page)
+		if evs == nil && r.events != nil {
+			evs, _ = r.events(r.page, pageEvents).([]*dispatch.Event)
 		}
-		for i := range log {
-			e := &log[i]
-			if e.Seq <= sub.last {
+		for _, ev := range evs {
+			if ev.Seq <= sub.last {
 				continue
 			}
-			if e.Seq != sub.last+1 {
+			if ev.Seq != sub.last+1 {
 				break // a gap: the hub sends the rest
 			}
-			ev := &dispatch.Event{PageID: r.page, Entry: *e}
-			c.enqueueLocked(outMsg{op: wsframe.OpText, event: true, a: sub.prefix, b: encodePageEvent(ev)})
-			sub.last = e.Seq
+			c.enqueueLocked(outMsg{op: wsframe.OpText, event: true, a: sub.prefix, b: ev.Wire(encodePageEvent)})
+			sub.last = ev.Seq
 			wsEchoes.Add(1)
 		}
 	}

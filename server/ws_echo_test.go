@@ -112,7 +112,7 @@ func TestWSReplyCarriesItsEvents(t *testing.T) {
 	id := uuid.NewString()
 	logged := store.Entry{Seq: 3, Cmd: kbcore.Command{ID: id, Type: "edit-text", Payload: json.RawMessage(`{"node":"n","text":"x"}`)}}
 	writes, frames := wsWrites.Load(), wsFrames.Load()
-	sc.answerCommand(wsMessage{ID: json.RawMessage("7")}, committedCommand{CommandResult: wire.CommandResult{Seq: 3}, page: page, log: logOf(logged)})
+	sc.answerCommand(wsMessage{ID: json.RawMessage("7")}, committedCommand{CommandResult: wire.CommandResult{Seq: 3}, page: page, events: logOf(logged)})
 	if r := w.reply(); string(r.ID) != "7" || r.Result == nil || string(r.Result.Data) != `{"seq":3}` {
 		t.Fatalf("want the reply of 7 first, got %s", mustJSON(r))
 	}
@@ -141,7 +141,7 @@ func TestWSReplyCarriesItsEvents(t *testing.T) {
 	// goes alone.
 	frames = wsFrames.Load()
 	sc.answerCommand(wsMessage{ID: json.RawMessage("8")}, committedCommand{CommandResult: wire.CommandResult{Seq: 6}, page: page,
-		log: logOf(store.Entry{Seq: 6, Cmd: logged.Cmd})})
+		events: logOf(store.Entry{Seq: 6, Cmd: logged.Cmd})})
 	if r := w.reply(); string(r.ID) != "8" {
 		t.Fatalf("want the reply of 8, got %s", mustJSON(r))
 	}
@@ -238,8 +238,8 @@ func closedLoop(w *rawWS, c client, page string, n, each, total int) error {
 }
 
 // logOf is a committed command's log of its page made of entries.
-func logOf(entries ...store.Entry) func(string) []store.Entry {
-	return func(string) []store.Entry { return entries }
+func logOf(entries ...store.Entry) func(string, func(string, []store.Entry) any) any {
+	return func(page string, make func(string, []store.Entry) any) any { return make(page, entries) }
 }
 
 // serverConn is the server's side of w.

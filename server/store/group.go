@@ -614,9 +614,10 @@ func (s *Store) groupOnce(ctx context.Context, reqs []*request, optimistic bool)
 	// only what precedes its own entries: a socket that subscribes to the
 	// page gets all of it with the reply (one write per socket per group,
 	// server/ws_echo.go).
+	logged := newTxLog(entries)
 	for i := range g.outs {
 		if o := &g.outs[i]; o.Seq > 0 && !o.Duplicate {
-			o.logged = entries
+			o.logged = logged
 		}
 	}
 	return g, nil

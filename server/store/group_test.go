@@ -411,6 +411,14 @@ func scenario(t *testing.T, st *Store, page string, dev, other Device, hook func
 		if !slices.Contains(seqs, s2) {
 			t.Errorf("call 1 (seq %d) has the log %v: want its group's, with call 2's seq %d", s1, seqs, s2)
 		}
+		// And what a server makes of that log (its events) is made once
+		// for the group, not once per call.
+		made := 0
+		mk := func(p string, log []Entry) any { made++; return len(log) }
+		a, b := results[1].Out.PageMemo(page, mk), results[2].Out.PageMemo(page, mk)
+		if made != 1 || a != b || a != len(seqs) {
+			t.Errorf("PageMemo of calls 1 and 2 of one group: made %d times (%v, %v), want once, of the %d entries", made, a, b, len(seqs))
+		}
 	}
 	log, err := st.Log(ctx, page, 0, 0)
 	if err != nil {

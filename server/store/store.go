@@ -113,25 +113,80 @@ type Outcome struct {
 	// Duplicate says the id was decided before; this is the original outcome.
 	Duplicate bool `json:"-"`
 	// logged is what the transaction that committed the command logged,
-	// on every page, its own entries among them (the transaction's
-	// entries, shared, read only: PageLog filters it when
-	// asked, so the command transaction spends nothing on it); nil for a
-	// rejection or a duplicate.
-	logged []pageEntry
+	// on every page, its own entries among them: one value shared by
+	// every command of the transaction, read only; nil for a rejection
+	// or a duplicate.
+	logged *txLog
+}
+
+// txLog is what one transaction logged, shared by the outcomes of its
+// commands.
+type txLog struct {
+	entries []pageEntry
+	mu      sync.Mutex
+	pages   map[string]*pageMemo
+}
+
+// pageMemo is a page's part of a txLog: its entries, and what PageMemo
+// made of them.
+type pageMemo struct {
+	once    sync.Once
+	entries []Entry
+	value   any
+}
+
+func newTxLog(entries []pageEntry) *txLog {
+	if len(entries) == 0 {
+		return nil
+	}
+	return &txLog{entries: entries}
+}
+
+// page returns the memo of page, its entries filtered once.
+func (l *txLog) page(page string) *pageMemo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.pages[page]
+	if m == nil {
+		if l.pages == nil {
+			l.pages = map[string]*pageMemo{}
+		}
+		m = &pageMemo{}
+		for _, e := range l.entries {
+			if e.page == page {
+				m.entries = append(m.entries, e.entry)
+			}
+		}
+		l.pages[page] = m
+	}
+	return m
 }
 
 // PageLog is what the transaction that committed the command logged on
 // page, in seq order, the command's own entries among them: the events a
 // subscriber of the page gets for them, which a server may send with the
-// answer (server/ws_echo.go). Nil for a rejection or a duplicate.
+// answer (server/ws_echo.go). Nil for a rejection or a duplicate. The
+// slice is shared by every command of the transaction: read only.
 func (o Outcome) PageLog(page string) []Entry {
-	var log []Entry
-	for _, e := range o.logged {
-		if e.page == page {
-			log = append(log, e.entry)
-		}
+	if o.logged == nil {
+		return nil
 	}
-	return log
+	return o.logged.page(page).entries
+}
+
+// PageMemo returns make(page, PageLog(page)), calling make once per
+// transaction and page: every command a group transaction committed shares its value,
+// so that a server answering a group's callers on one page encodes the
+// group's events once, not once per caller. make must be the same
+// function at every call for a given page; nil for a rejection or a
+// duplicate (make is not called).
+func (o Outcome) PageMemo(page string, make func(page string, log []Entry) any) any {
+	if o.logged == nil {
+		return nil
+	}
+	m := o.logged.page(page)
+	m.once.Do(func() { m.value = make(page, m.entries) })
+	return m.value
 }
 
 // Store is safe for concurrent use.

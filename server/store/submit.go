@@ -169,7 +169,7 @@ func (s *Store) submitOnce(ctx context.Context, dev Device, env kbcore.Envelope,
 	}
 	w.rows.remember(s)
 	s.committed(w.entries)
-	return Outcome{Seq: w.originSeq, logged: w.entries}, nil
+	return Outcome{Seq: w.originSeq, logged: newTxLog(w.entries)}, nil
 }
 
 // ---- pipelined transactions ----
