@@ -140,6 +140,30 @@ type WindowOptions struct {
 	// Resends after a refetch go over HTTP too: they are made on the
 	// socket's reader, which must stay free to read their answers.
 	CommandsOnSocket bool
+	// UndoDepth bounds the window's undo and redo histories
+	// (kbcore.Window.LimitUndo): 0 keeps them without bound, as
+	// spec/window.md; n > 0 keeps the last n steps each; NoUndoHistory
+	// keeps none (a window that never undoes, such as a load generator's
+	// editor issuing commands for hours, which would otherwise hold every
+	// command's inverse to the end).
+	UndoDepth int
+}
+
+// NoUndoHistory is WindowOptions.UndoDepth for a window that keeps no
+// undo history.
+const NoUndoHistory = -1
+
+// newState is the window's state machine at doc and seq, its undo
+// history bounded as the options say.
+func (o WindowOptions) newState(doc kbcore.Doc, seq int64) *kbcore.Window {
+	w := kbcore.NewWindow(doc, seq)
+	switch {
+	case o.UndoDepth > 0:
+		w.LimitUndo(o.UndoDepth)
+	case o.UndoDepth < 0:
+		w.LimitUndo(0)
+	}
+	return w
 }
 
 // ErrNotPending is Send's answer for a command the window no longer has
@@ -180,7 +204,7 @@ func OpenWindow(ctx context.Context, c *Client, pageID string, o WindowOptions) 
 	share := sharePage(pageID)
 	doc := share.snapshot(snap.Seq, snap.RawDoc, snap.Doc)
 	w := &Window{c: c, page: pageID, device: o.DeviceID, obs: o.Observer, opts: o, share: share,
-		w: kbcore.NewWindow(doc, snap.Seq), envs: map[string]kbcore.Envelope{}, adoptLeft: adoptTries, apart: true,
+		w: o.newState(doc, snap.Seq), envs: map[string]kbcore.Envelope{}, adoptLeft: adoptTries, apart: true,
 		changed: make(chan struct{}, 1), done: make(chan struct{})}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.obs.Snapshot(snap.Seq, false)
@@ -417,7 +441,8 @@ func (w *Window) retry(ctx context.Context, tries int, fn func() error) error {
 
 // Reopen replaces the window by a new one at the same server document and
 // seq, as a client reopening its page does: the undo history (kept
-// without bound by kbcore.Window) starts afresh. It does so only when
+// without bound unless WindowOptions.UndoDepth says otherwise) starts
+// afresh. It does so only when
 // nothing is pending nor awaited, and reports whether it did.
 func (w *Window) Reopen() bool {
 	w.mu.Lock()
@@ -425,7 +450,7 @@ func (w *Window) Reopen() bool {
 	if len(w.w.Pending()) > 0 || w.w.Awaiting() || w.sending != "" {
 		return false
 	}
-	w.w = kbcore.NewWindow(w.w.Server(), w.w.Seq())
+	w.w = w.opts.newState(w.w.Server(), w.w.Seq())
 	return true
 }
 

@@ -241,6 +241,46 @@ func TestWindowRollsBackARejection(t *testing.T) {
 	}
 }
 
+// TestWindowUndoDepth: a window opened with UndoDepth 1 undoes its last
+// step only, one with NoUndoHistory none, and both keep that after
+// Reopen; their edits commit as any window's.
+func TestWindowUndoDepth(t *testing.T) {
+	f := setup(t)
+	for _, c := range []struct {
+		depth, undoable int
+	}{{1, 1}, {client.NoUndoHistory, 0}} {
+		w := f.openWith(t, 0, client.WindowOptions{UndoDepth: c.depth})
+		for round := range 2 {
+			var seq int64
+			for i := range 3 {
+				seq, _ = do(t, w, cmd(uuid.NewString(), kbcore.TypeEditText, map[string]any{"node": "n", "text": fmt.Sprintf("d%d r%d %d", c.depth, round, i)}))
+			}
+			converge(t, w, seq)
+			for k := range c.undoable + 1 {
+				envs, code := w.Undo([]string{uuid.NewString()})
+				if k < c.undoable {
+					if len(envs) != 1 {
+						t.Fatalf("depth %d, round %d: undo %d issued %d commands (%q)", c.depth, round, k, len(envs), code)
+					}
+					s, rej, err := w.Send(context.Background(), envs[0])
+					if err != nil || rej != nil {
+						t.Fatalf("depth %d: undo %d: %v %v", c.depth, k, err, rej)
+					}
+					converge(t, w, s)
+					seq = s
+					continue
+				}
+				if len(envs) != 0 || code != kbcore.ToastNothingToUndo {
+					t.Fatalf("depth %d, round %d: undo %d past the depth gave %d commands, %q", c.depth, round, k, len(envs), code)
+				}
+			}
+			if !w.Reopen() {
+				t.Fatalf("depth %d: the window did not reopen", c.depth)
+			}
+		}
+	}
+}
+
 // TestWindowUndoRedo: undo issues the inverse of the last own step as new
 // commands, redo reverts it; both commit and render.
 func TestWindowUndoRedo(t *testing.T) {

@@ -52,6 +52,16 @@ func Apply(d Doc, c Command) Result {
 	return Result{Doc: t.d, Inverse: t.inverse, Changed: changed, PageChanged: t.pageChanged}
 }
 
+// applyLocal is Apply(d, c)'s document and rejection without the inverse
+// (a window that keeps no undo history).
+func applyLocal(d Doc, c Command) (Doc, *Rejection) {
+	t := &tx{d: d.init()}
+	if rej := t.run(c); rej != nil {
+		return d, rej
+	}
+	return t.d, nil
+}
+
 // applyDoc is Apply(d, c).Doc without the rest of the result (no inverse
 // is built): what a window folds with, echoes and pending commands.
 func applyDoc(d Doc, c Command) Doc {

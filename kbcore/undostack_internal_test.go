@@ -12,11 +12,16 @@ import (
 // pops, forgets (of ids on the stack, anywhere in it, or not on it, ids
 // reused across entries included) and clears, the stack holds what a
 // whole-history scan (slices.DeleteFunc over every entry, as forget did
-// before it counted ids) would hold.
+// before it counted ids) would hold; with a limit (Window.LimitUndo), its
+// last entries up to the limit.
 func TestUndoStackForgetsAsTheWholeScanDid(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var s undoStack
 		var model []undoEntry
+		limit := rapid.IntRange(-1, 5).Draw(t, "limit") // -1: no limit
+		if limit >= 0 {
+			s.limited, s.max = true, limit
+		}
 		id := rapid.SampledFrom([]string{"a", "b", "c", "d", "e", "f"})
 		for i := range rapid.IntRange(0, 60).Draw(t, "steps") {
 			switch rapid.IntRange(0, 9).Draw(t, "op") {
@@ -25,6 +30,9 @@ func TestUndoStackForgetsAsTheWholeScanDid(t *testing.T) {
 				e := undoEntry{ids: ids, cmd: []Command{{ID: fmt.Sprint(i)}}}
 				s.push(e)
 				model = append(model, e)
+				if limit >= 0 && len(model) > limit {
+					model = model[len(model)-limit:]
+				}
 			case 4:
 				if len(model) > 0 {
 					got := s.pop()

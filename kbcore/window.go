@@ -45,9 +45,16 @@ type undoEntry struct {
 type undoStack struct {
 	entries []undoEntry
 	ids     map[string]int
+	// limited: at most max entries, the oldest dropped (Window.LimitUndo);
+	// else without bound, as spec/window.md.
+	limited bool
+	max     int
 }
 
 func (s *undoStack) push(e undoEntry) {
+	if s.limited && s.max == 0 {
+		return
+	}
 	if s.ids == nil {
 		s.ids = map[string]int{}
 	}
@@ -55,6 +62,16 @@ func (s *undoStack) push(e undoEntry) {
 		s.ids[id]++
 	}
 	s.entries = append(s.entries, e)
+	s.trim()
+}
+
+// trim drops the oldest entries past the limit.
+func (s *undoStack) trim() {
+	for s.limited && len(s.entries) > s.max {
+		s.uncount(s.entries[0])
+		s.entries[0] = undoEntry{}
+		s.entries = s.entries[1:]
+	}
 }
 
 func (s *undoStack) uncount(e undoEntry) {
@@ -74,7 +91,7 @@ func (s *undoStack) pop() undoEntry {
 	return e
 }
 
-func (s *undoStack) clear() { *s = undoStack{} }
+func (s *undoStack) clear() { *s = undoStack{limited: s.limited, max: s.max} }
 
 // forget removes every entry made from command id, in place, looking down
 // from the top only as far as the lowest of them.
@@ -211,16 +228,28 @@ func (w *Window) issue(cmds []Command, stack *undoStack) ([]Action, bool) {
 			ok = false
 			break
 		}
-		res := Apply(w.Rendered(), c)
-		if res.Rejected != nil {
-			acts = append(acts, Action{Kind: ActionToast, Code: res.Rejected.Code})
-			ok = false
-			break
+		var inverse []Command
+		if w.undo.limited && w.undo.max == 0 {
+			// No history: the inverse would be thrown away.
+			d, rej := applyLocal(w.Rendered(), c)
+			if rej != nil {
+				acts = append(acts, Action{Kind: ActionToast, Code: rej.Code})
+				ok = false
+				break
+			}
+			w.rendered = d
+		} else {
+			res := Apply(w.Rendered(), c)
+			if res.Rejected != nil {
+				acts = append(acts, Action{Kind: ActionToast, Code: res.Rejected.Code})
+				ok = false
+				break
+			}
+			w.rendered, inverse = res.Doc, res.Inverse
 		}
-		w.rendered = res.Doc
 		w.pending = append(w.pending, c)
 		acts = append(acts, Action{Kind: ActionSend, ID: c.ID})
-		revert = append(res.Inverse, revert...)
+		revert = append(inverse, revert...)
 		ids = append(ids, c.ID)
 	}
 	if len(revert) > 0 { // create-page has nothing to undo: no entry
@@ -231,6 +260,20 @@ func (w *Window) issue(cmds []Command, stack *undoStack) ([]Action, bool) {
 		stack.push(e)
 	}
 	return acts, ok
+}
+
+// LimitUndo bounds the window's undo and redo histories to the last n
+// steps each (n < 0 counts as 0), dropping the oldest: spec/window.md keeps
+// them without bound, which a window issuing commands for hours (a load
+// generator's) would hold in memory to the end. With n = 0 the window
+// keeps no history at all, builds no inverses, and every undo or redo
+// answers nothing-to-undo or nothing-to-redo.
+func (w *Window) LimitUndo(n int) {
+	n = max(n, 0)
+	for _, s := range []*undoStack{&w.undo, &w.redo} {
+		s.limited, s.max = true, n
+		s.trim()
+	}
 }
 
 // Echo delivers the server's command number seq of this page.

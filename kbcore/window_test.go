@@ -583,3 +583,47 @@ func TestRejectDoesNotCopyTheHistory(t *testing.T) {
 		t.Fatalf("undo after a rejection: %v", acts)
 	}
 }
+
+// TestLimitUndo: a window limited to n steps undoes its last n own steps
+// and then answers nothing-to-undo, renders as an unlimited one, and with
+// n = 0 keeps no history at all (every undo: nothing-to-undo).
+func TestLimitUndo(t *testing.T) {
+	edit := func(id, text string) kbcore.Command {
+		return kbcore.Command{ID: id, Type: kbcore.TypeEditText, Payload: json.RawMessage(`{"node":"a","text":"` + text + `"}`)}
+	}
+	for _, n := range []int{0, 1, 3} {
+		w, free := kbcore.NewWindow(winStartDoc(), 0), kbcore.NewWindow(winStartDoc(), 0)
+		w.LimitUndo(n)
+		for i := range 10 {
+			c := edit(fmt.Sprintf("e%d", i), fmt.Sprint(i))
+			for _, x := range []*kbcore.Window{w, free} {
+				if acts := x.Local(c); len(acts) != 1 || acts[0].Kind != kbcore.ActionSend {
+					t.Fatalf("limit %d: local %s gave %v", n, c.ID, acts)
+				}
+			}
+			if !w.Rendered().Equal(free.Rendered()) {
+				t.Fatalf("limit %d: renders apart from an unlimited window after %s", n, c.ID)
+			}
+		}
+		for k := range n + 1 {
+			a, b := w.Undo([]string{fmt.Sprintf("u%d", k)}), free.Undo([]string{fmt.Sprintf("u%d", k)})
+			if k < n {
+				if len(a) != 1 || a[0].Kind != kbcore.ActionSend || !w.Rendered().Equal(free.Rendered()) {
+					t.Fatalf("limit %d: undo %d gave %v (unlimited: %v)", n, k, a, b)
+				}
+				continue
+			}
+			if len(a) != 1 || a[0].Kind != kbcore.ActionToast || a[0].Code != kbcore.ToastNothingToUndo {
+				t.Fatalf("limit %d: undo %d past the limit gave %v, want nothing-to-undo", n, k, a)
+			}
+		}
+		// The redo history holds the undone steps, within the limit.
+		for k := range n + 1 {
+			a := w.Redo([]string{fmt.Sprintf("r%d", k)})
+			want := k < n
+			if got := len(a) == 1 && a[0].Kind == kbcore.ActionSend; got != want {
+				t.Fatalf("limit %d: redo %d gave %v", n, k, a)
+			}
+		}
+	}
+}

@@ -118,8 +118,12 @@ func (r *runner) setup(ctx context.Context) error {
 // subscription from its seq. A page another shard creates may not exist
 // yet (NOT_FOUND): wait for it.
 func (r *runner) open(ctx context.Context, w *window) error {
+	// The workloads never undo: a window keeps no undo history, which
+	// would otherwise grow with every command of the run (hundreds of
+	// bytes each, thousands of commands a second) and hold its inverse
+	// commands until the end.
 	o := lgeditor.Options{DeviceID: w.ed.dev.id, Recorder: w.ed.rec, Workload: r.cfg.Workload.Name,
-		CommandsOnSocket: r.cfg.Commands == CommandsWS}
+		CommandsOnSocket: r.cfg.Commands == CommandsWS, UndoDepth: client.NoUndoHistory}
 	if r.cfg.Shard.N > 1 {
 		o.WaitForPage = 2 * time.Minute
 	}

@@ -44,6 +44,9 @@ type Options struct {
 	// CommandsOnSocket sends the commands on the window's WebSocket
 	// (client.WindowOptions).
 	CommandsOnSocket bool
+	// UndoDepth bounds the window's undo history
+	// (client.WindowOptions.UndoDepth; 0: without bound).
+	UndoDepth int
 }
 
 // Open opens page pageID as a client does (client.OpenWindow) and
@@ -53,7 +56,7 @@ func (s *Session) Open(ctx context.Context, c *client.Client, pageID string, o O
 	w.workload.Store(&o.Workload)
 	cw, err := client.OpenWindow(ctx, c, pageID,
 		client.WindowOptions{DeviceID: o.DeviceID, WaitForPage: o.WaitForPage, Observer: (*observer)(w),
-			CommandsOnSocket: o.CommandsOnSocket})
+			CommandsOnSocket: o.CommandsOnSocket, UndoDepth: o.UndoDepth})
 	if err != nil {
 		w.fail("open", time.Now())
 		return nil, err
