@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/subspace/kbkit/internal/taskpool"
 	"github.com/subspace/kbkit/server/dispatch"
 	"github.com/subspace/kbkit/server/store"
 )
@@ -110,6 +111,9 @@ type Server struct {
 	subsByDev   map[string]int // open subscriptions per device
 
 	resubscribes atomic.Int64 // slow subscribers resubscribed (for tests)
+
+	// tasks runs the sockets' workers and writers.
+	tasks *taskpool.Pool
 }
 
 // New returns a Server on a store and a dispatch hub (the caller runs
@@ -154,6 +158,7 @@ func New(st *store.Store, hub *dispatch.Hub, opts Options) *Server {
 		authGuard: newAuthGuard(opts.Limits.AuthFailures, opts.now),
 		admission: newAdmission(opts.Limits),
 		subsByDev: map[string]int{},
+		tasks:     taskpool.New(maxParked),
 	}
 	s.revoke.s = s
 	s.metrics = newMetrics(opts.Registry, s)
@@ -208,8 +213,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.mu.Unlock()
 	}
 	s.cancel()
+	s.tasks.Close()
 	return err
 }
+
+// maxParked bounds the goroutines a Server keeps parked for its sockets'
+// workers and writers (taskpool): enough for a few dozen busy sockets at
+// once, a few hundred KB of stacks at most.
+const maxParked = 64
 
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")

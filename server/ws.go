@@ -514,7 +514,7 @@ func (c *wsConn) enqueue(m wsMessage) bool {
 	if !c.working {
 		c.working = true
 		c.workerWG.Add(1)
-		go c.worker()
+		c.s.tasks.Go(c.worker)
 	}
 	return true
 }

@@ -48,7 +48,7 @@ func (c *wsConn) startWriterLocked() {
 	if !c.writing && !c.broken {
 		c.writing = true
 		c.writerWG.Add(1)
-		go c.writer()
+		c.s.tasks.Go(c.writer)
 	}
 }
 

@@ -282,7 +282,7 @@ func (s *Store) scheduleLocked() (started bool) {
 		for p := range mine {
 			pages = append(pages, p)
 		}
-		go s.runGroup(pages, reqs)
+		s.tasks.Go(func() { s.runGroup(pages, reqs) })
 		started = true
 	}
 	return started

@@ -31,6 +31,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/subspace/kbkit/internal/taskpool"
 	"github.com/subspace/kbkit/kbcore"
 )
 
@@ -205,6 +206,9 @@ type Store struct {
 	groupMax int
 	// groupTx is the most command transactions run at once (group.go).
 	groupTx int
+	// tasks runs the group transactions (runGroup): a transaction starts
+	// the next before it ends, so groupTx+1 goroutines are parked.
+	tasks *taskpool.Pool
 	// groupWait bounds how long a group's goroutine waits for the callers
 	// of its group to queue again before the next group (0: no wait).
 	groupWait time.Duration
@@ -361,7 +365,8 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 	// A connection given up on (its call's context ended) frees its pool
 	// slot within closeBound, not pgx's 15 s.
 	boundClose(&cfg.ConnConfig.Config, closeBound)
-	s := &Store{cache: map[string]cachedDoc{}, groupMax: defaultGroupMax, groupTx: defaultGroupTx, groupWait: defaultGroupWait}
+	s := &Store{cache: map[string]cachedDoc{}, groupMax: defaultGroupMax, groupTx: defaultGroupTx, groupWait: defaultGroupWait,
+		tasks: taskpool.New(defaultGroupTx + 1)}
 	// The backend pids of the pool's connections: a notification sent by
 	// one of them is of a commit of this process (LocalBackend).
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
@@ -397,8 +402,11 @@ func OpenWith(ctx context.Context, dsn string, o OpenOptions) (*Store, error) {
 // Pool exposes the connection pool (for the dispatcher and tests).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close closes the pool.
-func (s *Store) Close() { s.pool.Close() }
+// Close ends the parked goroutines and closes the pool.
+func (s *Store) Close() {
+	s.tasks.Close()
+	s.pool.Close()
+}
 
 // Migrate applies the embedded migrations not applied yet, in order, under
 // an advisory lock so that concurrent servers migrate once.
