@@ -218,8 +218,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // maxParked bounds the goroutines a Server keeps parked for its sockets'
-// workers and writers (taskpool): enough for a few dozen busy sockets at
-// once, a few hundred KB of stacks at most.
+// workers and writers (internal/taskpool): one each for a few dozen
+// busy sockets at once; a burst past that starts goroutines of its own.
 const maxParked = 64
 
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {

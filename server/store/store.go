@@ -207,7 +207,8 @@ type Store struct {
 	// groupTx is the most command transactions run at once (group.go).
 	groupTx int
 	// tasks runs the group transactions (runGroup): a transaction starts
-	// the next before it ends, so groupTx+1 goroutines are parked.
+	// the next before it ends, so defaultGroupTx+1 goroutines are parked
+	// (a test that raises groupTx gets fresh goroutines past those).
 	tasks *taskpool.Pool
 	// groupWait bounds how long a group's goroutine waits for the callers
 	// of its group to queue again before the next group (0: no wait).
