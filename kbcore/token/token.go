@@ -88,20 +88,13 @@ func TagSpelling(title string) string {
 func Tokenize(text string) Tokens {
 	var s scanner
 	s.text = text
-	s.refs = s.refBuf[:0]
-	s.stack = s.stackBuf[:0]
 	s.run()
 	var out Tokens
 	if len(s.refs) > 0 {
 		if !s.sorted {
 			slices.SortFunc(s.refs, func(a, b Ref) int { return a.Start - b.Start })
 		}
-		if &s.refs[0] == &s.refBuf[0] {
-			out.Refs = make([]Ref, len(s.refs))
-			copy(out.Refs, s.refs)
-		} else {
-			out.Refs = slices.Clip(s.refs) // already on the heap
-		}
+		out.Refs = slices.Clip(s.refs)
 	}
 	out.Label = s.label
 	return out
@@ -136,9 +129,9 @@ type scanner struct {
 	// fail too. Runs of 64 or more use noCloserBig.
 	noCloser    uint64
 	noCloserBig map[int]bool
-
-	refBuf   [16]Ref
-	stackBuf [8]opener
+	// No fixed buffers for refs and stack: a slice into the scanner itself
+	// made every scanner escape to the heap (about a kilobyte per call,
+	// refs or not); appending allocates only for a text that has them.
 }
 
 // special marks the bytes the scanner must look at; everything else is

@@ -526,6 +526,20 @@ func BenchmarkTokenize(b *testing.B) {
 	}
 }
 
+// BenchmarkTokenizePlain is the usual keystroke: a line of words with no
+// ref, which must not allocate.
+func BenchmarkTokenizePlain(b *testing.B) {
+	text := "mostly on track, with a small overrun on travel that Carol will explain"
+	if got := testing.AllocsPerRun(100, func() { Tokenize(text) }); got != 0 {
+		b.Fatalf("a text with no ref made %v allocations", got)
+	}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Tokenize(text)
+	}
+}
+
 func BenchmarkTokenizeFormula(b *testing.B) {
 	v := "=SUM(A1:B10) + [[Budget]]:cash * 2 - IF(C3 > 0, \"yes\", [[Q3 Budget]]:net worth) + $D$4"
 	b.SetBytes(int64(len(v)))
