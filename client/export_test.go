@@ -4,3 +4,10 @@ package client
 // page's others compared whole documents to take another's
 // (docComparisonsInStep).
 func DocComparisonsInStep() int64 { return docComparisonsInStep.Load() }
+
+// EventBuffer is the capacity of the events channel of w's subscription.
+func EventBuffer(w *Window) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return cap(w.sub.events)
+}

@@ -200,6 +200,11 @@ func TestWindowCommitsAndFansOut(t *testing.T) {
 	if len(ra.errs)+len(rb.errs) != 0 {
 		t.Errorf("errors %v %v", ra.errs, rb.errs)
 	}
+	// A window's subscription hands its events to the window on its
+	// reader: no buffer of events is held for a channel nobody reads.
+	if n := client.EventBuffer(a); n != 0 {
+		t.Errorf("the window's subscription holds a buffer of %d events", n)
+	}
 	// A command the window no longer has pending must not be sent.
 	if _, _, err := a.Send(context.Background(), kbcore.Envelope{ID: id}); !errors.Is(err, client.ErrNotPending) {
 		t.Errorf("resend of a settled command: %v", err)
