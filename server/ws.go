@@ -520,21 +520,27 @@ func (c *wsConn) enqueue(m wsMessage) bool {
 }
 
 // worker handles queued requests in order and exits when the queue is
-// empty (or the connection ends).
+// empty (or the connection ends). A command's reply (answerCommand) is
+// queued without starting the writer: before its next request the worker
+// starts it, and once its queue is empty (a closed loop's window sends
+// one command at a time) it writes the reply itself, no longer the
+// socket's worker, instead of handing it to a writer goroutine.
 func (c *wsConn) worker() {
-	defer c.workerWG.Done()
 	for {
 		c.qmu.Lock()
 		if len(c.queue) == 0 || c.ctx.Err() != nil {
 			c.pending.Add(-int64(len(c.queue)))
 			c.queue, c.working = nil, false
 			c.qmu.Unlock()
+			c.workerWG.Done()
+			c.writeQueued()
 			return
 		}
 		m := c.queue[0]
 		c.queue[0] = wsMessage{}
 		c.queue = c.queue[1:]
 		c.qmu.Unlock()
+		c.startWriter()
 		c.handle(m)
 		c.pending.Add(-1)
 	}

@@ -99,7 +99,8 @@ func (w *rawWS) quiet(d time.Duration) {
 // socket's subscription of the page is owed from its transaction, in the
 // same write; the dispatcher's delivery of those seqs then sends nothing
 // more, and a log with a gap after the subscription's last seq is left to
-// the dispatcher.
+// the dispatcher. The socket's worker, its queue empty, writes them itself
+// (writeQueued), without handing a task to a writer goroutine.
 func TestWSReplyCarriesItsEvents(t *testing.T) {
 	in := newInstance(t, pgprovider.ForTest(t), Options{})
 	c := pair(t, in, "acme")
@@ -111,8 +112,12 @@ func TestWSReplyCarriesItsEvents(t *testing.T) {
 	// before the dispatcher delivers the group's events).
 	id := uuid.NewString()
 	logged := store.Entry{Seq: 3, Cmd: kbcore.Command{ID: id, Type: "edit-text", Payload: json.RawMessage(`{"node":"n","text":"x"}`)}}
-	writes, frames := wsWrites.Load(), wsFrames.Load()
+	writes, frames, given := wsWrites.Load(), wsFrames.Load(), in.srv.tasks.Given()
 	sc.answerCommand(wsMessage{ID: json.RawMessage("7")}, committedCommand{CommandResult: wire.CommandResult{Seq: 3}, page: page, events: logOf(logged)})
+	sc.writeQueued()
+	if d := in.srv.tasks.Given() - given; d != 0 {
+		t.Fatalf("answering handed %d tasks to the socket's goroutines, want none: the answering goroutine writes", d)
+	}
 	if r := w.reply(); string(r.ID) != "7" || r.Result == nil || string(r.Result.Data) != `{"seq":3}` {
 		t.Fatalf("want the reply of 7 first, got %s", mustJSON(r))
 	}
@@ -142,6 +147,7 @@ func TestWSReplyCarriesItsEvents(t *testing.T) {
 	frames = wsFrames.Load()
 	sc.answerCommand(wsMessage{ID: json.RawMessage("8")}, committedCommand{CommandResult: wire.CommandResult{Seq: 6}, page: page,
 		events: logOf(store.Entry{Seq: 6, Cmd: logged.Cmd})})
+	sc.writeQueued()
 	if r := w.reply(); string(r.ID) != "8" {
 		t.Fatalf("want the reply of 8, got %s", mustJSON(r))
 	}

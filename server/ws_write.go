@@ -52,6 +52,29 @@ func (c *wsConn) startWriterLocked() {
 	}
 }
 
+// startWriter starts the writer if anything is queued.
+func (c *wsConn) startWriter() {
+	c.mu.Lock()
+	if len(c.out) > 0 {
+		c.startWriterLocked()
+	}
+	c.mu.Unlock()
+}
+
+// writeQueued writes the outbound queue in this goroutine, as the writer
+// would, unless a writer runs (it writes what was queued).
+func (c *wsConn) writeQueued() {
+	c.mu.Lock()
+	if c.writing || c.broken || len(c.out) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	c.writing = true
+	c.writerWG.Add(1)
+	c.mu.Unlock()
+	c.writer()
+}
+
 func (c *wsConn) signalRoomLocked() {
 	if c.room != nil {
 		close(c.room)

@@ -24,6 +24,7 @@ import (
 type Pool struct {
 	tasks  chan func() // unbuffered: a send succeeds only to a parked goroutine
 	parked atomic.Int32
+	given  atomic.Int64 // tasks given (Go), for tests and diagnosis
 	max    int32
 	done   chan struct{}
 	once   sync.Once
@@ -36,6 +37,7 @@ func New(max int) *Pool {
 
 // Go runs f on a parked goroutine, or on a new one when none is parked.
 func (p *Pool) Go(f func()) {
+	p.given.Add(1)
 	select {
 	case p.tasks <- f:
 	default:
@@ -59,6 +61,9 @@ func (p *Pool) run(f func()) {
 		}
 	}
 }
+
+// Given is the number of tasks given to Go so far.
+func (p *Pool) Given() int64 { return p.given.Load() }
 
 // Parked is the number of goroutines waiting for a task.
 func (p *Pool) Parked() int { return int(p.parked.Load()) }

@@ -27,21 +27,27 @@ func waitParked(t *testing.T, p *Pool, n int) {
 	}
 }
 
-// A task given while a goroutine is parked runs on it.
+// A task given while a goroutine is parked runs on it. A goroutine counts
+// itself parked just before it waits for a task, so a task given in
+// between finds none waiting and gets a goroutine of its own (allowed);
+// on a busy machine that may happen a few times in 20, never every time.
 func TestReusesParkedGoroutine(t *testing.T) {
 	p := New(1)
 	defer p.Close()
 	ids := make(chan int, 1)
-	var first int
+	prev, reused := 0, 0
 	for i := range 20 {
 		p.Go(func() { ids <- goid() })
 		id := <-ids
-		if i == 0 {
-			first = id
-		} else if id != first {
-			t.Fatalf("task %d ran on goroutine %d, want the parked %d", i, id, first)
+		if i > 0 && id == prev {
+			reused++
 		}
+		prev = id
 		waitParked(t, p, 1)
+		time.Sleep(time.Millisecond) // for the parked goroutine to wait
+	}
+	if reused < 15 {
+		t.Fatalf("%d of 19 tasks ran on the goroutine parked by the task before, want nearly all", reused)
 	}
 }
 

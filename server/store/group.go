@@ -160,9 +160,16 @@ type groups struct {
 	busy    map[string]bool // pages held by a running transaction of this Store
 	queue   []*request      // waiting, in arrival order
 	running int
-	wake    chan struct{} // a request was queued (capacity 1)
-	// arrivals counts the requests ever queued (gather).
-	arrivals int64
+	// wake (capacity 1) tells the gathering group's goroutine that what
+	// it waits for came: arrivals reached expect, or groupMax commands
+	// are queued. Only then, so that a closed loop's callers do not wake
+	// it once each (a goroutine handoff per command) to find the group
+	// not yet complete.
+	wake chan struct{}
+	// arrivals counts the requests ever queued (gather); expect is the
+	// count the gathering goroutine waits for (0: none is gathering);
+	// woken counts the gathering goroutine's wakes by wake.
+	arrivals, expect, woken int64
 }
 
 func (s *Store) submitGrouped(ctx context.Context, dev Device, env kbcore.Envelope) (Outcome, error) {
@@ -183,16 +190,19 @@ func (s *Store) submitGrouped(ctx context.Context, dev Device, env kbcore.Envelo
 		start := time.Now()
 		rest, _ := s.round([]*request{r}, false)
 		s.waits.holdNanos.Add(int64(time.Since(start)))
-		s.finish([]string{page}, rest)
+		s.finish([]string{page}, rest, false)
 		return r.out, r.err
 	}
 	r := &request{ctx: ctx, dev: dev, env: env, done: make(chan struct{}), queued: time.Now()}
 	g.queue = append(g.queue, r)
 	g.arrivals++
+	signal := g.expect > 0 && (g.arrivals >= g.expect || len(g.queue) >= s.groupMax)
 	g.mu.Unlock()
-	select {
-	case g.wake <- struct{}{}:
-	default:
+	if signal {
+		select {
+		case g.wake <- struct{}{}:
+		default:
+		}
 	}
 
 	select {
@@ -215,8 +225,10 @@ func (s *Store) submitGrouped(ctx context.Context, dev Device, env kbcore.Envelo
 
 // finish ends a transaction that held pages: they become idle, rest (the
 // commands it left undecided) queue again at the front, and the next
-// groups start; it reports whether one did.
-func (s *Store) finish(pages []string, rest []*request) (started bool) {
+// groups start; it reports whether one did. With keep, the first group
+// started is returned instead of handed to a task: the calling group's
+// goroutine runs it, without a handoff to another goroutine.
+func (s *Store) finish(pages []string, rest []*request, keep bool) (next *groupRun, started bool) {
 	g := &s.groups
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -231,13 +243,21 @@ func (s *Store) finish(pages []string, rest []*request) (started bool) {
 		g.queue = append(rest, g.queue...)
 	}
 	g.running--
-	return s.scheduleLocked()
+	return s.scheduleLocked(keep)
+}
+
+// groupRun is a group scheduleLocked started: its pages, held for it, and
+// its commands.
+type groupRun struct {
+	pages []string
+	reqs  []*request
 }
 
 // scheduleLocked starts groups while a slot is free and a queued command
 // can run: the oldest whose page is idle, with every later one whose page
-// is idle or in the group (up to groupMax), in arrival order.
-func (s *Store) scheduleLocked() (started bool) {
+// is idle or in the group (up to groupMax), in arrival order. With keep,
+// the first is returned for the caller to run (finish).
+func (s *Store) scheduleLocked(keep bool) (next *groupRun, started bool) {
 	g := &s.groups
 	for g.running < s.groupTx && len(g.queue) > 0 {
 		// Waiters that gave up are not decided.
@@ -267,7 +287,7 @@ func (s *Store) scheduleLocked() (started bool) {
 			}
 		}
 		if len(reqs) == 0 {
-			return started
+			return next, started
 		}
 		now := time.Now()
 		for _, r := range reqs {
@@ -282,25 +302,38 @@ func (s *Store) scheduleLocked() (started bool) {
 		for p := range mine {
 			pages = append(pages, p)
 		}
-		s.tasks.Go(func() { s.runGroup(pages, reqs) })
 		started = true
+		if keep && next == nil {
+			next = &groupRun{pages, reqs}
+			continue
+		}
+		s.tasks.Go(func() { s.runGroup(pages, reqs) })
 	}
-	return started
+	return next, started
 }
 
 // runGroup decides reqs (their pages held for it), waits for the callers
-// of a group to send again, and ends.
+// of a group to send again, and goes on with the next group it starts,
+// until none starts.
 func (s *Store) runGroup(pages []string, reqs []*request) {
-	start := time.Now()
-	rest, arrived := s.round(reqs, true)
-	if n := len(reqs) - len(rest); n > 0 {
-		g0 := time.Now()
-		s.gather(arrived+int64(n), s.groupWait)
-		s.waits.gatherNanos.Add(int64(time.Since(g0)))
-	}
-	s.waits.holdNanos.Add(int64(time.Since(start)))
-	if !s.finish(pages, rest) {
-		s.runLate() // no group follows to run them
+	for {
+		start := time.Now()
+		rest, arrived := s.round(reqs, true)
+		if n := len(reqs) - len(rest); n > 0 {
+			g0 := time.Now()
+			s.gather(arrived+int64(n), s.groupWait)
+			s.waits.gatherNanos.Add(int64(time.Since(g0)))
+		}
+		s.waits.holdNanos.Add(int64(time.Since(start)))
+		next, started := s.finish(pages, rest, true)
+		if !started {
+			s.runLate() // no group follows to run them
+			return
+		}
+		if next == nil {
+			return
+		}
+		pages, reqs = next.pages, next.reqs
 	}
 }
 
@@ -317,9 +350,19 @@ func (s *Store) gather(expect int64, wait time.Duration) {
 	}
 	g := &s.groups
 	var timer *time.Timer
+	select {
+	case <-g.wake: // a signal sent after the last gather ended
+	default:
+	}
+	defer func() {
+		g.mu.Lock()
+		g.expect = 0
+		g.mu.Unlock()
+	}()
 	for {
 		g.mu.Lock()
 		n, queued := g.arrivals, len(g.queue)
+		g.expect = expect
 		g.mu.Unlock()
 		if n >= expect || queued >= s.groupMax {
 			break
@@ -329,6 +372,9 @@ func (s *Store) gather(expect int64, wait time.Duration) {
 		}
 		select {
 		case <-g.wake:
+			g.mu.Lock()
+			g.woken++
+			g.mu.Unlock()
 			continue
 		case <-timer.C:
 		}

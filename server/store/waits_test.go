@@ -129,6 +129,50 @@ func TestGroupWaitsForSlowCallers(t *testing.T) {
 	t.Errorf("%d writers a millisecond from their next command: %v commands per transaction in three runs, want at least 6 in one", writers, got)
 }
 
+// A group's goroutine, gathering its callers' next commands, is woken once
+// they are all back, not by each arrival: 8 closed-loop writers, each
+// command sent as soon as the last is answered.
+func TestGatherWokenOncePerGroup(t *testing.T) {
+	st, dev, first := setup(t)
+	const writers, each = 8, 40
+	pages := []string{first}
+	for len(pages) < writers {
+		p := uuid.NewString()
+		mustSubmit(t, st, dev, env(p, "create-page", map[string]any{"title": "Woken " + p}))
+		pages = append(pages, p)
+	}
+	for _, p := range pages {
+		mustSubmit(t, st, dev, env(p, "create-after", map[string]any{"text": "", "node": "n"}))
+	}
+	before := st.Waits()
+	st.groups.mu.Lock()
+	woken := st.groups.woken
+	st.groups.mu.Unlock()
+	var wg sync.WaitGroup
+	for w, p := range pages {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				mustSubmit(t, st, dev, env(p, "edit-text", map[string]any{"node": "n", "text": fmt.Sprintf("%d-%d", w, i)}))
+			}
+		}()
+	}
+	wg.Wait()
+	after := st.Waits()
+	var tx int64
+	for p := range numPaths {
+		tx += after.Transactions[p] - before.Transactions[p]
+	}
+	st.groups.mu.Lock()
+	woken = st.groups.woken - woken
+	st.groups.mu.Unlock()
+	t.Logf("%d wakes of the gathering goroutine in %d transactions (%d commands)", woken, tx, writers*each)
+	if woken > tx {
+		t.Errorf("the gathering goroutine was woken %d times in %d transactions: want at most once a transaction", woken, tx)
+	}
+}
+
 // loadgen/README.md states the group window that defaultGroupWait holds.
 func TestDocsStateTheGroupWindow(t *testing.T) {
 	b, err := os.ReadFile("../../loadgen/README.md")
