@@ -86,15 +86,7 @@ func TestWaitsAccount(t *testing.T) {
 func TestGroupWaitsForSlowCallers(t *testing.T) {
 	st, dev, first := setup(t)
 	const writers, each = 8, 30
-	pages := []string{first}
-	for len(pages) < writers {
-		p := uuid.NewString()
-		mustSubmit(t, st, dev, env(p, "create-page", map[string]any{"title": "Slow " + p}))
-		pages = append(pages, p)
-	}
-	for _, p := range pages {
-		mustSubmit(t, st, dev, env(p, "create-after", map[string]any{"text": "", "node": "n"}))
-	}
+	pages := pagesWithNode(t, st, dev, first, writers, "Slow")
 	var got []string
 	for run := 0; run < 3; run++ {
 		before := st.Waits()
@@ -111,11 +103,7 @@ func TestGroupWaitsForSlowCallers(t *testing.T) {
 		}
 		wg.Wait()
 		w := st.Waits()
-		var tx, cmds int64
-		for p := range numPaths {
-			tx += w.Transactions[p] - before.Transactions[p]
-			cmds += w.Commands[p] - before.Commands[p]
-		}
+		tx, cmds := decidedSince(before, w)
 		if cmds != writers*each {
 			t.Fatalf("%d commands decided, want %d", cmds, writers*each)
 		}
@@ -135,15 +123,7 @@ func TestGroupWaitsForSlowCallers(t *testing.T) {
 func TestGatherWokenOncePerGroup(t *testing.T) {
 	st, dev, first := setup(t)
 	const writers, each = 8, 40
-	pages := []string{first}
-	for len(pages) < writers {
-		p := uuid.NewString()
-		mustSubmit(t, st, dev, env(p, "create-page", map[string]any{"title": "Woken " + p}))
-		pages = append(pages, p)
-	}
-	for _, p := range pages {
-		mustSubmit(t, st, dev, env(p, "create-after", map[string]any{"text": "", "node": "n"}))
-	}
+	pages := pagesWithNode(t, st, dev, first, writers, "Woken")
 	before := st.Waits()
 	st.groups.mu.Lock()
 	woken := st.groups.woken
@@ -160,10 +140,7 @@ func TestGatherWokenOncePerGroup(t *testing.T) {
 	}
 	wg.Wait()
 	after := st.Waits()
-	var tx int64
-	for p := range numPaths {
-		tx += after.Transactions[p] - before.Transactions[p]
-	}
+	tx, _ := decidedSince(before, after)
 	st.groups.mu.Lock()
 	woken = st.groups.woken - woken
 	st.groups.mu.Unlock()
@@ -171,6 +148,32 @@ func TestGatherWokenOncePerGroup(t *testing.T) {
 	if woken > tx {
 		t.Errorf("the gathering goroutine was woken %d times in %d transactions: want at most once a transaction", woken, tx)
 	}
+}
+
+// pagesWithNode returns n pages (first and n-1 new ones, titled title
+// and their id), each with a node "n".
+func pagesWithNode(t *testing.T, st *Store, dev Device, first string, n int, title string) []string {
+	t.Helper()
+	pages := []string{first}
+	for len(pages) < n {
+		p := uuid.NewString()
+		mustSubmit(t, st, dev, env(p, "create-page", map[string]any{"title": title + " " + p}))
+		pages = append(pages, p)
+	}
+	for _, p := range pages {
+		mustSubmit(t, st, dev, env(p, "create-after", map[string]any{"text": "", "node": "n"}))
+	}
+	return pages
+}
+
+// decidedSince is the transactions and the commands they decided, of
+// every path, between two snapshots.
+func decidedSince(before, after Waits) (tx, cmds int64) {
+	for p := range numPaths {
+		tx += after.Transactions[p] - before.Transactions[p]
+		cmds += after.Commands[p] - before.Commands[p]
+	}
+	return tx, cmds
 }
 
 // loadgen/README.md states the group window that defaultGroupWait holds.
