@@ -60,15 +60,13 @@ func (c *wsConn) answerCommand(m wsMessage, r committedCommand) {
 		msg.a = c.encode(wsResponse{ID: m.ID, JSONRPC: m.JSONRPC, Result: &wsResult{Type: "data", Data: r.CommandResult}})
 	}
 	c.mu.Lock()
-	if c.closing || c.broken {
-		c.mu.Unlock()
-		return
-	}
+	defer c.mu.Unlock()
 	// Queued without starting the writer: the worker writes them itself
 	// once its queue is empty (worker), as a closed loop's command leaves
 	// it, or starts the writer before its next request.
-	c.out = append(c.out, msg)
-	defer c.mu.Unlock()
+	if !c.queueLocked(msg) {
+		return
+	}
 	var evs []*dispatch.Event // read from the outcome once a subscription wants them
 	for _, sub := range c.subs {
 		if sub.path != wire.PathOnPage || sub.pageID != r.page || !sub.started || sub.ended || sub.dropped || sub.hs == nil {
@@ -84,7 +82,7 @@ func (c *wsConn) answerCommand(m wsMessage, r committedCommand) {
 			if ev.Seq != sub.last+1 {
 				break // a gap: the hub sends the rest
 			}
-			c.out = append(c.out, outMsg{op: wsframe.OpText, event: true, a: sub.prefix, b: ev.Wire(encodePageEvent)})
+			c.queueLocked(outMsg{op: wsframe.OpText, event: true, a: sub.prefix, b: ev.Wire(encodePageEvent)})
 			sub.last = ev.Seq
 			wsEchoes.Add(1)
 		}

@@ -36,18 +36,36 @@ func (c *wsConn) writeRaw(b []byte) bool {
 
 // enqueueLocked queues a frame, starting the writer if it is not running.
 func (c *wsConn) enqueueLocked(m outMsg) bool {
-	if c.closing || c.broken {
+	if !c.queueLocked(m) {
 		return false
 	}
-	c.out = append(c.out, m)
 	c.startWriterLocked()
 	return true
 }
 
+// queueLocked queues m without starting the writer; false: the socket is
+// closing or broken.
+func (c *wsConn) queueLocked(m outMsg) bool {
+	if c.closing || c.broken {
+		return false
+	}
+	c.out = append(c.out, m)
+	return true
+}
+
+// claimWriterLocked makes the caller the socket's writer, unless one runs
+// or the socket is broken.
+func (c *wsConn) claimWriterLocked() bool {
+	if c.writing || c.broken {
+		return false
+	}
+	c.writing = true
+	c.writerWG.Add(1)
+	return true
+}
+
 func (c *wsConn) startWriterLocked() {
-	if !c.writing && !c.broken {
-		c.writing = true
-		c.writerWG.Add(1)
+	if c.claimWriterLocked() {
 		c.s.tasks.Go(c.writer)
 	}
 }
@@ -65,12 +83,10 @@ func (c *wsConn) startWriter() {
 // would, unless a writer runs (it writes what was queued).
 func (c *wsConn) writeQueued() {
 	c.mu.Lock()
-	if c.writing || c.broken || len(c.out) == 0 {
+	if len(c.out) == 0 || !c.claimWriterLocked() {
 		c.mu.Unlock()
 		return
 	}
-	c.writing = true
-	c.writerWG.Add(1)
 	c.mu.Unlock()
 	c.writer()
 }

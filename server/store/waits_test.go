@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,24 +22,13 @@ func TestWaitsAccount(t *testing.T) {
 	before := st.Waits()
 	mustSubmit(t, st, dev, env(page, "create-after", map[string]any{"text": "", "node": "n"}))
 	const writers, each = 8, 20
-	var wg sync.WaitGroup
-	for w := 0; w < writers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < each; i++ {
-				mustSubmit(t, st, dev, env(page, "edit-text", map[string]any{"node": "n", "text": fmt.Sprintf("%d-%d", w, i)}))
-			}
-		}()
-	}
-	wg.Wait()
+	editEach(t, st, dev, slices.Repeat([]string{page}, writers), each, "", 0)
 	waitGroupsEnded(t, st)
 	w := st.Waits()
-	var tx, cmds, sized, batches int64
+	tx, cmds := decidedSince(before, w)
+	var sized, batches int64
 	var txSeconds float64
 	for p := range numPaths {
-		tx += w.Transactions[p] - before.Transactions[p]
-		cmds += w.Commands[p] - before.Commands[p]
 		txSeconds += w.TxSeconds[p] - before.TxSeconds[p]
 	}
 	for i, n := range w.Sizes {
@@ -90,18 +80,7 @@ func TestGroupWaitsForSlowCallers(t *testing.T) {
 	var got []string
 	for run := 0; run < 3; run++ {
 		before := st.Waits()
-		var wg sync.WaitGroup
-		for w, p := range pages {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; i < each; i++ {
-					mustSubmit(t, st, dev, env(p, "edit-text", map[string]any{"node": "n", "text": fmt.Sprintf("%d-%d-%d", run, w, i)}))
-					time.Sleep(time.Millisecond)
-				}
-			}()
-		}
-		wg.Wait()
+		editEach(t, st, dev, pages, each, fmt.Sprintf("%d-", run), time.Millisecond)
 		w := st.Waits()
 		tx, cmds := decidedSince(before, w)
 		if cmds != writers*each {
@@ -128,17 +107,7 @@ func TestGatherWokenOncePerGroup(t *testing.T) {
 	st.groups.mu.Lock()
 	woken := st.groups.woken
 	st.groups.mu.Unlock()
-	var wg sync.WaitGroup
-	for w, p := range pages {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < each; i++ {
-				mustSubmit(t, st, dev, env(p, "edit-text", map[string]any{"node": "n", "text": fmt.Sprintf("%d-%d", w, i)}))
-			}
-		}()
-	}
-	wg.Wait()
+	editEach(t, st, dev, pages, each, "", 0)
 	after := st.Waits()
 	tx, _ := decidedSince(before, after)
 	st.groups.mu.Lock()
@@ -168,6 +137,23 @@ func pagesWithNode(t *testing.T, st *Store, dev Device, first string, n int, tit
 
 // decidedSince is the transactions and the commands they decided, of
 // every path, between two snapshots.
+// editEach runs a closed-loop writer per entry of pages: writer w edits
+// node "n" of pages[w] each times (text tag+"w-i"), each command sent
+// once the last is answered, then pause.
+func editEach(t *testing.T, st *Store, dev Device, pages []string, each int, tag string, pause time.Duration) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for w, p := range pages {
+		wg.Go(func() {
+			for i := 0; i < each; i++ {
+				mustSubmit(t, st, dev, env(p, "edit-text", map[string]any{"node": "n", "text": fmt.Sprintf("%s%d-%d", tag, w, i)}))
+				time.Sleep(pause)
+			}
+		})
+	}
+	wg.Wait()
+}
+
 func decidedSince(before, after Waits) (tx, cmds int64) {
 	for p := range numPaths {
 		tx += after.Transactions[p] - before.Transactions[p]
