@@ -85,7 +85,11 @@
 # 20,000 messages/s (under "server µs per echo" and "generator µs per
 # echo": one WebSocket write per echo per window), the fdatasync rate of
 # the data directory's disk (the most commits per second of one WAL
-# writer) and the CPU of one HTTP round trip (under each command's). Every
+# writer), the CPU of one HTTP round trip (under each command's) and the
+# latency of a loopback round trip between two processes, one at a time
+# (beside both ratios: on a virtual machine whose idle processors halt,
+# each wake-up waits for the host, and pgbench's one client waits for one
+# at every statement). Every
 # phase also prints the CPU it used of the machine: (generator + server +
 # postgres CPU seconds) ÷ (nproc × seconds), and how busy the whole machine
 # was (/proc/stat; on shared cores the difference is other users).
@@ -158,11 +162,14 @@ bench_pg
 # The machine's floors, once (information, not checks): the loopback
 # write and read under each fan-out phase's echoes (its socket count, its
 # 20,000 echoes/s), the fdatasync rate under one WAL writer, the HTTP
-# round trip under each command.
+# round trip's CPU under each command, and the latency of a loopback
+# round trip between two processes (the wake-ups every closed-loop
+# caller waits for: pgbench's client at each statement, an editor at
+# each command).
 sockets=
 want fanout && sockets=200
 want fanout-2000 && sockets=${sockets:+$sockets,}2000
-floors=fsync,http
+floors=fsync,http,roundtrip
 [ -z "$sockets" ] || floors=loopback,$floors
 bench_floor "$floors" --sockets "${sockets:-200}" --rate 20000 --size 200 --duration "${FLOOR}s" --warmup 1s --http-rate 2000 --http-concurrency 8
 
@@ -204,6 +211,7 @@ pgbench_phase() {
   machine_cpu_line "${RO:-$OUT}/$2.result.json"
   if [ "$2" = pgbench-c1 ] && [ -s "$OUT/floor.json" ]; then
     jq -r '.fsync | "  floor: fdatasync after an 8 KiB write \(.ops_per_second | round)/s (\(.us_per_op | round) µs each): the most commits per second of one WAL writer"' "$OUT/floor.json" >&2
+    jq -r '.roundtrip // empty | "  floor: a loopback round trip between two processes \(.us_per_round_trip * 10 | round / 10) µs (p99 \(.p99_us | round)): what the client waits for at each statement, besides the work"' "$OUT/floor.json" >&2
   fi
 }
 
@@ -281,8 +289,10 @@ run_round() {
     def tps_what(n): pgb(n) | if .tps_after then "\(.tps * 10 | round / 10) tps (mean of \(.tps_before * 10 | round / 10) before and \(.tps_after * 10 | round / 10) after the load)" else "\(.tps) tps" end;
     [ select(ran(["many-pages", "pgbench-c8"])) | check("many-pages ratio"; "target"; $p["many-pages"].rate / pgb("pgbench-c8").tps; ">="; 1.3;
             "\($p["many-pages"].rate * 10 | round / 10) commands/s ÷ \(tps_what("pgbench-c8")), 8 clients") | ceiling("many-pages"; "pgbench-c8")
+          | with_floor("floor_round_trip_us"; $fl.roundtrip.us_per_round_trip; "µs per loopback round trip")
     ] + [ select(ran(["hot-page", "pgbench-c1"])) | check("hot-page ratio"; "target"; $p["hot-page"].rate / pgb("pgbench-c1").tps; ">="; 3.5;
             "\($p["hot-page"].rate * 10 | round / 10) commands/s ÷ \(tps_what("pgbench-c1")), 1 client") | ceiling("hot-page"; "pgbench-c1")
+          | with_floor("floor_round_trip_us"; $fl.roundtrip.us_per_round_trip; "µs per loopback round trip")
     ] + [ select(ran(["fanout"])) | check("fan-out/commit p99"; "target"; $p.fanout.fanout_p99_ms / $p.fanout.commit_p99_ms; "<="; 1.5;
             "fan-out p99 \($p.fanout.fanout_p99_ms)ms ÷ commit p99 \($p.fanout.commit_p99_ms)ms (200 windows)") ]
     + [ $p | to_entries[] | select(.key | startswith("idle-")) | .value |

@@ -28,10 +28,11 @@ func newBenchCmd() *cobra.Command {
 
 // floorReport is what `kbkit bench floor` prints (--json: one object).
 type floorReport struct {
-	NumCPU   int                    `json:"nproc"`
-	Loopback []floor.LoopbackResult `json:"loopback,omitempty"`
-	Fsync    *floor.FsyncResult     `json:"fsync,omitempty"`
-	HTTP     *floor.HTTPResult      `json:"http,omitempty"`
+	NumCPU    int                    `json:"nproc"`
+	Loopback  []floor.LoopbackResult `json:"loopback,omitempty"`
+	Fsync     *floor.FsyncResult     `json:"fsync,omitempty"`
+	HTTP      *floor.HTTPResult      `json:"http,omitempty"`
+	RoundTrip *floor.RoundTripResult `json:"roundtrip,omitempty"`
 }
 
 func newBenchFloorCmd() *cobra.Command {
@@ -46,13 +47,14 @@ func newBenchFloorCmd() *cobra.Command {
 		fsyncSize     int
 		httpRate      int
 		httpConc      int
+		rtSize        int
 		asJSON        bool
 		childRole     string
 		childConfig   string
 	)
 	cmd := &cobra.Command{
 		Use:   "floor",
-		Short: "Measure the CPU of a loopback write and read, the fdatasync rate and an HTTP round trip",
+		Short: "Measure the CPU of a loopback write and read, the fdatasync rate, an HTTP round trip and the latency of a loopback round trip",
 		Long: `Measures the floors under kbkit serve's and kbkit loadgen's figures on
 this machine, with the cheapest programs that do the same work:
 
@@ -69,6 +71,12 @@ this machine, with the cheapest programs that do the same work:
   http      a net/http POST of 300 bytes with a 50-byte reply over
             kept-alive loopback connections at --http-rate per second,
             client and server in their own processes: CPU per request each.
+  roundtrip --roundtrip-size bytes and the same back on one loopback TCP
+            connection between two processes, the next sent when the answer
+            is in: µs per round trip (mean, p50, p99) and CPU of each end.
+            Nothing else runs, so it is what waking a process that waits on
+            a socket costs, twice; every closed-loop caller (pgbench's
+            client once per statement, an editor once per command) pays it.
 
 The figures are measurements of this machine at this moment: on shared
 cores, run them beside the benchmark they explain.`,
@@ -81,8 +89,8 @@ cores, run them beside the benchmark they explain.`,
 				return floor.Child(childRole, childConfig, os.Stdin, c.OutOrStdout())
 			}
 			for _, f := range floors {
-				if !slices.Contains([]string{"loopback", "fsync", "http"}, f) {
-					return fmt.Errorf("--floors: unknown floor %q (loopback, fsync, http)", f)
+				if !slices.Contains([]string{"loopback", "fsync", "http", "roundtrip"}, f) {
+					return fmt.Errorf("--floors: unknown floor %q (loopback, fsync, http, roundtrip)", f)
 				}
 			}
 			spawn, err := selfSpawner()
@@ -124,6 +132,15 @@ cores, run them beside the benchmark they explain.`,
 				fmt.Fprintf(text, "HTTP POST %d B -> %d B, %d kept-alive connections, %.0f requests/s (%.1fs): client %.1f µs, server %.1f µs of CPU per request\n",
 					r.RequestSize, r.ReplySize, r.Concurrency, r.RequestRate, r.Seconds, r.USPerRequest, r.USPerServed)
 			}
+			if slices.Contains(floors, "roundtrip") {
+				r, err := floor.RoundTrip(ctx, spawn, floor.RoundTripConfig{Size: rtSize, Duration: duration, Warmup: warmup})
+				if err != nil {
+					return err
+				}
+				rep.RoundTrip = &r
+				fmt.Fprintf(text, "loopback round trip, %d B each way, one at a time (%.1fs, %d round trips): %.1f µs each (p50 %.0f, p99 %.0f); client %.1f µs, server %.1f µs of CPU per round trip\n",
+					r.Size, r.Seconds, r.RoundTrips, r.USMean, r.USP50, r.USP99, r.ClientUS, r.ServerUS)
+			}
 			if asJSON {
 				return json.NewEncoder(c.OutOrStdout()).Encode(rep)
 			}
@@ -131,17 +148,18 @@ cores, run them beside the benchmark they explain.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&floors, "floors", []string{"loopback", "fsync", "http"}, "the floors to measure: loopback, fsync, http")
+	fl.StringSliceVar(&floors, "floors", []string{"loopback", "fsync", "http", "roundtrip"}, "the floors to measure: loopback, fsync, http, roundtrip")
 	fl.IntSliceVar(&sockets, "sockets", []int{200, 2000}, "loopback: socket counts, one measurement each")
 	fl.IntVar(&rate, "rate", 20000, "loopback: messages per second over all sockets")
 	fl.IntVar(&size, "size", 200, "loopback: bytes per message")
-	fl.DurationVar(&duration, "duration", 10*time.Second, "loopback and http: measured time of each measurement")
-	fl.DurationVar(&warmup, "warmup", time.Second, "loopback and http: unmeasured time before each")
+	fl.DurationVar(&duration, "duration", 10*time.Second, "loopback, http and roundtrip: measured time of each measurement")
+	fl.DurationVar(&warmup, "warmup", time.Second, "loopback, http and roundtrip: unmeasured time before each")
 	fl.StringVar(&fsyncDir, "fsync-dir", "", "fsync: a directory on the disk to measure (default the temp directory)")
 	fl.DurationVar(&fsyncDuration, "fsync-duration", 3*time.Second, "fsync: measured time")
 	fl.IntVar(&fsyncSize, "fsync-size", 8192, "fsync: bytes written before each fdatasync")
 	fl.IntVar(&httpRate, "http-rate", 2000, "http: requests per second over all connections")
 	fl.IntVar(&httpConc, "http-concurrency", 8, "http: client goroutines, each on its own kept-alive connection")
+	fl.IntVar(&rtSize, "roundtrip-size", 64, "roundtrip: bytes each way")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object on stdout (the text goes to stderr)")
 	fl.StringVar(&childRole, "child", "", "internal: run one end of a measurement")
 	fl.StringVar(&childConfig, "child-config", "", "internal: its configuration")

@@ -19,7 +19,7 @@ func TestBenchFloor(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("%v: %s", err, stdout)
 	}
-	if rep.NumCPU < 1 || len(rep.Loopback) != 2 || rep.Fsync == nil || rep.HTTP == nil {
+	if rep.NumCPU < 1 || len(rep.Loopback) != 2 || rep.Fsync == nil || rep.HTTP == nil || rep.RoundTrip == nil {
 		t.Fatalf("report incomplete: %s", stdout)
 	}
 	for i, want := range []int{5, 50} {
@@ -31,9 +31,12 @@ func TestBenchFloor(t *testing.T) {
 	if rep.Fsync.OpsPerSec <= 0 || rep.HTTP.USPerRequest <= 0 || rep.HTTP.USPerServed <= 0 {
 		t.Errorf("fsync %+v, http %+v", rep.Fsync, rep.HTTP)
 	}
+	if rt := rep.RoundTrip; rt.Size != 64 || rt.RoundTrips <= 0 || rt.USMean <= 0 || rt.USP50 <= 0 || rt.ClientUS <= 0 || rt.ServerUS <= 0 {
+		t.Errorf("roundtrip %+v", rt)
+	}
 	// The text goes to stderr with --json, one line per measurement.
-	if n := strings.Count(stderr, "\n"); n != 4 {
-		t.Errorf("%d lines on stderr, want 4:\n%s", n, stderr)
+	if n := strings.Count(stderr, "\n"); n != 5 {
+		t.Errorf("%d lines on stderr, want 5:\n%s", n, stderr)
 	}
 }
 

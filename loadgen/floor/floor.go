@@ -18,8 +18,14 @@
 //   - HTTP: the CPU of one net/http POST (about 300 bytes, a 50-byte reply)
 //     over a kept-alive loopback connection, client and server in separate
 //     processes.
+//   - RoundTrip: the latency of a small message and its answer on one
+//     loopback TCP connection between two processes, one at a time, and
+//     the CPU of each end: the cost of waking a process that waits on a
+//     socket, twice. On a virtual machine whose idle processors halt, a
+//     wake-up waits for the host, and every closed-loop caller (a
+//     benchmark's client, an editor waiting for its answer) pays it.
 //
-// The loopback and HTTP floors run their two ends as child processes made
+// The loopback, HTTP and round-trip floors run their two ends as child processes made
 // by a Spawner (kbkit re-executes itself with a hidden flag; the tests
 // re-execute the test binary); a child runs Child with the role and the
 // configuration it was given.
@@ -32,7 +38,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os/exec"
+	"sync"
 	"time"
 
 	"github.com/subspace/kbkit/internal/cputime"
@@ -45,18 +53,45 @@ type Spawner func(role, config string) *exec.Cmd
 
 // Roles of the child processes.
 const (
-	roleLoopbackRecv = "loopback-recv"
-	roleLoopbackSend = "loopback-send"
-	roleHTTPServer   = "http-server"
-	roleHTTPClient   = "http-client"
+	roleLoopbackRecv    = "loopback-recv"
+	roleLoopbackSend    = "loopback-send"
+	roleHTTPServer      = "http-server"
+	roleHTTPClient      = "http-client"
+	roleRoundTripServer = "roundtrip-server"
+	roleRoundTripClient = "roundtrip-client"
 )
 
 // mark is a child's reading, printed on "mark": its CPU, its count of
-// operations (writes, messages read, requests) and its clock.
+// operations (writes, messages read, requests) and its clock; a child
+// that times its operations adds their latencies since its last mark.
 type mark struct {
-	CPU   float64 `json:"cpu_s"`
-	Count int64   `json:"count"`
-	T     float64 `json:"t"`
+	CPU     float64  `json:"cpu_s"`
+	Count   int64    `json:"count"`
+	T       float64  `json:"t"`
+	Latency *latency `json:"latency_us,omitempty"`
+}
+
+// span is what the two children of a pair did between their two
+// readings: the dialing end's count and CPU first, the listening end's
+// second (the order pair returns their marks in).
+type span struct {
+	Seconds float64
+	Count   [2]int64
+	CPU     [2]float64
+}
+
+func between(a, b []mark) span {
+	return span{
+		Seconds: b[0].T - a[0].T,
+		Count:   [2]int64{b[0].Count - a[0].Count, b[1].Count - a[1].Count},
+		CPU:     [2]float64{b[0].CPU - a[0].CPU, b[1].CPU - a[1].CPU},
+	}
+}
+
+// latency is a child's percentiles, in microseconds.
+type latency struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
 }
 
 func newMark(count int64) mark {
@@ -142,33 +177,39 @@ func (c *child) stop() error {
 
 // pair runs a measurement between two children: the listening one (role
 // listen with listenCfg) answers its address, the other (role dial, with
-// the config dialCfg makes of that address) answers when it is ready
-// (into ready), is told "go", and both are measured over a window of
-// warmup then duration. Each end's mark comes first in a and b.
-func pair(ctx context.Context, spawn Spawner, listen string, listenCfg any, dial string, dialCfg func(addr string) any, ready any, warmup, duration time.Duration) (a, b []mark, err error) {
+// the config dialCfg makes of that address) answers when it is ready,
+// is told "go", and both are measured over a window of warmup then
+// duration: what they did in it, and their last readings (the dialing
+// end's first).
+func pair(ctx context.Context, spawn Spawner, listen string, listenCfg any, dial string, dialCfg func(addr string) any, warmup, duration time.Duration) (span, []mark, error) {
 	srv, err := start(spawn, listen, listenCfg)
 	if err != nil {
-		return nil, nil, err
+		return span{}, nil, err
 	}
 	defer srv.stop()
 	var up struct {
 		Addr string `json:"addr"`
 	}
 	if err := srv.reply(&up); err != nil {
-		return nil, nil, err
+		return span{}, nil, err
 	}
 	cl, err := start(spawn, dial, dialCfg(up.Addr))
 	if err != nil {
-		return nil, nil, err
+		return span{}, nil, err
 	}
 	defer cl.stop()
-	if err := cl.reply(ready); err != nil {
-		return nil, nil, err
+	var ready json.RawMessage
+	if err := cl.reply(&ready); err != nil {
+		return span{}, nil, err
 	}
 	if err := cl.send("go"); err != nil {
-		return nil, nil, err
+		return span{}, nil, err
 	}
-	return window(ctx, warmup, duration, cl, srv)
+	a, b, err := window(ctx, warmup, duration, cl, srv)
+	if err != nil {
+		return span{}, nil, err
+	}
+	return between(a, b), b, nil
 }
 
 // window takes two readings of each child, Warmup apart from the start and
@@ -214,31 +255,81 @@ func window(ctx context.Context, warmup, duration time.Duration, children ...*ch
 func Child(role, config string, in io.Reader, out io.Writer) error {
 	switch role {
 	case roleLoopbackRecv:
-		var cfg LoopbackConfig
-		if err := json.Unmarshal([]byte(config), &cfg); err != nil {
-			return err
-		}
-		return loopbackReceiver(cfg, in, out)
+		return runChild(config, in, out, loopbackReceiver)
 	case roleLoopbackSend:
-		var cfg senderConfig
-		if err := json.Unmarshal([]byte(config), &cfg); err != nil {
-			return err
-		}
-		return loopbackSender(cfg, in, out)
+		return runChild(config, in, out, loopbackSender)
 	case roleHTTPServer:
-		var cfg HTTPConfig
-		if err := json.Unmarshal([]byte(config), &cfg); err != nil {
-			return err
-		}
-		return httpServer(cfg, in, out)
+		return runChild(config, in, out, httpServer)
 	case roleHTTPClient:
-		var cfg httpClientConfig
-		if err := json.Unmarshal([]byte(config), &cfg); err != nil {
-			return err
-		}
-		return httpClient(cfg, in, out)
+		return runChild(config, in, out, httpClient)
+	case roleRoundTripServer:
+		return runChild(config, in, out, roundTripServer)
+	case roleRoundTripClient:
+		return runChild(config, in, out, roundTripClient)
 	}
 	return fmt.Errorf("floor: unknown child role %q", role)
+}
+
+// runChild decodes a child's configuration and runs its end.
+func runChild[C any](config string, in io.Reader, out io.Writer, run func(C, io.Reader, io.Writer) error) error {
+	var cfg C
+	if err := json.Unmarshal([]byte(config), &cfg); err != nil {
+		return fmt.Errorf("floor: the child's configuration %q: %w", config, err)
+	}
+	return run(cfg, in, out)
+}
+
+// serveConns is the listening end of a pair on loopback TCP: it answers
+// its address, runs handle on each connection accepted (each in its own
+// goroutine), answers "mark" with count(), and when in ends closes the
+// listener and every connection and waits for the handlers.
+func serveConns(in io.Reader, out io.Writer, handle func(net.Conn), count func() int64) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		conns  []net.Conn
+		closed bool
+	)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if closed {
+				mu.Unlock()
+				c.Close()
+				return
+			}
+			conns = append(conns, c)
+			wg.Go(func() { handle(c) })
+			mu.Unlock()
+		}
+	}()
+	if err := writeJSON(out, map[string]string{"addr": ln.Addr().String()}); err != nil {
+		return err
+	}
+	err = commands(in, func(cmd string) error {
+		if cmd == "mark" {
+			return writeJSON(out, newMark(count()))
+		}
+		return nil
+	})
+	ln.Close()
+	mu.Lock()
+	closed = true
+	for _, c := range conns {
+		c.Close()
+	}
+	mu.Unlock()
+	wg.Wait()
+	return err
 }
 
 // commands calls on for each line read from in until in ends.

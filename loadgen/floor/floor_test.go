@@ -113,12 +113,53 @@ func TestHTTP(t *testing.T) {
 	sane(t, "server µs per request", r.USPerServed, 20000)
 }
 
+func TestRoundTrip(t *testing.T) {
+	cfg := RoundTripConfig{Size: 64, Duration: time.Second, Warmup: 200 * time.Millisecond}
+	r, err := RoundTrip(context.Background(), testSpawner(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", r)
+	if r.Size != 64 {
+		t.Errorf("config not carried into the result: %+v", r)
+	}
+	sane(t, "seconds", r.Seconds, 10)
+	// One at a time: the client's trips and the server's answers in the
+	// same window differ by those made while the two readings were taken,
+	// one after the other.
+	if d := r.RoundTrips - r.Answered; d < -max(20, r.RoundTrips/50) || d > max(20, r.RoundTrips/50) {
+		t.Errorf("%d round trips, %d answered in the same window", r.RoundTrips, r.Answered)
+	}
+	// A loopback round trip takes microseconds to milliseconds, never
+	// less than the syscalls it makes.
+	sane(t, "µs per round trip", r.USMean, 100000)
+	sane(t, "p50 µs", r.USP50, 100000)
+	sane(t, "client µs of CPU", r.ClientUS, 100000)
+	sane(t, "server µs of CPU", r.ServerUS, 100000)
+	if r.USP99 < r.USP50 {
+		t.Errorf("p99 %v below p50 %v", r.USP99, r.USP50)
+	}
+	// The window's mean is its seconds over its round trips; the client's
+	// own timings agree with it within the spread of one machine's noise.
+	if r.USP50 > 20*r.USMean || r.USMean > 20*r.USP99 {
+		t.Errorf("client timings (p50 %v, p99 %v) far from the window's mean %v", r.USP50, r.USP99, r.USMean)
+	}
+	// A round trip's CPU on either end is part of its time: each end is
+	// busy for less than the whole round trip.
+	if r.ClientUS > 1.5*r.USMean || r.ServerUS > 1.5*r.USMean {
+		t.Errorf("CPU per round trip (client %v, server %v µs) above its time %v µs", r.ClientUS, r.ServerUS, r.USMean)
+	}
+}
+
 func TestBadConfig(t *testing.T) {
 	if _, err := Loopback(context.Background(), testSpawner(t), LoopbackConfig{Sockets: 0, Rate: 1, Size: 1, Duration: time.Second}); err == nil {
 		t.Error("Loopback accepted 0 sockets")
 	}
 	if _, err := Fsync(context.Background(), FsyncConfig{Duration: 0}); err == nil {
 		t.Error("Fsync accepted a zero duration")
+	}
+	if _, err := RoundTrip(context.Background(), testSpawner(t), RoundTripConfig{Size: 0, Duration: time.Second}); err == nil {
+		t.Error("RoundTrip accepted a size of 0")
 	}
 	if err := Child("nonsense", "{}", nil, nil); err == nil {
 		t.Error("Child accepted an unknown role")

@@ -52,19 +52,12 @@ func HTTP(ctx context.Context, spawn Spawner, cfg HTTPConfig) (HTTPResult, error
 	if err := cfg.check(); err != nil {
 		return res, err
 	}
-	var ok struct {
-		Ready bool `json:"ready"`
-	}
-	a, b, err := pair(ctx, spawn, roleHTTPServer, cfg, roleHTTPClient,
-		func(addr string) any { return httpClientConfig{HTTPConfig: cfg, URL: "http://" + addr + "/"} }, &ok, cfg.Warmup, cfg.Duration)
+	d, _, err := pair(ctx, spawn, roleHTTPServer, cfg, roleHTTPClient,
+		func(addr string) any { return httpClientConfig{HTTPConfig: cfg, URL: "http://" + addr + "/"} }, cfg.Warmup, cfg.Duration)
 	if err != nil {
 		return res, err
 	}
-	res.Seconds = b[0].T - a[0].T
-	res.Requests = b[0].Count - a[0].Count
-	res.Served = b[1].Count - a[1].Count
-	res.ClientCPU = b[0].CPU - a[0].CPU
-	res.ServerCPU = b[1].CPU - a[1].CPU
+	res.Seconds, res.Requests, res.Served, res.ClientCPU, res.ServerCPU = d.Seconds, d.Count[0], d.Count[1], d.CPU[0], d.CPU[1]
 	if res.Requests <= 0 || res.Served <= 0 {
 		return res, fmt.Errorf("floor: http completed no requests in %.1fs", res.Seconds)
 	}

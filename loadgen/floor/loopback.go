@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -48,19 +47,12 @@ func Loopback(ctx context.Context, spawn Spawner, cfg LoopbackConfig) (LoopbackR
 	if err := cfg.check(); err != nil {
 		return res, err
 	}
-	var ok struct {
-		Connected int `json:"connected"`
-	}
-	a, b, err := pair(ctx, spawn, roleLoopbackRecv, cfg, roleLoopbackSend,
-		func(addr string) any { return senderConfig{LoopbackConfig: cfg, Addr: addr} }, &ok, cfg.Warmup, cfg.Duration)
+	d, _, err := pair(ctx, spawn, roleLoopbackRecv, cfg, roleLoopbackSend,
+		func(addr string) any { return senderConfig{LoopbackConfig: cfg, Addr: addr} }, cfg.Warmup, cfg.Duration)
 	if err != nil {
 		return res, err
 	}
-	res.Seconds = b[0].T - a[0].T
-	res.Writes = b[0].Count - a[0].Count
-	res.Reads = b[1].Count - a[1].Count
-	res.SenderCPU = b[0].CPU - a[0].CPU
-	res.ReceiverCPU = b[1].CPU - a[1].CPU
+	res.Seconds, res.Writes, res.Reads, res.SenderCPU, res.ReceiverCPU = d.Seconds, d.Count[0], d.Count[1], d.CPU[0], d.CPU[1]
 	if res.Seconds > 0 {
 		res.WriteRate = float64(res.Writes) / res.Seconds
 	}
@@ -75,55 +67,17 @@ func Loopback(ctx context.Context, spawn Spawner, cfg LoopbackConfig) (LoopbackR
 // loopbackReceiver accepts cfg.Sockets connections and reads them, each
 // in its own goroutine, counting whole messages.
 func loopbackReceiver(cfg LoopbackConfig, in io.Reader, out io.Writer) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	defer ln.Close()
 	var bytes atomic.Int64
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
+	return serveConns(in, out, func(c net.Conn) {
+		buf := make([]byte, 4096)
 		for {
-			c, err := ln.Accept()
+			n, err := c.Read(buf)
+			bytes.Add(int64(n))
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				buf := make([]byte, 4096)
-				for {
-					n, err := c.Read(buf)
-					bytes.Add(int64(n))
-					if err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	if err := writeJSON(out, map[string]string{"addr": ln.Addr().String()}); err != nil {
-		return err
-	}
-	err = commands(in, func(cmd string) error {
-		if cmd == "mark" {
-			return writeJSON(out, newMark(bytes.Load()/int64(cfg.Size)))
-		}
-		return nil
-	})
-	ln.Close()
-	mu.Lock()
-	for _, c := range conns {
-		c.Close()
-	}
-	mu.Unlock()
-	wg.Wait()
-	return err
+	}, func() int64 { return bytes.Load() / int64(cfg.Size) })
 }
 
 type senderConfig struct {
