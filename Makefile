@@ -91,7 +91,8 @@ bench-scaling:
 
 # This machine's floors under those figures: CPU per loopback TCP write
 # and read (200 and 2,000 sockets, 20,000 messages/s of 200 bytes), the
-# fdatasync rate, the CPU of an HTTP round trip (kbkit bench floor).
+# fdatasync rate, the CPU of an HTTP round trip, the latency of a
+# loopback round trip between two processes (kbkit bench floor).
 bench-floor:
 	$(GO) run ./cmd/kbkit bench floor
 
