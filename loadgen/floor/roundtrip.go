@@ -2,9 +2,11 @@ package floor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,15 +174,9 @@ func roundTripClient(cfg roundTripClientConfig, in io.Reader, out io.Writer) err
 	if started {
 		close(stop)
 		_ = c.SetDeadline(time.Now()) // a read waiting for an answer ends
-		if werr := <-done; err == nil && !isDeadline(werr) {
+		if werr := <-done; err == nil && !errors.Is(werr, os.ErrDeadlineExceeded) {
 			err = werr
 		}
 	}
 	return err
-}
-
-// isDeadline tells the error of a read ended by the deadline set to stop.
-func isDeadline(err error) bool {
-	ne, ok := err.(net.Error)
-	return ok && ne.Timeout()
 }
