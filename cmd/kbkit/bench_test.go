@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -44,5 +45,18 @@ func TestBenchFloorUnknown(t *testing.T) {
 	code, _, stderr := kbkit(t, "", "bench", "floor", "--floors", "disk")
 	if code != exitErrored || !strings.Contains(stderr, `unknown floor "disk"`) {
 		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// loadgen/README.md states the round-trip floor's default message size as
+// the flag has it.
+func TestDocsStateTheRoundTripSize(t *testing.T) {
+	def := newBenchFloorCmd().Flags().Lookup("roundtrip-size").DefValue
+	b, err := os.ReadFile("../../loadgen/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "**roundtrip**: " + def + " bytes (`--roundtrip-size`)"; !strings.Contains(string(b), want) {
+		t.Fatalf("loadgen/README.md does not say %q", want)
 	}
 }
