@@ -332,6 +332,74 @@ func serveConns(in io.Reader, out io.Writer, handle func(net.Conn), count func()
 	return err
 }
 
+// drive is the dialing end of a pair once it is ready: on "go" it starts
+// work in its own goroutine (once), on "mark" it answers mark(), or the
+// error that ended work early; when in ends it closes work's stop, calls
+// halt (if set: to end a call that blocks, such as a read waiting for an
+// answer), and waits for work. An error work returns once stopped is the
+// stop's own, not a failure.
+func drive(in io.Reader, out io.Writer, work func(stop <-chan struct{}) error, halt func(), mark func() mark) error {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var (
+		mu      sync.Mutex
+		stopped bool
+		failed  error
+	)
+	started := false
+	err := commands(in, func(cmd string) error {
+		switch cmd {
+		case "go":
+			if !started {
+				started = true
+				go func() {
+					defer close(done)
+					if err := work(stop); err != nil {
+						mu.Lock()
+						if !stopped {
+							failed = err
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+		case "mark":
+			mu.Lock()
+			e := failed
+			mu.Unlock()
+			if e != nil {
+				return e
+			}
+			return writeJSON(out, mark())
+		}
+		return nil
+	})
+	if !started {
+		return err
+	}
+	mu.Lock()
+	stopped = true
+	mu.Unlock()
+	close(stop)
+	if halt != nil {
+		halt()
+	}
+	<-done
+	if err == nil {
+		err = failed
+	}
+	return err
+}
+
+// message is n bytes of letters, what the dialing ends write.
+func message(n int) []byte {
+	msg := make([]byte, n)
+	for i := range msg {
+		msg[i] = 'a' + byte(i%26)
+	}
+	return msg
+}
+
 // commands calls on for each line read from in until in ends.
 func commands(in io.Reader, on func(string) error) error {
 	sc := bufio.NewScanner(in)

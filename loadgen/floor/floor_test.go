@@ -1,9 +1,13 @@
 package floor
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -163,5 +167,44 @@ func TestBadConfig(t *testing.T) {
 	}
 	if err := Child("nonsense", "{}", nil, nil); err == nil {
 		t.Error("Child accepted an unknown role")
+	}
+}
+
+// A dialing end whose work fails before the stop answers its next mark
+// with the failure; an error its work returns once stopped (the halt's own)
+// is not one.
+func TestDrive(t *testing.T) {
+	boom := errors.New("boom")
+	inR, inW := io.Pipe()
+	var out bytes.Buffer
+	failedOnce := make(chan struct{})
+	res := make(chan error, 1)
+	go func() {
+		res <- drive(inR, &out, func(<-chan struct{}) error { defer close(failedOnce); return boom }, nil,
+			func() mark { return newMark(1) })
+	}()
+	io.WriteString(inW, "go\n")
+	<-failedOnce
+	io.WriteString(inW, "mark\n")
+	inW.Close()
+	if err := <-res; !errors.Is(err, boom) {
+		t.Errorf("drive = %v after a failed work, want %v", err, boom)
+	}
+	if out.Len() != 0 {
+		t.Errorf("a mark was written after the failure: %q", out.String())
+	}
+
+	halted := make(chan struct{})
+	var marks bytes.Buffer
+	err := drive(strings.NewReader("go\nmark\n"), &marks, func(stop <-chan struct{}) error {
+		<-stop
+		<-halted
+		return os.ErrDeadlineExceeded
+	}, func() { close(halted) }, func() mark { return newMark(7) })
+	if err != nil {
+		t.Errorf("drive = %v for an error after the stop", err)
+	}
+	if !strings.Contains(marks.String(), `"count":7`) {
+		t.Errorf("mark not written: %q", marks.String())
 	}
 }

@@ -121,56 +121,45 @@ func httpClient(cfg httpClientConfig, in io.Reader, out io.Writer) error {
 		return err
 	}
 	var requests atomic.Int64
-	var mu sync.Mutex
-	var failed error
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	run := func() {
+	run := func(stop <-chan struct{}) error {
+		var (
+			wg     sync.WaitGroup
+			once   sync.Once
+			failed error
+		)
+		// The first failure ends every client goroutine, so that the next
+		// mark reports it.
+		quit := make(chan struct{})
+		ended := func() bool {
+			select {
+			case <-stop:
+				return true
+			case <-quit:
+				return true
+			default:
+				return false
+			}
+		}
 		t0 := time.Now()
 		interval := time.Duration(float64(time.Second) * float64(cfg.Concurrency) / float64(cfg.Rate))
 		for w := range cfg.Concurrency {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				next := t0.Add(interval * time.Duration(w) / time.Duration(cfg.Concurrency))
-				for ctx.Err() == nil {
+				for !ended() {
 					if d := time.Until(next); d > 0 {
 						time.Sleep(d)
 					}
 					next = next.Add(interval)
 					if err := post(); err != nil {
-						mu.Lock()
-						if ctx.Err() == nil && failed == nil {
-							failed = err
-						}
-						mu.Unlock()
+						once.Do(func() { failed = err; close(quit) })
 						return
 					}
 					requests.Add(1)
 				}
-			}()
+			})
 		}
+		wg.Wait()
+		return failed
 	}
-	started := false
-	err := commands(in, func(cmd string) error {
-		switch cmd {
-		case "go":
-			if !started {
-				started = true
-				run()
-			}
-		case "mark":
-			mu.Lock()
-			e := failed
-			mu.Unlock()
-			if e != nil {
-				return e
-			}
-			return writeJSON(out, newMark(requests.Load()))
-		}
-		return nil
-	})
-	cancel()
-	wg.Wait()
-	return err
+	return drive(in, out, run, nil, func() mark { return newMark(requests.Load()) })
 }

@@ -106,28 +106,21 @@ func loopbackSender(cfg senderConfig, in io.Reader, out io.Writer) error {
 		return err
 	}
 	var writes atomic.Int64
-	stop := make(chan struct{})
-	done := make(chan error, 1)
-	pace := func() {
-		msg := make([]byte, cfg.Size)
-		for i := range msg {
-			msg[i] = 'a' + byte(i%26)
-		}
+	msg := message(cfg.Size)
+	pace := func(stop <-chan struct{}) error {
 		t0 := time.Now()
 		var sent int64
 		next := 0
 		for {
 			select {
 			case <-stop:
-				done <- nil
-				return
+				return nil
 			default:
 			}
 			due := int64(time.Since(t0).Seconds() * float64(cfg.Rate))
 			for ; sent < due; sent++ {
 				if _, err := conns[next].Write(msg); err != nil {
-					done <- err
-					return
+					return err
 				}
 				writes.Add(1)
 				next++
@@ -138,24 +131,5 @@ func loopbackSender(cfg senderConfig, in io.Reader, out io.Writer) error {
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
-	started := false
-	err := commands(in, func(cmd string) error {
-		switch cmd {
-		case "go":
-			if !started {
-				started = true
-				go pace()
-			}
-		case "mark":
-			return writeJSON(out, newMark(writes.Load()))
-		}
-		return nil
-	})
-	if started {
-		close(stop)
-		if werr := <-done; err == nil {
-			err = werr
-		}
-	}
-	return err
+	return drive(in, out, pace, nil, func() mark { return newMark(writes.Load()) })
 }

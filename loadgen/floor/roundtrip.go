@@ -2,11 +2,9 @@ package floor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,29 +118,20 @@ func roundTripClient(cfg roundTripClientConfig, in io.Reader, out io.Writer) err
 		// Microseconds, from 1 µs to 10 s, 3 significant figures.
 		hist = hdrhistogram.New(1, 10_000_000, 3)
 	)
-	stop := make(chan struct{})
-	done := make(chan error, 1)
-	loop := func() {
-		msg := make([]byte, cfg.Size)
-		for i := range msg {
-			msg[i] = 'a' + byte(i%26)
-		}
-		buf := make([]byte, cfg.Size)
+	msg, buf := message(cfg.Size), make([]byte, cfg.Size)
+	loop := func(stop <-chan struct{}) error {
 		for {
 			select {
 			case <-stop:
-				done <- nil
-				return
+				return nil
 			default:
 			}
 			t0 := time.Now()
 			if _, err := c.Write(msg); err != nil {
-				done <- err
-				return
+				return err
 			}
 			if _, err := io.ReadFull(c, buf); err != nil {
-				done <- err
-				return
+				return err
 			}
 			us := time.Since(t0).Microseconds()
 			mu.Lock()
@@ -151,32 +140,16 @@ func roundTripClient(cfg roundTripClientConfig, in io.Reader, out io.Writer) err
 			trips.Add(1)
 		}
 	}
-	started := false
-	err = commands(in, func(cmd string) error {
-		switch cmd {
-		case "go":
-			if !started {
-				started = true
-				go loop()
-			}
-		case "mark":
-			m := newMark(trips.Load())
-			mu.Lock()
-			if hist.TotalCount() > 0 {
-				m.Latency = &latency{P50: float64(hist.ValueAtQuantile(50)), P99: float64(hist.ValueAtQuantile(99))}
-			}
-			hist.Reset()
-			mu.Unlock()
-			return writeJSON(out, m)
+	// The stop's deadline ends a read waiting for an answer.
+	halt := func() { _ = c.SetDeadline(time.Now()) }
+	return drive(in, out, loop, halt, func() mark {
+		m := newMark(trips.Load())
+		mu.Lock()
+		defer mu.Unlock()
+		if hist.TotalCount() > 0 {
+			m.Latency = &latency{P50: float64(hist.ValueAtQuantile(50)), P99: float64(hist.ValueAtQuantile(99))}
 		}
-		return nil
+		hist.Reset()
+		return m
 	})
-	if started {
-		close(stop)
-		_ = c.SetDeadline(time.Now()) // a read waiting for an answer ends
-		if werr := <-done; err == nil && !errors.Is(werr, os.ErrDeadlineExceeded) {
-			err = werr
-		}
-	}
-	return err
 }
