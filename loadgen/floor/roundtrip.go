@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/subspace/kbkit/loadgen/metrics"
 )
 
 // RoundTripConfig is one round-trip measurement.
@@ -115,8 +115,7 @@ func roundTripClient(cfg roundTripClientConfig, in io.Reader, out io.Writer) err
 	var (
 		trips atomic.Int64
 		mu    sync.Mutex
-		// Microseconds, from 1 µs to 10 s, 3 significant figures.
-		hist = hdrhistogram.New(1, 10_000_000, 3)
+		hist  = metrics.NewHist()
 	)
 	msg, buf := message(cfg.Size), make([]byte, cfg.Size)
 	loop := func(stop <-chan struct{}) error {
@@ -133,9 +132,9 @@ func roundTripClient(cfg roundTripClientConfig, in io.Reader, out io.Writer) err
 			if _, err := io.ReadFull(c, buf); err != nil {
 				return err
 			}
-			us := time.Since(t0).Microseconds()
+			d := time.Since(t0)
 			mu.Lock()
-			_ = hist.RecordValue(max(us, 1))
+			hist.Record(d)
 			mu.Unlock()
 			trips.Add(1)
 		}
@@ -146,10 +145,10 @@ func roundTripClient(cfg roundTripClientConfig, in io.Reader, out io.Writer) err
 		m := newMark(trips.Load())
 		mu.Lock()
 		defer mu.Unlock()
-		if hist.TotalCount() > 0 {
-			m.Latency = &latency{P50: float64(hist.ValueAtQuantile(50)), P99: float64(hist.ValueAtQuantile(99))}
+		if hist.Count() > 0 {
+			m.Latency = &latency{P50: float64(hist.Quantile(50).Microseconds()), P99: float64(hist.Quantile(99).Microseconds())}
 		}
-		hist.Reset()
+		hist = metrics.NewHist()
 		return m
 	})
 }
