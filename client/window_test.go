@@ -17,9 +17,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/subspace/kbkit/client"
-	"github.com/subspace/kbkit/conformance"
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/pgprovider"
+	"github.com/subspace/kbkit/sim"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgprovider.RunTests(m)) }
@@ -75,7 +75,7 @@ type fixture struct {
 func setup(t *testing.T) fixture {
 	t.Helper()
 	ctx := context.Background()
-	e, err := conformance.NewEmbedded(ctx, pgprovider.ForTest(t), conformance.EmbeddedOptions{Instances: 1})
+	e, err := sim.NewEmbedded(ctx, pgprovider.ForTest(t), sim.EmbeddedOptions{Instances: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

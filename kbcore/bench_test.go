@@ -3,8 +3,9 @@ package kbcore_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/subspace/kbkit/internal/benchdoc"
 	"testing"
+
+	"github.com/subspace/kbkit/internal/benchdoc"
 
 	"github.com/subspace/kbkit/kbcore"
 )

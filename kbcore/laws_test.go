@@ -7,8 +7,8 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/subspace/kbkit/conformance/cases"
 	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/speckit/cases"
 )
 
 // commandCases returns every reducer case of the built-in spec as a parsed

@@ -9,7 +9,7 @@
 #  3. 20 seeds with --faults, 2 reference windows and 2 foreign clients on
 #     the same pages (exit 0);
 #  4. the TypeScript skeleton of the client side
-#     (conformance/adapters/typescript/src/client.ts): npm ci, tsc, 5 seeds.
+#     (speckit/adapters/typescript/src/client.ts): npm ci, tsc, 5 seeds.
 # Each run prints its time and the intents and faults the clients saw.
 # Needs Go, Node.js 20+ and npm (the npm registry), and PostgreSQL server
 # binaries (or KBKIT_PG_DSN). About 1-2 minutes.
@@ -47,7 +47,7 @@ run alone --client "$CLIENT" --seeds 20 --faults
 run mixed --windows 2 --client "$CLIENT" --client "$CLIENT" --seeds 20 --faults
 run page-intents --windows 2 --client "$CLIENT --page-intents" --client "$CLIENT --page-intents" --seeds 10 --faults
 
-DIR=conformance/adapters/typescript
+DIR=speckit/adapters/typescript
 (cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error && rm -rf build && npx --no-install tsc -p .) ||
 	die "tsc -p $DIR failed (src/client.ts)"
 run typescript --client "node $DIR/build/client.js" --seeds 5 --faults

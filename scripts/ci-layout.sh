@@ -3,18 +3,19 @@
 #
 #  1. go.mod and go.sum are tidy (`go mod tidy -diff` prints nothing);
 #  2. every Go file is gofmt-formatted;
-#  3. no package under server/ depends, even indirectly, on conformance/,
-#     loadgen/ or cmd/ (cmd -> loadgen/conformance -> client/server -> kbcore);
-#  4. loadgen/, client/ and target/ depend on nothing of conformance/ or
-#     cmd/ (loadgen and conformance are siblings; client and target are
+#  3. no package under server/ depends, even indirectly, on a kit (sim/,
+#     speckit/, wiresuite/, pgfault/, bench/, loadgen/) or cmd/
+#     (cmd -> the kits -> client/server/target -> kbcore);
+#  4. loadgen/, client/ and target/ depend on nothing of sim/, speckit/,
+#     wiresuite/ or cmd/ (the kits are siblings; client and target are
 #     the packages they share);
 #  5. kbcore depends on no other package of the module but its own and
 #     internal/jsonscan (pure and total, as kbcore must be);
 #  6. the wire's shapes have one home (wire/): the server, the client and
-#     the protocol suite import it, and no other Go file writes the error
+#     the wire suite import it, and no other Go file writes the error
 #     code table (a JSON-RPC number such as -32700) or kb.limits' fields
 #     (a json:"max_body" tag) again;
-#  7. the deliberately broken servers (conformance/broken) are no part of
+#  7. the deliberately broken servers (sim/broken) are no part of
 #     the simulator: no package but cmd/ and tests imports them;
 #  8. one error for a run that cannot start: ErrCannotRun is declared
 #     once (target), and one LISTEN loop: only server/pglisten calls
@@ -23,7 +24,9 @@
 #     (internal/wsframe): no Go file elsewhere defines the scanner's
 #     primitives (white-space skipping, string, number and value
 #     readers, the plain-string test) or a frame codec's tell-tales
-#     (opcode constants, a header's length byte, a masking loop).
+#     (opcode constants, a header's length byte, a masking loop);
+# 10. imports grouped as goimports writes them: no import group mixes the
+#     standard library with a module (scripts/importgroups).
 #
 # Prints what is wrong and exits 1; takes a few seconds.
 set -euo pipefail
@@ -54,18 +57,18 @@ deps_violations() {
 	go list -deps -f '{{.ImportPath}}' "$1" | grep -E "^$MOD/($2)(/|\$)" || true
 }
 
-bad=$(deps_violations ./server/... 'conformance|loadgen|cmd')
+bad=$(deps_violations ./server/... 'sim|speckit|wiresuite|pgfault|bench|loadgen|cmd')
 if [ -n "$bad" ]; then
 	say "FAILED: packages under server/ depend on the test kit or the CLI:"
 	echo "$bad" >&2
 	for p in $(go list ./server/...); do
-		go list -f '{{.ImportPath}}: {{join .Imports " "}}' "$p" | grep -E "$MOD/(conformance|loadgen|cmd)" >&2 || true
+		go list -f '{{.ImportPath}}: {{join .Imports " "}}' "$p" | grep -E "$MOD/(sim|speckit|wiresuite|pgfault|bench|loadgen|cmd)" >&2 || true
 	done
 	rc=1
 fi
 
 for pkgs in ./loadgen/... ./client/... ./target/...; do
-	bad=$(deps_violations "$pkgs" 'conformance|cmd')
+	bad=$(deps_violations "$pkgs" 'sim|speckit|wiresuite|cmd')
 	if [ -n "$bad" ]; then
 		say "FAILED: $pkgs depends on the simulator or the CLI:"
 		echo "$bad" >&2
@@ -80,7 +83,7 @@ if [ -n "$bad" ]; then
 	rc=1
 fi
 
-for p in ./server ./client ./conformance/protocol; do
+for p in ./server ./client ./wiresuite; do
 	if ! go list -f '{{join .Imports " "}}' "$p" | tr ' ' '\n' | grep -qx "$MOD/wire"; then
 		say "FAILED: $p does not import $MOD/wire (the wire's shapes)"
 		rc=1
@@ -93,7 +96,7 @@ if [ -n "$again" ]; then
 	rc=1
 fi
 
-users=$(go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep -E " $MOD/conformance/broken( |\$)" | grep -vE "^$MOD/cmd/" || true)
+users=$(go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./... | grep -E " $MOD/sim/broken( |\$)" | grep -vE "^$MOD/cmd/" || true)
 if [ -n "$users" ]; then
 	say "FAILED: packages other than cmd/ import the broken servers:"
 	echo "$users" >&2
@@ -127,6 +130,12 @@ scan_rule "a JSON scanner's primitive (use internal/jsonscan)" \
 	"func (skipSpace|plainString|plainJSON|compactPlain|isHex|isSpace)\(|func \([a-z]+ \*?[a-zA-Z]*[sS]can[a-zA-Z]*\) (ws|str|plain|number|skipValue|skipObject|eat|peek|null|lit)\(|case ' ', '\\\\t', '\\\\n', '\\\\r'"
 scan_rule "an RFC 6455 frame codec (use internal/wsframe)" \
 	"\b[oO]p(Continuation|Ping|Pong)[[:space:]]*=|\^=? *(key|mask|k)\[[^]]*(&|%) *[34]\]|0x80 ?\| ?(126|127)|func (mask|unmask|appendFrame)\("
+
+if ! mixed=$(go run ./scripts/importgroups $(git ls-files '*.go')); then
+	say "FAILED: the standard library's imports share a group with a module's (run goimports -w):"
+	echo "$mixed" >&2
+	rc=1
+fi
 
 [ "$rc" = 0 ] && say "passed in $(( $(date +%s) - START ))s"
 exit "$rc"

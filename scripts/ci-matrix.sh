@@ -3,9 +3,9 @@
 # real browser:
 #
 #  1. go build ./cmd/kbkit and ./scripts/browsercheck; npm ci and tsc the
-#     TypeScript adapter skeleton (conformance/adapters/typescript);
+#     TypeScript adapter skeleton (speckit/adapters/typescript);
 #  2. kbkit spec matrix over the reference, the Node example
-#     (conformance/adapters/node) and the TypeScript skeleton, each with
+#     (speckit/adapters/node) and the TypeScript skeleton, each with
 #     its expectations file: exit 0, and --json, --badges;
 #  3. the same three and the deliberately broken Node adapter, compared
 #     with the first matrix (--compare): exit 1 (broken fails), its page;
@@ -31,10 +31,10 @@ done
 
 go build -o "$WORK/kbkit" ./cmd/kbkit || die "go build ./cmd/kbkit failed"
 go build -o "$WORK/browsercheck" ./scripts/browsercheck || die "go build ./scripts/browsercheck failed"
-TS=conformance/adapters/typescript
+TS=speckit/adapters/typescript
 (cd "$TS" && npm ci --no-audit --no-fund --loglevel=error && rm -rf build && npx --no-install tsc -p .) ||
 	die "building the TypeScript skeleton failed"
-NODE=conformance/adapters/node
+NODE=speckit/adapters/node
 THREE=(--reference
 	--impl "node=node $NODE/adapter.mjs" --expect "node=$NODE/expectations.yaml"
 	--impl "typescript=node $TS/build/adapter.js" --expect "typescript=$TS/expectations.yaml")
@@ -49,7 +49,7 @@ done
 grep -q '"message":"complete · ' "$WORK/badges/reference.json" || die "the reference is not complete: $(cat "$WORK/badges/reference.json")"
 
 rc=0
-"$WORK/kbkit" spec matrix "${THREE[@]}" --impl "broken=node conformance/adapters/broken/adapter.mjs" \
+"$WORK/kbkit" spec matrix "${THREE[@]}" --impl "broken=node speckit/adapters/broken/adapter.mjs" \
 	--compare "$WORK/three.json" --html "$WORK/matrix.html" >"$WORK/four.txt" 2>"$WORK/four.err" || rc=$?
 [ "$rc" = 1 ] || { cat "$WORK/four.txt" "$WORK/four.err" >&2; die "spec matrix with the broken adapter exited $rc, want 1"; }
 say "two matrices in $(( $(date +%s) - t0 ))s; the page is $(wc -c <"$WORK/matrix.html") bytes"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ci-ts-adapter.sh — the TypeScript adapter skeleton
-# (conformance/adapters/typescript) on this machine's Node.js:
+# (speckit/adapters/typescript) on this machine's Node.js:
 #
 #  1. npm ci (the pinned typescript and @types/node) and tsc -p . there
 #     (strict; its types come from spec/types/kbkit.d.ts);
@@ -20,7 +20,7 @@ for t in go node npm; do
 	command -v "$t" >/dev/null 2>&1 || die "$t is required"
 done
 
-DIR=conformance/adapters/typescript
+DIR=speckit/adapters/typescript
 (cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in $DIR failed"
 (cd "$DIR" && rm -rf build && npx --no-install tsc -p .) || die "tsc -p $DIR failed"
 
@@ -50,6 +50,6 @@ done
 	die "the exported TypeScript skeleton fails the exported spec"
 say "the exported copy compiles and passes"
 
-KBKIT_REQUIRE_TS_ADAPTER=1 go test -count=1 -run 'TestTypeScriptAdapterRepliesMatchSchemas' ./conformance/adapter ||
+KBKIT_REQUIRE_TS_ADAPTER=1 go test -count=1 -run 'TestTypeScriptAdapterRepliesMatchSchemas' ./speckit/adapter ||
 	die "the TypeScript adapter's replies do not match spec/schema/adapter"
 say "passed in $(( $(date +%s) - START ))s"

@@ -88,9 +88,9 @@ if (!md.includes(ex.trimEnd())) { console.error("js/kbcore/README.md does not sh
 	js/kbcore/example/example.mjs js/kbcore/README.md || die "the README's example"
 
 # The types: a strict TypeScript consumer (typescript pinned as in
-# conformance/adapters/typescript, from the npm registry).
+# speckit/adapters/typescript, from the npm registry).
 t0=$(date +%s)
-TS=$(node -p 'require("./conformance/adapters/typescript/package.json").devDependencies.typescript')
+TS=$(node -p 'require("./speckit/adapters/typescript/package.json").devDependencies.typescript')
 cp js/kbcore/example/typecheck.ts "$P/typecheck.ts"
 cat >"$P/tsconfig.json" <<'JSON'
 {"compilerOptions": {"strict": true, "noEmit": true, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022"}, "files": ["typecheck.ts"]}
@@ -122,7 +122,7 @@ t0=$(date +%s)
 (cd "$P" && "$WORK/kbkit" spec fuzz --impl "node node_modules/@kbkit/core/adapter.mjs" --seed 1 --count "${FUZZ_N:-4000}" >"$WORK/fuzz.txt" 2>&1) ||
 	{ tail -n 60 "$WORK/fuzz.txt" >&2; die "kbkit spec fuzz found a difference (or could not run)"; }
 say "kbkit spec fuzz: $(grep -E '^[0-9]+ inputs' "$WORK/fuzz.txt") ($(( $(date +%s) - t0 ))s)"
-KBKIT_REQUIRE_WASM=1 go test ./conformance/adapter -count=1 -run '^TestWasmAdapterRepliesMatchSchemas$' >"$WORK/schema.txt" 2>&1 ||
+KBKIT_REQUIRE_WASM=1 go test ./speckit/adapter -count=1 -run '^TestWasmAdapterRepliesMatchSchemas$' >"$WORK/schema.txt" 2>&1 ||
 	{ tail -n 30 "$WORK/schema.txt" >&2; die "the adapter's replies against spec/schema/adapter"; }
 say "every reply of the adapter validates against spec/schema/adapter"
 

@@ -29,7 +29,7 @@ all=$({ "$kbkit" conformance run --server http://127.0.0.1:9 --token x --broken-
 variants=${*:-$all}
 
 # The options under which each variant's seeds fail (as in
-# conformance/broken_test.go and broken_wire_test.go); a broken server
+# sim/broken_test.go and broken_wire_test.go); a broken server
 # makes windows wait for echoes that never come, hence the short timeouts.
 flags() {
 	case $1 in

@@ -4,7 +4,7 @@
 # side by side in one run with native Go (BenchmarkEditText of
 # js/kbcore/wasm: kbcore.Apply, and the module's own apply function
 # compiled natively) and with the Node example adapter's JavaScript
-# edit-text (conformance/adapters/node); then where the time goes.
+# edit-text (speckit/adapters/node); then where the time goes.
 # Expects js/kbcore/kbcore.wasm (make wasm). OUT (default out) keeps
 # wasm-bench-go.txt and wasm-bench.json. BENCHTIME for go test (1s).
 set -euo pipefail

@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/subspace/kbkit/wire"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/subspace/kbkit/wire"
 
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/store"

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/subspace/kbkit/wire"
 	"io"
 	"mime"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/subspace/kbkit/wire"
 )
 
 // successEnvelope is tRPC's success response: {"result":{"data":...}}.

@@ -2,13 +2,14 @@ package server
 
 import (
 	"context"
-	"github.com/subspace/kbkit/wire"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/subspace/kbkit/wire"
 )
 
 // Limits bound what one client can hold or cost (spec/PROTOCOL.md section

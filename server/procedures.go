@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/subspace/kbkit/wire"
 	"strconv"
 	"time"
+
+	"github.com/subspace/kbkit/wire"
 
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/store"

@@ -3,8 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"github.com/subspace/kbkit/wire"
 	"runtime/debug"
+
+	"github.com/subspace/kbkit/wire"
 
 	"github.com/subspace/kbkit/server/store"
 )

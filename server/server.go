@@ -2,15 +2,16 @@ package server
 
 import (
 	"context"
-	"github.com/jackc/pgx/v5"
-	"github.com/subspace/kbkit/server/pglisten"
-	"github.com/subspace/kbkit/wire"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/subspace/kbkit/server/pglisten"
+	"github.com/subspace/kbkit/wire"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/subspace/kbkit/spec"
-	"github.com/subspace/kbkit/wire"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -22,6 +20,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/subspace/kbkit/spec"
+	"github.com/subspace/kbkit/wire"
 
 	"github.com/coder/websocket"
 	"github.com/google/uuid"

@@ -3,8 +3,9 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/subspace/kbkit/wire"
 	"sync"
+
+	"github.com/subspace/kbkit/wire"
 
 	"github.com/subspace/kbkit/server/store"
 )

@@ -2,9 +2,10 @@ package server
 
 import (
 	"context"
-	"github.com/subspace/kbkit/wire"
 	"testing"
 	"time"
+
+	"github.com/subspace/kbkit/wire"
 
 	"github.com/prometheus/client_golang/prometheus"
 

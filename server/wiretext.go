@@ -1,8 +1,9 @@
 package server
 
 import (
-	"github.com/subspace/kbkit/wire"
 	"unicode/utf8"
+
+	"github.com/subspace/kbkit/wire"
 )
 
 // checkWireText refuses, at the trust boundary, text that no store can

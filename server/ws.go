@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/subspace/kbkit/wire"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/subspace/kbkit/wire"
 
 	"github.com/coder/websocket"
 

@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/subspace/kbkit/wire"
 	"strconv"
 	"time"
+
+	"github.com/subspace/kbkit/wire"
 
 	"github.com/subspace/kbkit/internal/wsframe"
 	"github.com/subspace/kbkit/kbcore"

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/subspace/kbkit/conformance/adapter"
-	"github.com/subspace/kbkit/conformance/cases"
+	"github.com/subspace/kbkit/speckit/adapter"
+	"github.com/subspace/kbkit/speckit/cases"
 )
 
 func newAdapterCmd() *cobra.Command {

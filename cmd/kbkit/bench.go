@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/subspace/kbkit/loadgen/floor"
+	"github.com/subspace/kbkit/bench/floor"
 )
 
 func newBenchCmd() *cobra.Command {

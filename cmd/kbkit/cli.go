@@ -2,14 +2,15 @@ package main
 
 import (
 	"fmt"
-	"github.com/subspace/kbkit/target"
 	"io"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/subspace/kbkit/conformance"
+	"github.com/subspace/kbkit/target"
+
+	"github.com/subspace/kbkit/sim"
 )
 
 // cannotRun words an error of a run that could not proceed without the
@@ -53,8 +54,8 @@ func newSeedProgress(w io.Writer, tty bool, total int, start time.Time) *seedPro
 	return &seedProgress{w: w, tty: tty, total: total, start: start}
 }
 
-// seed is conformance.Options.Progress.
-func (p *seedProgress) seed(done, total int, r conformance.SeedReport) {
+// seed is sim.Options.Progress.
+func (p *seedProgress) seed(done, total int, r sim.SeedReport) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done, p.total = done, total

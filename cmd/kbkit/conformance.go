@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/subspace/kbkit/conformance/broken"
 	"io"
 	"os"
 	"os/signal"
@@ -14,14 +13,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/subspace/kbkit/sim/broken"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/subspace/kbkit/client"
-	"github.com/subspace/kbkit/conformance"
-	"github.com/subspace/kbkit/conformance/report"
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/server/pgprovider"
+	"github.com/subspace/kbkit/sim"
+	"github.com/subspace/kbkit/speckit/report"
 )
 
 func newConformanceCmd() *cobra.Command {
@@ -65,7 +66,7 @@ one workspace; $KBKIT_TOKEN is one). A dead server or a refused token ends
 the run within seconds with exit status 2.
 
 Seeds run from --seed (default 0) to --seed + --seeds - 1, the same
-numbering as conformance.Options. Off a terminal, a progress line goes to
+numbering as sim.Options. Off a terminal, a progress line goes to
 stderr every few seconds.
 
 --seed S replays one seed exactly. Every failing seed is printed with the
@@ -146,7 +147,7 @@ func addConformanceRunFlags(fl *pflag.FlagSet, f *conformanceFlags) {
 	fl.StringVar(&f.jsonOut, "json", "", "write one JSON line per seed to this file (- = stdout; the table then goes to stderr)")
 	fl.StringVar(&f.outDir, "out", "", "directory for Porcupine visualisations of failures (default: the --html directory, else that of --junit or --json, else the current one)")
 	fl.DurationVar(&f.echoTimeout, "echo-timeout", 10*time.Second, "how long to wait for an echo the server owes")
-	fl.DurationVar(&f.seedTimeout, "seed-timeout", conformance.DefaultSeedTimeout, "deadline of one seed, checks included")
+	fl.DurationVar(&f.seedTimeout, "seed-timeout", sim.DefaultSeedTimeout, "deadline of one seed, checks included")
 	fl.BoolVar(&f.strict, "strict", false, "a checker skipped by every seed fails the run (exit 1)")
 	fl.StringVar(&f.htmlDir, "html", "", "write a timeline page (seed-N.html) of every failing seed to this directory")
 	fl.BoolVar(&f.htmlAll, "html-all", false, "with --html: a timeline of every seed, passing ones too")
@@ -155,15 +156,15 @@ func addConformanceRunFlags(fl *pflag.FlagSet, f *conformanceFlags) {
 	addShrinkFlags(fl, &f.shrinkFlags)
 }
 
-// options are the run's conformance.Options as the flags give them
+// options are the run's sim.Options as the flags give them
 // (f.seeds as runConformance settles it; no Logf or Progress).
-func (f conformanceFlags) options() conformance.Options {
-	return conformance.Options{
+func (f conformanceFlags) options() sim.Options {
+	return sim.Options{
 		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
 		Clients: f.clients, Parallel: f.parallel,
 		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, HTMLDir: f.htmlDir, HTMLAll: f.htmlAll, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
 		Choices: f.choices, ChoicesFile: f.choicesFile,
-		Where: conformance.Where{Server: f.server, Tokens: len(f.tokens), Instances: f.instances, Topology: f.topology, Broken: f.broken,
+		Where: sim.Where{Server: f.server, Tokens: len(f.tokens), Instances: f.instances, Topology: f.topology, Broken: f.broken,
 			RestartCommand: f.restartCmd, PostgresRestartCommand: f.pgRestartCmd},
 	}
 }
@@ -204,9 +205,9 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		fmt.Fprintln(stderr, "kbkit conformance run: --restart-command and --postgres-restart-command need --server (the embedded server restarts itself)")
 		return exitError{exitErrored}
 	}
-	var target conformance.Target
+	var target sim.Target
 	if f.server != "" {
-		target = conformance.RemoteWith(f.server, f.tokens, conformance.RemoteCommands{RestartInstance: f.restartCmd, RestartPostgres: f.pgRestartCmd})
+		target = sim.RemoteWith(f.server, f.tokens, sim.RemoteCommands{RestartInstance: f.restartCmd, RestartPostgres: f.pgRestartCmd})
 	} else {
 		popts := pgprovider.OptionsFromEnv()
 		if f.topology != "" {
@@ -229,7 +230,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		if pg.Kind() != pgprovider.KindDSN { // a server we did not start is not ours to restart
 			restartable = pg
 		}
-		e, err := conformance.NewEmbedded(ctx, dsn, conformance.EmbeddedOptions{Instances: f.instances, Postgres: restartable})
+		e, err := sim.NewEmbedded(ctx, dsn, sim.EmbeddedOptions{Instances: f.instances, Postgres: restartable})
 		if err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run:", err)
 			return exitError{exitErrored}
@@ -237,10 +238,10 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		defer e.Close()
 		target = e
 	}
-	var fresh func() (conformance.Target, func(), error) // a shrink's target per run (nil: target)
+	var fresh func() (sim.Target, func(), error) // a shrink's target per run (nil: target)
 	if f.broken != "" {
 		base := target
-		fresh = func() (conformance.Target, func(), error) { return broken.New(base, f.broken) }
+		fresh = func() (sim.Target, func(), error) { return broken.New(base, f.broken) }
 		b, stopProxy, err := broken.New(target, f.broken)
 		if err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run:", err)
@@ -256,7 +257,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	opts.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 	opts.Progress = progress.seed
 	stopTicker := progress.tick()
-	reports, err := conformance.RunSeeds(ctx, target, opts)
+	reports, err := sim.RunSeeds(ctx, target, opts)
 	stopTicker()
 	progress.clear()
 	if err != nil && len(reports) == 0 { // nothing ran: no table of zeros
@@ -272,7 +273,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	if note := htmlNote(f, reports); note != "" {
 		fmt.Fprintln(stderr, "kbkit conformance run:", note)
 	}
-	for _, cov := range conformance.Coverage(reports) {
+	for _, cov := range sim.Coverage(reports) {
 		fmt.Fprintf(table, "client %q: %s\n", cov.Client, cov)
 	}
 	for _, r := range reports {
@@ -311,7 +312,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 			fmt.Fprintf(stderr, "kbkit conformance run: stopped after %s\n", r.Halt)
 		}
 	}
-	if skipped := conformance.Skipped(reports); len(skipped) > 0 {
+	if skipped := sim.Skipped(reports); len(skipped) > 0 {
 		fmt.Fprintf(stderr, "kbkit conformance run: skipped (no seed gave them anything to check): %s\n", strings.Join(skipped, ", "))
 		if f.strict {
 			failed = true
@@ -344,7 +345,7 @@ func porcupineDir(f conformanceFlags) string {
 
 // htmlNote says what --html wrote when it wrote nothing: an empty
 // directory without a word looks like a broken flag.
-func htmlNote(f conformanceFlags, reports []conformance.SeedReport) string {
+func htmlNote(f conformanceFlags, reports []sim.SeedReport) string {
 	if f.htmlDir == "" {
 		return ""
 	}
@@ -360,7 +361,7 @@ func htmlNote(f conformanceFlags, reports []conformance.SeedReport) string {
 }
 
 // summarize prints a table per checker, then every failure with its seed.
-func summarize(w io.Writer, reports []conformance.SeedReport, took time.Duration) {
+func summarize(w io.Writer, reports []sim.SeedReport, took time.Duration) {
 	passed, skipped := map[string]int{}, map[string]int{}
 	failed := map[string][]int64{}
 	var commands, committed, rejected, refetches, gaps int
@@ -382,7 +383,7 @@ func summarize(w io.Writer, reports []conformance.SeedReport, took time.Duration
 		gaps += r.Stats.Gaps
 	}
 	fmt.Fprintf(w, "%-16s %6s %7s %6s  %s\n", "checker", "passed", "skipped", "failed", "failing seeds")
-	for _, name := range conformance.Checkers {
+	for _, name := range sim.Checkers {
 		seeds := make([]string, 0, len(failed[name]))
 		for _, s := range failed[name] {
 			seeds = append(seeds, fmt.Sprint(s))
@@ -432,7 +433,7 @@ func summarize(w io.Writer, reports []conformance.SeedReport, took time.Duration
 }
 
 // writeSeedJSON writes one JSON line per seed to path ("-": stdout).
-func writeSeedJSON(path string, stdout io.Writer, reports []conformance.SeedReport) error {
+func writeSeedJSON(path string, stdout io.Writer, reports []sim.SeedReport) error {
 	w, closeFn, err := createOutput(path, stdout)
 	if err != nil {
 		return err
@@ -448,13 +449,13 @@ func writeSeedJSON(path string, stdout io.Writer, reports []conformance.SeedRepo
 }
 
 // writeSeedJUnit writes one suite per checker with one case per seed.
-func writeSeedJUnit(path string, reports []conformance.SeedReport) error {
+func writeSeedJUnit(path string, reports []sim.SeedReport) error {
 	var total time.Duration
 	for _, r := range reports {
 		total += r.Duration
 	}
 	doc := report.JUnitDoc{Name: "kbkit conformance run", Time: report.Seconds(total)}
-	for _, name := range conformance.Checkers {
+	for _, name := range sim.Checkers {
 		s := &report.JUnitSuite{Name: "conformance." + name, Time: report.Seconds(total)}
 		for _, r := range reports {
 			jc := report.JUnitCase{Name: fmt.Sprintf("seed=%d", r.Seed), Classname: "conformance." + name,

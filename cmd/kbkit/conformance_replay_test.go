@@ -13,12 +13,12 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/subspace/kbkit/conformance"
+	"github.com/subspace/kbkit/sim"
 )
 
 // parseRun parses conformance run's flags as the command does (a lone
 // --seed is one seed) into the run's options and tokens.
-func parseRun(t *testing.T, args []string) (conformance.Options, []string) {
+func parseRun(t *testing.T, args []string) (sim.Options, []string) {
 	t.Helper()
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	var f conformanceFlags
@@ -102,7 +102,7 @@ func TestConformanceReplayLineParsesBack(t *testing.T) {
 		{"--seed", "0"},
 	} {
 		opts, tokens := parseRun(t, args)
-		line := conformance.ReplayCommand(opts, opts.Seed)
+		line := sim.ReplayCommand(opts, opts.Seed)
 		t.Logf("%q\n  -> %s", args, line)
 		for _, tok := range tokens {
 			if strings.Contains(line, tok) {
@@ -189,7 +189,7 @@ func TestConformanceRunReplaysAndShrinks(t *testing.T) {
 	}
 }
 
-func readSeedJSON(t *testing.T, path string) conformance.SeedReport {
+func readSeedJSON(t *testing.T, path string) sim.SeedReport {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -201,14 +201,14 @@ func readSeedJSON(t *testing.T, path string) conformance.SeedReport {
 	if !sc.Scan() {
 		t.Fatalf("%s: no line", path)
 	}
-	var r conformance.SeedReport
+	var r sim.SeedReport
 	if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-func failing(r conformance.SeedReport) []string {
+func failing(r sim.SeedReport) []string {
 	var out []string
 	for _, c := range r.Checks {
 		if !c.Passed {

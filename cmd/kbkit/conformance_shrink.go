@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/subspace/kbkit/conformance"
+	"github.com/subspace/kbkit/sim"
 )
 
 // shrinkFlags are conformance run's flags for shrinking a failing seed and
@@ -40,7 +40,7 @@ func (f *conformanceFlags) readChoices() error {
 		return errors.New("--choices replays one seed: give --seed S, not --seeds N")
 	}
 	var err error
-	f.choices, err = conformance.ReadChoices(f.choicesFile)
+	f.choices, err = sim.ReadChoices(f.choicesFile)
 	if err != nil {
 		return fmt.Errorf("--choices: %w", err)
 	}
@@ -50,8 +50,8 @@ func (f *conformanceFlags) readChoices() error {
 // shrinkFirstFailure shrinks the first seed that failed a checker and
 // fails one again alone (if shrinking is on), prints the before/after counts and the replay of the
 // shrunk history to w, and puts them in the seed's report (Shrunk).
-func shrinkFirstFailure(ctx context.Context, w, stderr io.Writer, target conformance.Target, fresh func() (conformance.Target, func(), error),
-	opts conformance.Options, f shrinkFlags, reports []conformance.SeedReport) {
+func shrinkFirstFailure(ctx context.Context, w, stderr io.Writer, target sim.Target, fresh func() (sim.Target, func(), error),
+	opts sim.Options, f shrinkFlags, reports []sim.SeedReport) {
 	on := f.shrink && (f.shrinkSet || opts.Choices == nil)
 	if !on || f.shrinkBudget <= 0 {
 		return
@@ -69,15 +69,15 @@ func shrinkFirstFailure(ctx context.Context, w, stderr io.Writer, target conform
 			return
 		}
 		err := shrinkSeed(ctx, w, stderr, target, fresh, opts, f, left, &reports[i])
-		if !errors.Is(err, conformance.ErrNotReproduced) {
+		if !errors.Is(err, sim.ErrNotReproduced) {
 			return
 		}
 	}
 }
 
 // shrinkSeed shrinks one failing seed within budget (shrinkFirstFailure).
-func shrinkSeed(ctx context.Context, w, stderr io.Writer, target conformance.Target, fresh func() (conformance.Target, func(), error),
-	opts conformance.Options, f shrinkFlags, budget time.Duration, rep *conformance.SeedReport) error {
+func shrinkSeed(ctx context.Context, w, stderr io.Writer, target sim.Target, fresh func() (sim.Target, func(), error),
+	opts sim.Options, f shrinkFlags, budget time.Duration, rep *sim.SeedReport) error {
 	dir := opts.HTMLDir
 	if dir == "" {
 		dir = opts.OutDir
@@ -94,7 +94,7 @@ func shrinkSeed(ctx context.Context, w, stderr io.Writer, target conformance.Tar
 	}
 	fmt.Fprintf(stderr, "kbkit conformance run: shrinking seed %d (failed: %s) for at most %s\n",
 		rep.Seed, strings.Join(failed, ", "), budget.Round(time.Second))
-	res, err := conformance.Shrink(ctx, target, opts, *rep, conformance.ShrinkOptions{
+	res, err := sim.Shrink(ctx, target, opts, *rep, sim.ShrinkOptions{
 		Budget: budget, Runs: f.shrinkRuns, ChoicesFile: file, Fresh: fresh,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "kbkit conformance run: "+format+"\n", args...) },
 	})
@@ -109,7 +109,7 @@ func shrinkSeed(ctx context.Context, w, stderr io.Writer, target conformance.Tar
 
 // printShrunk prints a shrink's outcome: the checker, the before/after
 // table and the replay of the shrunk history.
-func printShrunk(w io.Writer, res conformance.Shrunk) {
+func printShrunk(w io.Writer, res sim.Shrunk) {
 	note := ""
 	if res.Exhausted {
 		note = "; the budget ran out: smaller, not minimal"
@@ -119,7 +119,7 @@ func printShrunk(w io.Writer, res conformance.Shrunk) {
 	fmt.Fprintf(w, "  %-7s %6s %8s %6s %8s %7s %9s %8s\n", "", "steps", "windows", "pages", "devices", "faults", "commands", "choices")
 	for _, row := range []struct {
 		name string
-		s    conformance.Shape
+		s    sim.Shape
 	}{{"before", res.Before}, {"after", res.After}} {
 		fmt.Fprintf(w, "  %-7s %6d %8d %6d %8d %7d %9d %8d\n", row.name, row.s.Steps, row.s.Windows, row.s.Pages,
 			row.s.Devices, row.s.Faults, row.s.Commands, row.s.Choices)
@@ -131,7 +131,7 @@ func printShrunk(w io.Writer, res conformance.Shrunk) {
 }
 
 // shrunkReplay is the JUnit line of a shrunk seed's replay ("" if none).
-func shrunkReplay(r conformance.SeedReport) string {
+func shrunkReplay(r sim.SeedReport) string {
 	if r.Shrunk == nil {
 		return ""
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/subspace/kbkit/conformance"
+	"github.com/subspace/kbkit/sim"
 )
 
 // TestConformanceRunHTMLFlags: bad --html, --html-all and --broken-server
@@ -124,9 +124,9 @@ func TestConformanceRunStrict(t *testing.T) {
 // TestSummarizeCountsSkipped: the table's columns are passed, skipped and
 // failed, and a vacuous pass is in the middle one.
 func TestSummarizeCountsSkipped(t *testing.T) {
-	reports := []conformance.SeedReport{
-		{Seed: 1, Checks: []conformance.CheckResult{{Name: "refetch", Passed: true, Skipped: true}, {Name: "gapless", Passed: true}}},
-		{Seed: 2, Checks: []conformance.CheckResult{{Name: "refetch", Passed: true}, {Name: "gapless", Passed: false, Detail: "hole"}}},
+	reports := []sim.SeedReport{
+		{Seed: 1, Checks: []sim.CheckResult{{Name: "refetch", Passed: true, Skipped: true}, {Name: "gapless", Passed: true}}},
+		{Seed: 2, Checks: []sim.CheckResult{{Name: "refetch", Passed: true}, {Name: "gapless", Passed: false, Detail: "hole"}}},
 	}
 	var b strings.Builder
 	summarize(&b, reports, time.Second)

@@ -10,13 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/subspace/kbkit/loadgen/failover"
+	"github.com/subspace/kbkit/pgfault"
 	"github.com/subspace/kbkit/server/pgprovider"
 )
 
 func newPgFailoverTestCmd() *cobra.Command {
 	var (
-		cfg      failover.Config
+		cfg      pgfault.Config
 		topology string
 		jsonOut  string
 		verbose  bool
@@ -69,7 +69,7 @@ a window that did not converge), 2 the run could not be made.`,
 				return exitError{exitErrored}
 			}
 			cfg.Topology = t
-			if cfg.Scenario == failover.ScenarioSplitBrain {
+			if cfg.Scenario == pgfault.ScenarioSplitBrain {
 				cfg.NoReseed = true // the old primary keeps its address
 			}
 			// 0 in the Config is "the default"; an explicit 0 is "none".
@@ -85,12 +85,12 @@ a window that did not converge), 2 the run could not be made.`,
 					fmt.Fprintf(stderr, "%7.3fs %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 				}
 			}
-			res, err := failover.Run(ctx, cfg)
+			res, err := pgfault.Run(ctx, cfg)
 			if err != nil {
 				fmt.Fprintln(stderr, "kbkit pg failover-test:", err)
 				return exitError{exitErrored}
 			}
-			failover.Text(stdout, res)
+			pgfault.Text(stdout, res)
 			if jsonOut != "" {
 				b, _ := json.MarshalIndent(res, "", "  ")
 				if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {

@@ -7,7 +7,7 @@ import (
 
 // Bad flags of kbkit pg failover-test are refused with a clear error and
 // exit 2, before any Postgres starts. (The measurement itself is tested
-// in loadgen/failover.)
+// in pgfault.)
 func TestPgFailoverTestRefusesBadFlags(t *testing.T) {
 	for _, c := range []struct {
 		args []string

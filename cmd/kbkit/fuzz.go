@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/subspace/kbkit/internal/syncio"
 	"io"
 	"os"
 	"slices"
@@ -14,11 +13,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subspace/kbkit/internal/syncio"
+
 	"github.com/spf13/cobra"
 
-	"github.com/subspace/kbkit/conformance/adapter"
-	"github.com/subspace/kbkit/conformance/fuzz"
-	"github.com/subspace/kbkit/conformance/report"
+	"github.com/subspace/kbkit/speckit/adapter"
+	"github.com/subspace/kbkit/speckit/fuzz"
+	"github.com/subspace/kbkit/speckit/report"
 )
 
 // specFuzzOptions are the flags of `kbkit spec fuzz`.
@@ -64,9 +65,9 @@ Exit status: 0 no difference, 1 a difference, 2 the run could not start
 (no or blank --impl, an adapter that does not start or keeps crashing, a
 bad flag or expectations file).`,
 		Example: `  kbkit spec fuzz --impl "kbkit adapter" --seconds 10
-  kbkit spec fuzz --impl "node conformance/adapters/node/adapter.mjs" \
-      --expect conformance/adapters/node/expectations.yaml --count 5000 --seed 1
-  kbkit spec fuzz --impl "node conformance/adapters/node/adapter.mjs" --suite tokenizer \
+  kbkit spec fuzz --impl "node speckit/adapters/node/adapter.mjs" \
+      --expect speckit/adapters/node/expectations.yaml --count 5000 --seed 1
+  kbkit spec fuzz --impl "node speckit/adapters/node/adapter.mjs" --suite tokenizer \
       --seconds 60 --json fuzz.jsonl --junit junit.xml`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {

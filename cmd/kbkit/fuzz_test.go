@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/subspace/kbkit/conformance/cases"
+	"github.com/subspace/kbkit/speckit/cases"
 )
 
 // planted is the reference with one planted divergence: its tokenizer

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/subspace/kbkit/internal/fileout"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subspace/kbkit/internal/fileout"
+
 	"github.com/spf13/cobra"
 
-	"github.com/subspace/kbkit/conformance/matrix"
+	"github.com/subspace/kbkit/speckit/matrix"
 )
 
 type matrixOptions struct {
@@ -57,10 +58,10 @@ Exit status: 0 every implementation is partial or better, 1 one is
 failing, 2 one could not run (or bad flags). The outputs are written in
 every case.`,
 		Example: `  kbkit spec matrix --reference \
-      --impl "node=node conformance/adapters/node/adapter.mjs" \
-      --expect node=conformance/adapters/node/expectations.yaml \
+      --impl "node=node speckit/adapters/node/adapter.mjs" \
+      --expect node=speckit/adapters/node/expectations.yaml \
       --html matrix.html --json matrix.json --badges badges/
-  kbkit spec run --impl "node conformance/adapters/broken/adapter.mjs" --json broken.json
+  kbkit spec run --impl "node speckit/adapters/broken/adapter.mjs" --json broken.json
   kbkit spec matrix --reference --results broken=broken.json --compare matrix.json`,
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/subspace/kbkit/conformance/matrix"
+	"github.com/subspace/kbkit/speckit/matrix"
 )
 
 // TestSpecMatrix: three implementations in one command (the reference in
@@ -19,7 +19,7 @@ func TestSpecMatrix(t *testing.T) {
 	dir := t.TempDir()
 	out := func(n string) string { return filepath.Join(dir, n) }
 	code, stdout, errOut := kbkit(t, "", "spec", "matrix", "--reference", "--impl", "self="+self(t)+" adapter",
-		"--impl", "broken=node ../../conformance/adapters/broken/adapter.mjs",
+		"--impl", "broken=node ../../speckit/adapters/broken/adapter.mjs",
 		"--html", out("m.html"), "--json", out("m.json"), "--badges", out("badges"))
 	if code != exitFailed {
 		t.Fatalf("exit %d, want 1 (broken fails)\n%s\n%s", code, stdout, errOut)
@@ -40,7 +40,7 @@ func TestSpecMatrix(t *testing.T) {
 	}
 
 	// A saved run merged, compared with the matrix above.
-	code, _, _ = kbkit(t, "", "spec", "run", "--impl", "node ../../conformance/adapters/broken/adapter.mjs", "--json", out("broken.json"))
+	code, _, _ = kbkit(t, "", "spec", "run", "--impl", "node ../../speckit/adapters/broken/adapter.mjs", "--json", out("broken.json"))
 	if code != exitFailed {
 		t.Fatalf("spec run broken: exit %d", code)
 	}

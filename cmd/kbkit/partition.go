@@ -11,13 +11,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/subspace/kbkit/loadgen/failover"
-	"github.com/subspace/kbkit/loadgen/netfault"
+	"github.com/subspace/kbkit/pgfault"
+	"github.com/subspace/kbkit/pgfault/netfault"
 )
 
 func newPgPartitionTestCmd() *cobra.Command {
 	var (
-		cfg     failover.Config
+		cfg     pgfault.Config
 		faults  []string
 		jsonOut string
 		verbose bool
@@ -64,11 +64,11 @@ Exit status: 0 every fault passed, 1 a finding, 2 the run could not be made.`,
 					fmt.Fprintf(stderr, "%7.3fs %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 				}
 			}
-			var results []*failover.Result
+			var results []*pgfault.Result
 			for _, f := range faults {
 				one := cfg
 				one.Fault = f
-				res, err := failover.Run(ctx, one)
+				res, err := pgfault.Run(ctx, one)
 				if err != nil {
 					fmt.Fprintf(stderr, "kbkit pg partition-test: %s: %v\n", f, err)
 					return exitError{exitErrored}
@@ -76,7 +76,7 @@ Exit status: 0 every fault passed, 1 a finding, 2 the run could not be made.`,
 				fmt.Fprintf(stderr, "kbkit pg partition-test: %s done\n", f)
 				results = append(results, res)
 			}
-			failover.FaultTable(stdout, results)
+			pgfault.FaultTable(stdout, results)
 			if jsonOut != "" {
 				b, _ := json.MarshalIndent(results, "", "  ")
 				if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {

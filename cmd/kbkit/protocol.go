@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/subspace/kbkit/client"
-	"github.com/subspace/kbkit/conformance/protocol"
+	"github.com/subspace/kbkit/wiresuite"
 )
 
 // protocolOptions are the flags of `kbkit conformance protocol`.
@@ -135,7 +135,7 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 			return fail("--run: %v", err)
 		}
 	}
-	checks := protocol.Select(protocol.Checks(), re)
+	checks := wiresuite.Select(wiresuite.Checks(), re)
 	if o.list {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		for _, c := range checks {
@@ -196,13 +196,13 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 		jsonOut = jsonFile
 	}
 
-	env := &protocol.Env{BaseURL: o.server, Token: o.token, Token2: o.token2, OtherToken: o.otherToken, RevokeToken: o.revokeToken, FreshToken: o.freshToken,
+	env := &wiresuite.Env{BaseURL: o.server, Token: o.token, Token2: o.token2, OtherToken: o.otherToken, RevokeToken: o.revokeToken, FreshToken: o.freshToken,
 		MaxBody: o.maxBody, EventTimeout: o.eventTimeout}
 	switch {
 	case o.restartCmd != "":
-		env.Restart = protocol.RestartCommand(o.restartCmd)
+		env.Restart = wiresuite.RestartCommand(o.restartCmd)
 	case o.restartURL != "":
-		env.Restart = protocol.RestartURL(o.restartURL)
+		env.Restart = wiresuite.RestartURL(o.restartURL)
 	}
 	if err := env.Preflight(ctx); err != nil {
 		return fail("%s", cannotRun(err))
@@ -210,29 +210,29 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 	fmt.Fprintf(stderr, "kbkit conformance protocol: %s, workspace %s, device %s\n", env.BaseURL, env.WorkspaceID, env.DeviceID)
 
 	start := time.Now()
-	tap := protocol.NewTAP(tapOut)
+	tap := wiresuite.NewTAP(tapOut)
 	if err := tap.Begin(len(checks)); err != nil {
 		return fail("%v", err)
 	}
-	results := protocol.Run(ctx, env, checks, protocol.Options{Timeout: o.timeout, Strict: o.strict,
-		OnResult: func(n, _ int, r protocol.Result) { _ = tap.Result(n, r) }})
-	sum := protocol.Summarize(results)
+	results := wiresuite.Run(ctx, env, checks, wiresuite.Options{Timeout: o.timeout, Strict: o.strict,
+		OnResult: func(n, _ int, r wiresuite.Result) { _ = tap.Result(n, r) }})
+	sum := wiresuite.Summarize(results)
 	_ = tap.End(sum)
 	if ctx.Err() != nil {
 		return fail("interrupted")
 	}
 	if junitFile != nil {
-		if err := protocol.WriteJUnit(junitFile, "kbkit conformance protocol", results, time.Since(start)); err != nil {
+		if err := wiresuite.WriteJUnit(junitFile, "kbkit conformance protocol", results, time.Since(start)); err != nil {
 			return fail("--junit: %v", err)
 		}
 	}
 	if jsonOut != nil {
-		if err := protocol.WriteJSON(jsonOut, results); err != nil {
+		if err := wiresuite.WriteJSON(jsonOut, results); err != nil {
 			return fail("--json: %v", err)
 		}
 	}
 	for _, r := range results {
-		if r.Status == protocol.Skip {
+		if r.Status == wiresuite.Skip {
 			fmt.Fprintf(stderr, "kbkit conformance protocol: skipped %s: %s\n", r.ID, r.Message)
 		}
 	}

@@ -16,13 +16,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/subspace/kbkit/loadgen/failover"
-	"github.com/subspace/kbkit/loadgen/netfault"
+	"github.com/subspace/kbkit/pgfault"
+	"github.com/subspace/kbkit/pgfault/netfault"
 )
 
 func newPgSoakCmd() *cobra.Command {
 	var (
-		cfg              failover.Config
+		cfg              pgfault.Config
 		jsonOut, htmlOut string
 		pprofAddr        string
 		verbose          bool
@@ -50,7 +50,7 @@ than 10 % from the first quarter after the warm-up (--warmup, default
 a fifth of --duration) to the last (medians of the samples taken on a
 healthy link, 5 s or more after a heal: a fault's reconnections are not
 a leak; a count grows only if the least of its last quarter is
-` + strconv.Itoa(failover.CountSlack) + ` or more above the least of its first). --html writes the
+` + strconv.Itoa(pgfault.CountSlack) + ` or more above the least of its first). --html writes the
 charts. Exit 2: could not run.`,
 		Example: `  kbkit pg soak --duration 30m --html out/soak.html
   kbkit pg soak --duration 2m --gap 10s`,
@@ -84,12 +84,12 @@ charts. Exit 2: could not run.`,
 					fmt.Fprintf(stderr, "%7.1fs %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 				}
 			}
-			res, err := failover.Run(ctx, cfg)
+			res, err := pgfault.Run(ctx, cfg)
 			if err != nil {
 				fmt.Fprintln(stderr, "kbkit pg soak:", err)
 				return exitError{exitErrored}
 			}
-			failover.SoakText(stdout, res)
+			pgfault.SoakText(stdout, res)
 			if jsonOut != "" {
 				b, _ := json.MarshalIndent(res, "", "  ")
 				if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
@@ -100,7 +100,7 @@ charts. Exit 2: could not run.`,
 			if htmlOut != "" {
 				f, err := os.Create(htmlOut)
 				if err == nil {
-					err = failover.SoakHTML(f, res)
+					err = pgfault.SoakHTML(f, res)
 					if cerr := f.Close(); err == nil {
 						err = cerr
 					}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/subspace/kbkit/internal/syncio"
 	"io"
 	"io/fs"
 	"os"
@@ -14,14 +13,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subspace/kbkit/internal/syncio"
+
 	"github.com/spf13/cobra"
 
-	"github.com/subspace/kbkit/conformance/adapter"
-	"github.com/subspace/kbkit/conformance/adapters"
-	"github.com/subspace/kbkit/conformance/cases"
-	"github.com/subspace/kbkit/conformance/report"
 	clientjs "github.com/subspace/kbkit/examples/client-js"
 	"github.com/subspace/kbkit/spec"
+	"github.com/subspace/kbkit/speckit/adapter"
+	"github.com/subspace/kbkit/speckit/adapters"
+	"github.com/subspace/kbkit/speckit/cases"
+	"github.com/subspace/kbkit/speckit/report"
 )
 
 func newSpecCmd() *cobra.Command {
@@ -75,8 +76,8 @@ Exit status: 0 every case passed (or was skipped or failed as expected),
 timeout or protocol error; a bad case) or the run could not start.`,
 		Example: `  kbkit spec run
   kbkit spec run --impl "kbkit adapter"
-  kbkit spec run --impl "node conformance/adapters/node/adapter.mjs" \
-      --expect conformance/adapters/node/expectations.yaml --junit junit.xml
+  kbkit spec run --impl "node speckit/adapters/node/adapter.mjs" \
+      --expect speckit/adapters/node/expectations.yaml --junit junit.xml
   kbkit spec run --suite tokenizer --run 'tokenizer/label' spec/tokenizer.yaml`,
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
@@ -323,7 +324,7 @@ func exportSpec(dir string) (int, error) {
 			return err
 		}
 		// In the export the types sit at DIR/types, one level nearer than
-		// spec/types is to conformance/adapters.
+		// spec/types is to speckit/adapters.
 		data = []byte(exportTypeImports.Replace(string(data)))
 		return write(exportedAdapters+p, data)
 	})
@@ -361,7 +362,7 @@ var exportTypeImports = strings.NewReplacer(
 // exportLinks points the prose's links out of spec/ at the copies in the
 // export: the expectations schema and the adapters.
 var exportLinks = strings.NewReplacer(
-	"](../conformance/adapters/expectations.schema.json)", "]("+expectationsSchemaPath+")",
-	"](../conformance/adapters/", "]("+exportedAdapters,
+	"](../speckit/adapters/expectations.schema.json)", "]("+expectationsSchemaPath+")",
+	"](../speckit/adapters/", "]("+exportedAdapters,
 	"](../examples/client-js/", "]("+exportedClient,
 )

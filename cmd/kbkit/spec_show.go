@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/subspace/kbkit/conformance/adapter"
-	"github.com/subspace/kbkit/conformance/cases"
+	"github.com/subspace/kbkit/speckit/adapter"
+	"github.com/subspace/kbkit/speckit/cases"
 )
 
 // specShowOptions are the flags of `kbkit spec show`.
@@ -38,7 +38,7 @@ prints the expected reply line alone, to compare with an adapter's.
 
 Exit status: 0 printed, 2 no case has that id, or the case is malformed.`,
 		Example: `  kbkit spec show edit-text/replaces-text
-  kbkit spec show --request tokenizer/link-simple | node conformance/adapters/node/adapter.mjs
+  kbkit spec show --request tokenizer/link-simple | node speckit/adapters/node/adapter.mjs
   kbkit spec show --reply planner/rename-title-taken > want.json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -15,8 +15,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/subspace/kbkit/conformance/adapter"
-	"github.com/subspace/kbkit/conformance/cases"
+	"github.com/subspace/kbkit/speckit/adapter"
+	"github.com/subspace/kbkit/speckit/cases"
 )
 
 // The test binary doubles as kbkit (for `--impl "<test binary> adapter"`)
@@ -273,7 +273,7 @@ func equalMaps(a, b map[string]string) bool {
 
 func TestNodeAdapter(t *testing.T) {
 	needNode(t)
-	dir := "../../conformance/adapters/node/"
+	dir := "../../speckit/adapters/node/"
 	junit := filepath.Join(t.TempDir(), "junit.xml")
 	code, out, errOut := kbkit(t, "", "spec", "run", "--impl", "node "+dir+"adapter.mjs",
 		"--expect", dir+"expectations.yaml", "--junit", junit)
@@ -301,7 +301,7 @@ func TestNodeAdapter(t *testing.T) {
 func TestBrokenAdapter(t *testing.T) {
 	needNode(t)
 	junit := filepath.Join(t.TempDir(), "junit.xml")
-	code, out, errOut := kbkit(t, "", "spec", "run", "--impl", "node ../../conformance/adapters/broken/adapter.mjs",
+	code, out, errOut := kbkit(t, "", "spec", "run", "--impl", "node ../../speckit/adapters/broken/adapter.mjs",
 		"--junit", junit, "testdata/broken.yaml")
 	if code != exitFailed {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)

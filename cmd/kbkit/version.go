@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/subspace/kbkit/conformance/cases"
+	"github.com/subspace/kbkit/speckit/cases"
 )
 
 // versionInfo is what `kbkit version` prints.

@@ -1,4 +1,3 @@
-// Package fileout writes a command's output files: whole or not at all.
 package fileout
 
 import (

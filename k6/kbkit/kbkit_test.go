@@ -13,9 +13,9 @@ import (
 	"go.k6.io/k6/lib"
 	"go.k6.io/k6/metrics"
 
-	"github.com/subspace/kbkit/conformance"
 	lgmetrics "github.com/subspace/kbkit/loadgen/metrics"
 	"github.com/subspace/kbkit/server/pgprovider"
+	"github.com/subspace/kbkit/sim"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgprovider.RunTests(m)) }
@@ -31,7 +31,7 @@ func startServerDSN(t *testing.T) (url, token, dsn string) {
 	t.Helper()
 	ctx := context.Background()
 	dsn = pgprovider.ForTest(t)
-	e, err := conformance.NewEmbedded(ctx, dsn, conformance.EmbeddedOptions{Instances: 1})
+	e, err := sim.NewEmbedded(ctx, dsn, sim.EmbeddedOptions{Instances: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/subspace/kbkit/conformance/matrix"
-	"github.com/subspace/kbkit/conformance/report"
+	"github.com/subspace/kbkit/speckit/matrix"
+	"github.com/subspace/kbkit/speckit/report"
 )
 
 // The matrix check fails on a page whose script did not run (the linked

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/subspace/kbkit/server/pglisten"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/subspace/kbkit/server/pglisten"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"

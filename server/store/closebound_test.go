@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/subspace/kbkit/loadgen/netfault"
+	"github.com/subspace/kbkit/pgfault/netfault"
 	"github.com/subspace/kbkit/server/pgprovider"
 	"github.com/subspace/kbkit/spec"
 )

@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/subspace/kbkit/conformance/cases"
 	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/speckit/cases"
 )
 
 // checkAgreement holds the one-pass parser to the schema on b: whatever it

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/subspace/kbkit/conformance/cases"
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/kbcore/rank"
 	"github.com/subspace/kbkit/spec"
+	"github.com/subspace/kbkit/speckit/cases"
 )
 
 // Fixed envelope ids for wrapping case commands.

@@ -1,7 +1,7 @@
 // make wasm-bench's Node side: the cold load of @kbkit/core and the cost
 // per call of edit-text on a 100- and a 10,000-node page through the
 // package, with the Node example adapter's JavaScript edit-text
-// (conformance/adapters/node) beside it, and the native Go figures of
+// (speckit/adapters/node) beside it, and the native Go figures of
 // BenchmarkEditText (js/kbcore/wasm) read from the file given as
 // --go FILE. Prints one table and where the time goes.
 //
@@ -11,7 +11,7 @@ import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { fileURLToPath } from "node:url";
 import * as kb from "../kbcore.mjs";
-import { apply as jsApply } from "../../../conformance/adapters/node/adapter.mjs";
+import { apply as jsApply } from "../../../speckit/adapters/node/adapter.mjs";
 
 const arg = (name) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const goFile = arg("--go");

@@ -5,9 +5,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/subspace/kbkit/internal/benchdoc"
 	"syscall"
 	"testing"
+
+	"github.com/subspace/kbkit/internal/benchdoc"
 
 	"github.com/subspace/kbkit/kbcore"
 )

@@ -6,7 +6,7 @@
 // The transport differs, the calls do not: a call is an operation number,
 // up to two integers and up to four byte strings (JSON or plain text), and
 // its answer is bytes, JSON on success or the error's text. Every answer
-// is what kbkit's reference adapter (conformance/cases.Reference) would
+// is what kbkit's reference adapter (speckit/cases.Reference) would
 // put in its reply, so the package's adapter is the reference over
 // another transport.
 package main

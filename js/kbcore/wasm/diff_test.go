@@ -13,9 +13,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/subspace/kbkit/conformance/adapter"
-	"github.com/subspace/kbkit/conformance/cases"
 	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/speckit/adapter"
+	"github.com/subspace/kbkit/speckit/cases"
 )
 
 var (

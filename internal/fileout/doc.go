@@ -1,0 +1,2 @@
+// Package fileout writes a command's output files: whole or not at all.
+package fileout

@@ -1,0 +1,110 @@
+package fuzz
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/subspace/kbkit/speckit/cases"
+	"github.com/subspace/kbkit/speckit/report"
+)
+
+// Result is d as a report result (a failed or errored case, the shrunk
+// case's YAML after its diff), for the JSON lines and JUnit writers that
+// `kbkit spec run` uses.
+func (d *Difference) Result() report.Result {
+	o := d.Outcome
+	o.Diff = strings.TrimRight(o.Diff, "\n") + "\ncase:\n" + CaseYAML(d.Case)
+	r := report.Result{Outcome: o, Description: d.Case.Description, Duration: d.ShrinkTime}
+	r.Verdict = report.VerdictFail
+	if o.Status == cases.Error {
+		r.Verdict = report.VerdictError
+	}
+	r.Message = fmt.Sprintf("differs from the reference (%s; %s): input %d; shrunk from %d to %d choices, %d to %d bytes",
+		d.Area, d.Kind, d.Input, d.Original.Choices, d.Shrunk.Choices, d.Original.Bytes, d.Shrunk.Bytes)
+	return r
+}
+
+// SuiteResults are one passing result per fuzzed suite, named
+// fuzz/<suite>, whose message counts its inputs.
+func (r *Report) SuiteResults() []report.Result {
+	var out []report.Result
+	for _, s := range r.suiteNames() {
+		st := r.Suites[s]
+		out = append(out, report.Result{
+			Outcome: cases.Outcome{ID: "fuzz/" + s, Suite: s, Status: cases.Pass},
+			Verdict: report.VerdictPass, Message: st.String(),
+		})
+	}
+	return out
+}
+
+func (r *Report) suiteNames() []string {
+	names := make([]string, 0, len(r.Suites))
+	for s := range r.Suites {
+		names = append(names, s)
+	}
+	order := map[string]int{cases.SuiteCommands: 0, cases.SuiteTokenizer: 1, cases.SuiteWindow: 2, cases.SuitePlanner: 3}
+	sort.Slice(names, func(i, j int) bool { return order[names[i]] < order[names[j]] })
+	return names
+}
+
+// String counts a suite's inputs, e.g. "1000 inputs: 990 same, 10 invalid".
+func (st SuiteStats) String() string {
+	parts := []string{fmt.Sprintf("%d same", st.Same)}
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{st.Differ, "differ"}, {st.Silenced, "differ as expected"}, {st.Skipped, "skipped"}, {st.Invalid, "invalid (dropped)"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	return fmt.Sprintf("%d inputs: %s", st.Inputs, strings.Join(parts, ", "))
+}
+
+// WriteDifference prints difference n: where it was found, how far it
+// shrank, the runner's diff and the case, ready to paste.
+func WriteDifference(w io.Writer, n int, d *Difference) {
+	fmt.Fprintf(w, "\ndifference %d (%s; %s): input %d, %v into the run; shrunk from %d choices (%d bytes) to %d (%d bytes) in %v, %d trials\n",
+		n, d.Area, d.Kind, d.Input, d.FoundAfter.Round(time.Millisecond), d.Original.Choices, d.Original.Bytes,
+		d.Shrunk.Choices, d.Shrunk.Bytes, d.ShrinkTime.Round(time.Millisecond), d.ShrinkTests)
+	if d.Repeats > 0 {
+		fmt.Fprintf(w, "  (%d later inputs differed in this area and way too; only the first is shrunk)\n", d.Repeats)
+	}
+	fmt.Fprintf(w, "%s (- reference, + implementation):\n", d.Outcome.Status)
+	for _, l := range strings.Split(strings.TrimRight(d.Outcome.Diff, "\n"), "\n") {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	fmt.Fprintf(w, "case (paste into the `cases:` list of %s):\n%s", caseFileFor(d.Case), CaseYAML(d.Case))
+}
+
+// caseFileFor is the spec file a case of this area belongs in.
+func caseFileFor(c cases.Case) string {
+	switch c.Suite() {
+	case cases.SuiteCommands:
+		if a := commandArea(c.When["cmd"]); a != "unknown-type" {
+			return "spec/commands/" + a + ".yaml"
+		}
+		return "a case file of spec/commands/"
+	case cases.SuiteTokenizer:
+		return "spec/tokenizer.yaml"
+	case cases.SuiteWindow:
+		return "spec/window.yaml"
+	}
+	return "spec/planner.yaml"
+}
+
+// WriteSummary prints the counts of a run.
+func WriteSummary(w io.Writer, r *Report) {
+	rate := 0.0
+	if s := r.Elapsed.Seconds(); s > 0 {
+		rate = float64(r.Inputs) / s
+	}
+	fmt.Fprintf(w, "\n%d inputs in %v (%.0f inputs/s), %d difference(s)\n", r.Inputs, r.Elapsed.Round(time.Millisecond), rate, len(r.Differences))
+	for _, s := range r.suiteNames() {
+		fmt.Fprintf(w, "  %-9s %s\n", s, r.Suites[s])
+	}
+}
