@@ -30,7 +30,7 @@ pipe requests into it to see the expected replies.`,
 			}
 			if err := adapter.Serve(ctx, c.InOrStdin(), c.OutOrStdout(), cases.Reference{}); err != nil {
 				fmt.Fprintln(c.ErrOrStderr(), "kbkit adapter:", err)
-				return exitError{exitErrored}
+				return exitError{Code: exitErrored}
 			}
 			return nil
 		},

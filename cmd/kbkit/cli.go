@@ -3,37 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/subspace/kbkit/target"
-
 	"github.com/subspace/kbkit/sim"
 )
-
-// cannotRun words an error of a run that could not proceed without the
-// package prefixes that would stutter after the command's own.
-func cannotRun(err error) string {
-	msg := err.Error()
-	if p := target.ErrCannotRun.Error() + ": "; strings.HasPrefix(msg, p) {
-		return "could not run: " + strings.TrimPrefix(msg, p)
-	}
-	return msg
-}
-
-// createOutput opens a report file; "-" is stdout (left open).
-func createOutput(path string, stdout io.Writer) (io.Writer, func() error, error) {
-	if path == "-" {
-		return stdout, func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	return f, f.Close, nil
-}
 
 // progressEvery is how often a run off a terminal prints a progress line.
 var progressEvery = 5 * time.Second

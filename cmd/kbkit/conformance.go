@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/sim/broken"
 
 	"github.com/spf13/cobra"
@@ -182,28 +183,28 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	for _, line := range f.clients {
 		if strings.TrimSpace(line) == "" {
 			fmt.Fprintln(stderr, "kbkit conformance run: --client needs a command line")
-			return exitError{exitErrored}
+			return exitError{Code: exitErrored}
 		}
 	}
 	f.server, f.tokens = client.ServerFromEnv(f.server, f.tokens)
 	if f.htmlAll && f.htmlDir == "" {
 		fmt.Fprintln(stderr, "kbkit conformance run: --html-all needs --html DIR")
-		return exitError{exitErrored}
+		return exitError{Code: exitErrored}
 	}
 	if err := f.readChoices(); err != nil {
 		fmt.Fprintln(stderr, "kbkit conformance run:", err)
-		return exitError{exitErrored}
+		return exitError{Code: exitErrored}
 	}
 	if f.htmlDir != "" {
 		if err := os.MkdirAll(f.htmlDir, 0o755); err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run: --html:", err)
-			return exitError{exitErrored}
+			return exitError{Code: exitErrored}
 		}
 	}
 	f.outDir = porcupineDir(f)
 	if f.server == "" && (f.restartCmd != "" || f.pgRestartCmd != "") {
 		fmt.Fprintln(stderr, "kbkit conformance run: --restart-command and --postgres-restart-command need --server (the embedded server restarts itself)")
-		return exitError{exitErrored}
+		return exitError{Code: exitErrored}
 	}
 	var target sim.Target
 	if f.server != "" {
@@ -217,13 +218,13 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		pg, err := pgprovider.Start(ctx, popts)
 		if err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run:", err)
-			return exitError{exitErrored}
+			return exitError{Code: exitErrored}
 		}
 		defer pg.Stop(context.WithoutCancel(ctx))
 		dsn, drop, err := pg.NewDatabase(ctx, "")
 		if err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run:", err)
-			return exitError{exitErrored}
+			return exitError{Code: exitErrored}
 		}
 		defer drop(context.WithoutCancel(ctx)) // leave a borrowed server as it was
 		var restartable *pgprovider.Server
@@ -233,7 +234,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		e, err := sim.NewEmbedded(ctx, dsn, sim.EmbeddedOptions{Instances: f.instances, Postgres: restartable})
 		if err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run:", err)
-			return exitError{exitErrored}
+			return exitError{Code: exitErrored}
 		}
 		defer e.Close()
 		target = e
@@ -245,7 +246,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 		b, stopProxy, err := broken.New(target, f.broken)
 		if err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run:", err)
-			return exitError{exitErrored}
+			return exitError{Code: exitErrored}
 		}
 		defer stopProxy()
 		target = b
@@ -261,8 +262,8 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	stopTicker()
 	progress.clear()
 	if err != nil && len(reports) == 0 { // nothing ran: no table of zeros
-		fmt.Fprintln(stderr, "kbkit conformance run:", cannotRun(err))
-		return exitError{exitErrored}
+		fmt.Fprintln(stderr, "kbkit conformance run:", cliutil.CannotRun(err))
+		return exitError{Code: exitErrored}
 	}
 	out := c.OutOrStdout()
 	table := out
@@ -278,7 +279,7 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	}
 	for _, r := range reports {
 		if r.Err != "" {
-			fmt.Fprintf(stderr, "kbkit conformance run: seed %d could not run: %s\n", r.Seed, cannotRun(errors.New(r.Err)))
+			fmt.Fprintf(stderr, "kbkit conformance run: seed %d could not run: %s\n", r.Seed, cliutil.CannotRun(errors.New(r.Err)))
 		}
 	}
 	if err == nil {
@@ -287,18 +288,18 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	if f.jsonOut != "" {
 		if err := writeSeedJSON(f.jsonOut, out, reports); err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run: --json:", err)
-			return exitError{exitErrored}
+			return exitError{Code: exitErrored}
 		}
 	}
 	if f.junit != "" {
 		if err := writeSeedJUnit(f.junit, reports); err != nil {
 			fmt.Fprintln(stderr, "kbkit conformance run: --junit:", err)
-			return exitError{exitErrored}
+			return exitError{Code: exitErrored}
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "kbkit conformance run:", cannotRun(err))
-		return exitError{exitErrored}
+		fmt.Fprintln(stderr, "kbkit conformance run:", cliutil.CannotRun(err))
+		return exitError{Code: exitErrored}
 	}
 	failed, errored := false, false
 	for _, r := range reports {
@@ -320,9 +321,9 @@ func runConformance(c *cobra.Command, f conformanceFlags) error {
 	}
 	switch {
 	case failed:
-		return exitError{exitFailed}
+		return exitError{Code: exitFailed}
 	case errored:
-		return exitError{exitErrored}
+		return exitError{Code: exitErrored}
 	}
 	return nil
 }
@@ -434,7 +435,7 @@ func summarize(w io.Writer, reports []sim.SeedReport, took time.Duration) {
 
 // writeSeedJSON writes one JSON line per seed to path ("-": stdout).
 func writeSeedJSON(path string, stdout io.Writer, reports []sim.SeedReport) error {
-	w, closeFn, err := createOutput(path, stdout)
+	w, closeFn, err := cliutil.CreateOutput(path, stdout)
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ a window that did not converge), 2 the run could not be made.`,
 			t, err := pgprovider.ParseTopology(topology)
 			if err != nil {
 				fmt.Fprintln(stderr, "kbkit pg failover-test:", err)
-				return exitError{exitErrored}
+				return exitError{Code: exitErrored}
 			}
 			cfg.Topology = t
 			if cfg.Scenario == pgfault.ScenarioSplitBrain {
@@ -88,18 +88,18 @@ a window that did not converge), 2 the run could not be made.`,
 			res, err := pgfault.Run(ctx, cfg)
 			if err != nil {
 				fmt.Fprintln(stderr, "kbkit pg failover-test:", err)
-				return exitError{exitErrored}
+				return exitError{Code: exitErrored}
 			}
 			pgfault.Text(stdout, res)
 			if jsonOut != "" {
 				b, _ := json.MarshalIndent(res, "", "  ")
 				if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
 					fmt.Fprintln(stderr, "kbkit pg failover-test: --json:", err)
-					return exitError{exitErrored}
+					return exitError{Code: exitErrored}
 				}
 			}
 			if !res.OK() {
-				return exitError{exitFailed}
+				return exitError{Code: exitFailed}
 			}
 			return nil
 		},

@@ -77,7 +77,7 @@ bad flag or expectations file).`,
 			}
 			o.seedSet = c.Flags().Changed("seed")
 			if code := runSpecFuzz(ctx, o, c.OutOrStdout(), c.ErrOrStderr()); code != exitOK {
-				return exitError{code}
+				return exitError{Code: code}
 			}
 			return nil
 		},

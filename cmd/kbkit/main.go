@@ -3,21 +3,22 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+
+	"github.com/subspace/kbkit/internal/cliutil"
 )
 
-// Exit codes shared by the subcommands.
+// Exit codes shared by the subcommands (package cliutil).
 const (
-	exitOK      = 0
-	exitFailed  = 1
-	exitErrored = 2
+	exitOK      = cliutil.ExitOK
+	exitFailed  = cliutil.ExitFailed
+	exitErrored = cliutil.ExitErrored
 )
 
 // exitError carries an exit code out of a cobra command.
-type exitError struct{ code int }
-
-func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+type exitError = cliutil.ExitError
 
 func main() {
 	os.Exit(run(os.Args[1:]))
@@ -27,8 +28,9 @@ func run(args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
-		if e, ok := err.(exitError); ok {
-			return e.code
+		var e cliutil.ExitError
+		if errors.As(err, &e) {
+			return e.Code
 		}
 		fmt.Fprintln(os.Stderr, "kbkit:", err)
 		return exitErrored

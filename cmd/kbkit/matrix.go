@@ -69,7 +69,7 @@ every case.`,
 				ctx = context.Background()
 			}
 			if code := runMatrix(ctx, o, args, c.OutOrStdout(), c.ErrOrStderr()); code != exitOK {
-				return exitError{code}
+				return exitError{Code: code}
 			}
 			return nil
 		},

@@ -39,7 +39,7 @@ func refuseEmptyNames(root *cobra.Command) {
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		if err := checkNameFlags(c); err != nil {
 			fmt.Fprintf(c.ErrOrStderr(), "%s: %v\n", c.CommandPath(), err)
-			return exitError{exitErrored}
+			return exitError{Code: exitErrored}
 		}
 		if prev != nil {
 			return prev(c, args)

@@ -55,7 +55,7 @@ Exit status: 0 every fault passed, 1 a finding, 2 the run could not be made.`,
 			for _, f := range faults {
 				if _, err := netfault.Parse(f); err != nil {
 					fmt.Fprintln(stderr, "kbkit pg partition-test:", err)
-					return exitError{exitErrored}
+					return exitError{Code: exitErrored}
 				}
 			}
 			if verbose {
@@ -71,7 +71,7 @@ Exit status: 0 every fault passed, 1 a finding, 2 the run could not be made.`,
 				res, err := pgfault.Run(ctx, one)
 				if err != nil {
 					fmt.Fprintf(stderr, "kbkit pg partition-test: %s: %v\n", f, err)
-					return exitError{exitErrored}
+					return exitError{Code: exitErrored}
 				}
 				fmt.Fprintf(stderr, "kbkit pg partition-test: %s done\n", f)
 				results = append(results, res)
@@ -81,12 +81,12 @@ Exit status: 0 every fault passed, 1 a finding, 2 the run could not be made.`,
 				b, _ := json.MarshalIndent(results, "", "  ")
 				if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
 					fmt.Fprintln(stderr, "kbkit pg partition-test: --json:", err)
-					return exitError{exitErrored}
+					return exitError{Code: exitErrored}
 				}
 			}
 			for _, r := range results {
 				if !r.OK() {
-					return exitError{exitFailed}
+					return exitError{Code: exitFailed}
 				}
 			}
 			return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/subspace/kbkit/client"
+	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/wiresuite"
 )
 
@@ -97,7 +98,7 @@ run (server unreachable, token refused, bad flags).`,
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if code := runProtocol(ctx, o, c.OutOrStdout(), c.ErrOrStderr()); code != exitOK {
-				return exitError{code}
+				return exitError{Code: code}
 			}
 			return nil
 		},
@@ -205,7 +206,7 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 		env.Restart = wiresuite.RestartURL(o.restartURL)
 	}
 	if err := env.Preflight(ctx); err != nil {
-		return fail("%s", cannotRun(err))
+		return fail("%s", cliutil.CannotRun(err))
 	}
 	fmt.Fprintf(stderr, "kbkit conformance protocol: %s, workspace %s, device %s\n", env.BaseURL, env.WorkspaceID, env.DeviceID)
 

@@ -61,12 +61,12 @@ charts. Exit 2: could not run.`,
 			stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
 			if cfg.Soak <= 0 {
 				fmt.Fprintln(stderr, "kbkit pg soak: --duration must be positive")
-				return exitError{exitErrored}
+				return exitError{Code: exitErrored}
 			}
 			bin, err := os.Executable()
 			if err != nil {
 				fmt.Fprintln(stderr, "kbkit pg soak:", err)
-				return exitError{exitErrored}
+				return exitError{Code: exitErrored}
 			}
 			cfg.ServerBinary = bin
 			if pprofAddr != "" {
@@ -74,7 +74,7 @@ charts. Exit 2: could not run.`,
 				stopPprof, err := servePprof(pprofAddr)
 				if err != nil {
 					fmt.Fprintln(stderr, "kbkit pg soak: --pprof:", err)
-					return exitError{exitErrored}
+					return exitError{Code: exitErrored}
 				}
 				defer stopPprof()
 			}
@@ -87,14 +87,14 @@ charts. Exit 2: could not run.`,
 			res, err := pgfault.Run(ctx, cfg)
 			if err != nil {
 				fmt.Fprintln(stderr, "kbkit pg soak:", err)
-				return exitError{exitErrored}
+				return exitError{Code: exitErrored}
 			}
 			pgfault.SoakText(stdout, res)
 			if jsonOut != "" {
 				b, _ := json.MarshalIndent(res, "", "  ")
 				if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
 					fmt.Fprintln(stderr, "kbkit pg soak: --json:", err)
-					return exitError{exitErrored}
+					return exitError{Code: exitErrored}
 				}
 			}
 			if htmlOut != "" {
@@ -107,11 +107,11 @@ charts. Exit 2: could not run.`,
 				}
 				if err != nil {
 					fmt.Fprintln(stderr, "kbkit pg soak: --html:", err)
-					return exitError{exitErrored}
+					return exitError{Code: exitErrored}
 				}
 			}
 			if !res.OK() {
-				return exitError{exitFailed}
+				return exitError{Code: exitFailed}
 			}
 			return nil
 		},

@@ -85,7 +85,7 @@ timeout or protocol error; a bad case) or the run could not start.`,
 				ctx = context.Background()
 			}
 			if code := runSpec(ctx, o, args, c.OutOrStdout(), c.ErrOrStderr()); code != exitOK {
-				return exitError{code}
+				return exitError{Code: code}
 			}
 			return nil
 		},
@@ -272,7 +272,7 @@ other languages can vendor the exact spec they are checked against.`,
 			n, err := exportSpec(args[0])
 			if err != nil {
 				fmt.Fprintln(c.ErrOrStderr(), "kbkit spec export:", err)
-				return exitError{exitErrored}
+				return exitError{Code: exitErrored}
 			}
 			fmt.Fprintf(c.ErrOrStderr(), "kbkit spec export: wrote %d files to %s\n", n, args[0])
 			return nil

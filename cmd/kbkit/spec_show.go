@@ -48,7 +48,7 @@ Exit status: 0 printed, 2 no case has that id, or the case is malformed.`,
 			}
 			if err := showSpecCase(ctx, o, args[0], args[1:], c.OutOrStdout()); err != nil {
 				fmt.Fprintln(c.ErrOrStderr(), "kbkit spec show:", err)
-				return exitError{exitErrored}
+				return exitError{Code: exitErrored}
 			}
 			return nil
 		},

@@ -76,7 +76,7 @@ func kbkitContext(ctx context.Context, t *testing.T, stdin string, args ...strin
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		if e, ok := err.(exitError); ok {
-			code = e.code
+			code = e.Code
 		} else {
 			code = exitErrored
 			errb.WriteString(err.Error())

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/subspace/kbkit/client"
+	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/loadgen"
 	"github.com/subspace/kbkit/loadgen/metrics"
 	lgreport "github.com/subspace/kbkit/loadgen/report"
@@ -36,9 +37,7 @@ const (
 )
 
 // ExitError carries an exit status out of a command.
-type ExitError struct{ Code int }
-
-func (e ExitError) Error() string { return fmt.Sprintf("exit %d", e.Code) }
+type ExitError = cliutil.ExitError
 
 // Run executes `kbkit loadgen ARGS...` and returns its exit status.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -192,7 +191,7 @@ PostgreSQL of --dsn, else one from "kbkit pg up"'s providers
 
 func errored(stderr io.Writer, err error) error {
 	fmt.Fprintln(stderr, "kbkit loadgen:", message(err))
-	return ExitError{ExitErrored}
+	return ExitError{Code: ExitErrored}
 }
 
 // message words an error without the package prefixes that would stutter
@@ -395,7 +394,7 @@ func finish(stdout, stderr io.Writer, res *metrics.Result, err error, ths []thre
 	}
 	if !ok {
 		fmt.Fprintln(stderr, "kbkit loadgen: thresholds broken")
-		return ExitError{ExitThresholds}
+		return ExitError{Code: ExitThresholds}
 	}
 	return nil
 }
