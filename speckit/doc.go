@@ -13,5 +13,6 @@
 //     the JSON Schema of expectations files;
 //   - report: verdicts against an expectations file, as TAP, JUnit or JSON;
 //   - matrix: the results of several implementations side by side;
-//   - fuzz: differential fuzzing against the reference, shrunk to cases.
+//   - fuzz: differential fuzzing against the reference, shrunk to cases;
+//   - cli: the `kbkit spec` and `kbkit adapter` commands over them.
 package speckit

@@ -41,6 +41,24 @@ func (r *Report) SuiteResults() []report.Result {
 	return out
 }
 
+// WriteResults writes r to w, a report writer begun before the run: a
+// passing result per suite (SuiteResults), then one per difference, and
+// the summary of them all.
+func (r *Report) WriteResults(w report.Writer) error {
+	results := r.SuiteResults()
+	for _, d := range r.Differences {
+		results = append(results, d.Result())
+	}
+	var sum report.Summary
+	for i, res := range results {
+		sum.Add(res)
+		if err := w.Result(i+1, res); err != nil {
+			return err
+		}
+	}
+	return w.End(sum)
+}
+
 func (r *Report) suiteNames() []string {
 	names := make([]string, 0, len(r.Suites))
 	for s := range r.Suites {

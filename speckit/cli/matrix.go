@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/speckit/matrix"
 )
 
@@ -27,7 +28,7 @@ type matrixOptions struct {
 	timeout                 time.Duration
 }
 
-func newSpecMatrixCmd() *cobra.Command {
+func newMatrixCmd() *cobra.Command {
 	var o matrixOptions
 	cmd := &cobra.Command{
 		Use:   "matrix [PATH...]",
@@ -64,12 +65,8 @@ every case.`,
   kbkit spec run --impl "node speckit/adapters/broken/adapter.mjs" --json broken.json
   kbkit spec matrix --reference --results broken=broken.json --compare matrix.json`,
 		RunE: func(c *cobra.Command, args []string) error {
-			ctx := c.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			if code := runMatrix(ctx, o, args, c.OutOrStdout(), c.ErrOrStderr()); code != exitOK {
-				return exitError{Code: code}
+			if code := runMatrix(commandContext(c), o, args, c.OutOrStdout(), c.ErrOrStderr()); code != cliutil.ExitOK {
+				return cliutil.ExitError{Code: code}
 			}
 			return nil
 		},
@@ -172,7 +169,7 @@ func planMatrix(o matrixOptions) ([]matrixRun, error) {
 func runMatrix(ctx context.Context, o matrixOptions, paths []string, stdout, stderr io.Writer) int {
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "kbkit spec matrix: "+format+"\n", args...)
-		return exitErrored
+		return cliutil.ExitErrored
 	}
 	runs, err := planMatrix(o)
 	if err != nil {
@@ -201,9 +198,9 @@ func runMatrix(ctx context.Context, o matrixOptions, paths []string, stdout, std
 			file = filepath.Join(tmp, fmt.Sprintf("%d.json", i))
 			var why bytes.Buffer
 			fmt.Fprintf(stderr, "kbkit spec matrix: %s: %s\n", r.name, describeRun(r))
-			code := runSpec(ctx, specRunOptions{impl: r.impl, expect: r.expect, json: file, timeout: o.timeout},
+			code := runSpec(ctx, runOptions{impl: r.impl, expect: r.expect, json: file, timeout: o.timeout},
 				paths, io.Discard, io.MultiWriter(stderr, &why))
-			if code == exitErrored {
+			if code == cliutil.ExitErrored {
 				im.Err = lastLine(why.String())
 			}
 		} else {
@@ -240,13 +237,13 @@ func runMatrix(ctx context.Context, o matrixOptions, paths []string, stdout, std
 	if err := writeMatrixOutputs(m, o, stdout); err != nil {
 		return fail("%v", err)
 	}
-	code := exitOK
+	code := cliutil.ExitOK
 	for _, r := range m.Rows {
 		switch {
 		case r.Err != "":
-			code = exitErrored
-		case r.Tier == matrix.TierFailing.Name && code == exitOK:
-			code = exitFailed
+			code = cliutil.ExitErrored
+		case r.Tier == matrix.TierFailing.Name && code == cliutil.ExitOK:
+			code = cliutil.ExitFailed
 		}
 	}
 	return code

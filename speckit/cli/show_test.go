@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -7,12 +7,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/subspace/kbkit/internal/cliutil"
 )
 
 func TestSpecShow(t *testing.T) {
 	const id = "edit-text/command-id-not-a-string-invalid-payload"
 	code, out, errOut := kbkit(t, "", "spec", "show", id)
-	if code != exitOK {
+	if code != cliutil.ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{"# " + id + " (commands, commands/edit-text.yaml:", "request:\n{", `"type":"apply"`,
@@ -25,7 +27,7 @@ func TestSpecShow(t *testing.T) {
 	// --request is one line an adapter reads; kbkit adapter's answer to it
 	// is --reply's line.
 	code, req, errOut := kbkit(t, "", "spec", "show", "--request", "window/gap-triggers-refetch")
-	if code != exitOK || strings.Count(req, "\n") != 1 {
+	if code != cliutil.ExitOK || strings.Count(req, "\n") != 1 {
 		t.Fatalf("--request: exit %d, %q %s", code, req, errOut)
 	}
 	var msg struct {
@@ -37,13 +39,13 @@ func TestSpecShow(t *testing.T) {
 	}
 	_, served, _ := kbkit(t, req, "adapter")
 	code, reply, _ := kbkit(t, "", "spec", "show", "--reply", "window/gap-triggers-refetch")
-	if code != exitOK || served != reply || !strings.HasPrefix(reply, `{"type":"window_ok","in_reply_to":1,"states":[`) {
+	if code != cliutil.ExitOK || served != reply || !strings.HasPrefix(reply, `{"type":"window_ok","in_reply_to":1,"states":[`) {
 		t.Errorf("--reply %q\nkbkit adapter %q", reply, served)
 	}
 
 	// A case of a given file: the reference's reply, whatever the case says.
 	code, out, _ = kbkit(t, "", "spec", "show", "--reply", "wrong/link-title", "testdata/wrong.yaml")
-	if code != exitOK || !strings.Contains(out, `"type":"tokenize_ok"`) {
+	if code != cliutil.ExitOK || !strings.Contains(out, `"type":"tokenize_ok"`) {
 		t.Errorf("a case of a file: exit %d %s", code, out)
 	}
 
@@ -52,7 +54,7 @@ func TestSpecShow(t *testing.T) {
 		{[]string{"spec", "show", ""}},
 		{[]string{"spec", "show", "--request", "--reply", id}},
 	} {
-		if code, _, errOut := kbkit(t, "", tc.args...); code != exitErrored || errOut == "" {
+		if code, _, errOut := kbkit(t, "", tc.args...); code != cliutil.ExitErrored || errOut == "" {
 			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut)
 		}
 	}

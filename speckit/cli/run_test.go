@@ -1,10 +1,13 @@
-package main
+package cli
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/speckit/adapter"
 	"github.com/subspace/kbkit/speckit/cases"
 )
@@ -36,7 +41,11 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	if os.Getenv(envMain) == "1" {
-		os.Exit(run(os.Args[1:]))
+		code, err := runKbkit(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kbkit:", err)
+		}
+		os.Exit(code)
 	}
 	os.Setenv(envMain, "1")
 	os.Exit(m.Run())
@@ -58,29 +67,34 @@ func (m misbehaving) Tokenize(ctx context.Context, req cases.TokenizeRequest) (c
 	return m.Reference.Tokenize(ctx, req)
 }
 
-// kbkit runs the CLI in process.
-func kbkit(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	return kbkitContext(context.Background(), t, stdin, args...)
+// runKbkit runs args on a kbkit command line holding this package's
+// commands as cmd/kbkit mounts them (`kbkit spec ...`, `kbkit adapter`)
+// and returns its exit status, and the error when it is no exit status.
+func runKbkit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	root := &cobra.Command{Use: "kbkit", SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(NewSpecCommand(), NewAdapterCommand())
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	var e cliutil.ExitError
+	switch {
+	case err == nil:
+		return cliutil.ExitOK, nil
+	case errors.As(err, &e):
+		return e.Code, nil
+	}
+	return cliutil.ExitErrored, err
 }
 
-// kbkitContext runs the CLI in process with ctx as the command's context
-// (cancelling it is an interrupt).
-func kbkitContext(ctx context.Context, t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+// kbkit runs the command line in process.
+func kbkit(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	root := newRootCmd()
 	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetIn(strings.NewReader(stdin))
-	root.SetArgs(args)
-	if err := root.ExecuteContext(ctx); err != nil {
-		if e, ok := err.(exitError); ok {
-			code = e.Code
-		} else {
-			code = exitErrored
-			errb.WriteString(err.Error())
-		}
+	code, err := runKbkit(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	if err != nil {
+		errb.WriteString(err.Error())
 	}
 	return code, out.String(), errb.String()
 }
@@ -121,7 +135,7 @@ func tapResults(t *testing.T, tap string) map[string]string {
 
 func TestSpecRunBuiltin(t *testing.T) {
 	code, out, errOut := kbkit(t, "", "spec", "run")
-	if code != exitOK {
+	if code != cliutil.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, notOK(out), errOut)
 	}
 	if n := len(tapResults(t, out)); n < 100 {
@@ -165,7 +179,7 @@ func TestSpecRunThroughKbkitAdapter(t *testing.T) {
 	_, direct, _ := kbkit(t, "", "spec", "run")
 	jsonPath := filepath.Join(t.TempDir(), "cases.jsonl")
 	code, out, errOut := kbkit(t, "", "spec", "run", "--impl", self(t)+" adapter", "--json", jsonPath)
-	if code != exitOK {
+	if code != cliutil.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, notOK(out), errOut)
 	}
 	want, got := tapResults(t, direct), tapResults(t, out)
@@ -203,7 +217,7 @@ func TestSpecRunThroughKbkitAdapter(t *testing.T) {
 func TestKbkitOnPathFallback(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	code, out, errOut := kbkit(t, "", "spec", "run", "--impl", "kbkit adapter", "--suite", "tokenizer")
-	if code != exitOK {
+	if code != cliutil.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, notOK(out), errOut)
 	}
 	for id := range tapResults(t, out) {
@@ -215,7 +229,7 @@ func TestKbkitOnPathFallback(t *testing.T) {
 
 func TestSpecRunWrongCase(t *testing.T) {
 	code, out, _ := kbkit(t, "", "spec", "run", "testdata/wrong.yaml")
-	if code != exitFailed {
+	if code != cliutil.ExitFailed {
 		t.Fatalf("exit %d, want 1\n%s", code, out)
 	}
 	r := tapResults(t, out)
@@ -235,11 +249,11 @@ func TestExpectations(t *testing.T) {
 		code int
 		want map[string]string
 	}{
-		{"expect-todo.yaml", exitOK, map[string]string{
+		{"expect-todo.yaml", cliutil.ExitOK, map[string]string{
 			"wrong/link-title": "not ok # TODO expected failure: the case is wrong on purpose", "wrong/right": "ok"}},
-		{"expect-unexpected-pass.yaml", exitFailed, map[string]string{
+		{"expect-unexpected-pass.yaml", cliutil.ExitFailed, map[string]string{
 			"wrong/link-title": "not ok # TODO expected failure: claims both cases fail, but wrong/right passes", "wrong/right": "not ok"}},
-		{"expect-skip.yaml", exitOK, map[string]string{
+		{"expect-skip.yaml", cliutil.ExitOK, map[string]string{
 			"wrong/link-title": "ok # SKIP expected skip: not run at all", "wrong/right": "ok"}},
 	} {
 		code, out, errOut := kbkit(t, "", "spec", "run", "--expect", "testdata/"+tc.file, "testdata/wrong.yaml")
@@ -249,12 +263,12 @@ func TestExpectations(t *testing.T) {
 		if got := tapResults(t, out); !equalMaps(got, tc.want) {
 			t.Errorf("%s: results %q, want %q", tc.file, got, tc.want)
 		}
-		if tc.code == exitFailed && !strings.Contains(out, "unexpected pass") {
+		if tc.code == cliutil.ExitFailed && !strings.Contains(out, "unexpected pass") {
 			t.Errorf("%s: no 'unexpected pass' in\n%s", tc.file, out)
 		}
 	}
 	code, _, errOut := kbkit(t, "", "spec", "run", "--expect", "testdata/expect-invalid.yaml", "testdata/wrong.yaml")
-	if code != exitErrored || !strings.Contains(errOut, "expect-invalid.yaml") {
+	if code != cliutil.ExitErrored || !strings.Contains(errOut, "expect-invalid.yaml") {
 		t.Errorf("invalid expectations: exit %d, %s", code, errOut)
 	}
 }
@@ -277,7 +291,7 @@ func TestNodeAdapter(t *testing.T) {
 	junit := filepath.Join(t.TempDir(), "junit.xml")
 	code, out, errOut := kbkit(t, "", "spec", "run", "--impl", "node "+dir+"adapter.mjs",
 		"--expect", dir+"expectations.yaml", "--junit", junit)
-	if code != exitOK {
+	if code != cliutil.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, notOK(out), errOut)
 	}
 	r := tapResults(t, out)
@@ -303,7 +317,7 @@ func TestBrokenAdapter(t *testing.T) {
 	junit := filepath.Join(t.TempDir(), "junit.xml")
 	code, out, errOut := kbkit(t, "", "spec", "run", "--impl", "node ../../speckit/adapters/broken/adapter.mjs",
 		"--junit", junit, "testdata/broken.yaml")
-	if code != exitFailed {
+	if code != cliutil.ExitFailed {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
 	failing := []string{"broken/long-text-fails", "broken/link-text-fails"}
@@ -370,7 +384,7 @@ func TestBrokenAdapter(t *testing.T) {
 func TestCrashingAdapter(t *testing.T) {
 	t.Setenv(envAdapter, "misbehaving")
 	code, out, errOut := kbkit(t, "", "spec", "run", "--impl", self(t), "--timeout", "500ms", "testdata/crash.yaml")
-	if code != exitErrored {
+	if code != cliutil.ExitErrored {
 		t.Fatalf("exit %d, want 2\n%s\n%s", code, out, errOut)
 	}
 	want := map[string]string{
@@ -400,7 +414,7 @@ func TestSpecRunUsageErrors(t *testing.T) {
 		{"--expect", "testdata/missing.yaml"},
 	} {
 		code, _, errOut := kbkit(t, "", append([]string{"spec", "run"}, args...)...)
-		if code != exitErrored || errOut == "" {
+		if code != cliutil.ExitErrored || errOut == "" {
 			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
 		}
 	}
@@ -408,11 +422,11 @@ func TestSpecRunUsageErrors(t *testing.T) {
 
 func TestSpecRunFilters(t *testing.T) {
 	code, out, _ := kbkit(t, "", "spec", "run", "--run", "^wrong/right$", "testdata/wrong.yaml")
-	if r := tapResults(t, out); code != exitOK || len(r) != 1 || r["wrong/right"] != "ok" {
+	if r := tapResults(t, out); code != cliutil.ExitOK || len(r) != 1 || r["wrong/right"] != "ok" {
 		t.Errorf("--run: exit %d, %v", code, r)
 	}
 	code, out, _ = kbkit(t, "", "spec", "run", "--suite", "commands", "testdata/wrong.yaml")
-	if code != exitOK || !strings.Contains(out, "1..0\n") {
+	if code != cliutil.ExitOK || !strings.Contains(out, "1..0\n") {
 		t.Errorf("--suite commands on tokenizer cases: exit %d\n%s", code, out)
 	}
 }
@@ -420,7 +434,7 @@ func TestSpecRunFilters(t *testing.T) {
 func TestSpecExport(t *testing.T) {
 	dir := t.TempDir()
 	code, _, errOut := kbkit(t, "", "spec", "export", dir)
-	if code != exitOK {
+	if code != cliutil.ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, f := range []string{"README.md", "ADAPTER.md", "EXPECTATIONS.md", "tokenizer.yaml", "commands/edit-text.yaml", "schema/expectations.schema.json"} {
@@ -430,7 +444,7 @@ func TestSpecExport(t *testing.T) {
 	}
 	// The exported directory is a runnable spec.
 	code, out, _ := kbkit(t, "", "spec", "run", dir)
-	if code != exitOK || len(tapResults(t, out)) < 100 {
+	if code != cliutil.ExitOK || len(tapResults(t, out)) < 100 {
 		t.Errorf("spec run on the export: exit %d\n%s", code, notOK(out))
 	}
 	// Every relative link of the exported prose finds its file in the
@@ -479,7 +493,7 @@ func TestSpecExport(t *testing.T) {
 	if _, err := exec.LookPath("node"); err == nil {
 		code, out, errOut := kbkit(t, "", "spec", "run", "--impl", "node "+filepath.Join(dir, "adapters/node/adapter.mjs"),
 			"--expect", filepath.Join(dir, "adapters/node/expectations.yaml"), dir)
-		if code != exitOK {
+		if code != cliutil.ExitOK {
 			t.Errorf("the exported node adapter: exit %d\n%s\n%s", code, notOK(out), errOut)
 		}
 	}
@@ -488,7 +502,7 @@ func TestSpecExport(t *testing.T) {
 func TestAdapterCommand(t *testing.T) {
 	in := `{"type":"init","msg_id":1,"protocol":1}` + "\n" + `{"type":"tokenize","msg_id":2,"text":"[[x]]"}` + "\n"
 	code, out, _ := kbkit(t, in, "adapter")
-	if code != exitOK {
+	if code != cliutil.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -515,14 +529,14 @@ expectations:
 		good + `:4: expectation "tokenizer/label-simple" (fail) is never reached: the earlier "tokenizer/label-*" (skip) on line 3 matches it first`,
 		good + `:5: expectation "tokenizer/no-such-case" (fail) matched no case that ran`,
 	} {
-		if code != exitOK || !strings.Contains(errOut, want) {
+		if code != cliutil.ExitOK || !strings.Contains(errOut, want) {
 			t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, errOut)
 		}
 	}
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("spec_version: 1\nexpectations:\n  - id: a\n    status: fail\n   reason: x\n"), 0o644)
 	code, out, errOut := kbkit(t, "", "spec", "run", "--expect", bad)
-	if code != exitErrored || out != "" || !strings.Contains(errOut, bad+":5: did not find expected '-' indicator") {
+	if code != cliutil.ExitErrored || out != "" || !strings.Contains(errOut, bad+":5: did not find expected '-' indicator") {
 		t.Errorf("bad file: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -17,13 +17,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/speckit/adapter"
 	"github.com/subspace/kbkit/speckit/fuzz"
 	"github.com/subspace/kbkit/speckit/report"
 )
 
-// specFuzzOptions are the flags of `kbkit spec fuzz`.
-type specFuzzOptions struct {
+// fuzzOptions are the flags of `kbkit spec fuzz`.
+type fuzzOptions struct {
 	impl       string
 	suites     []string
 	seed       uint64
@@ -38,8 +39,8 @@ type specFuzzOptions struct {
 	maxDiffs   int
 }
 
-func newSpecFuzzCmd() *cobra.Command {
-	var o specFuzzOptions
+func newFuzzCmd() *cobra.Command {
+	var o fuzzOptions
 	cmd := &cobra.Command{
 		Use:   "fuzz --impl CMD",
 		Short: "Differential fuzzing: generated inputs sent to an adapter and to the reference; differences shrunk to cases",
@@ -71,13 +72,9 @@ bad flag or expectations file).`,
       --seconds 60 --json fuzz.jsonl --junit junit.xml`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			ctx := c.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
 			o.seedSet = c.Flags().Changed("seed")
-			if code := runSpecFuzz(ctx, o, c.OutOrStdout(), c.ErrOrStderr()); code != exitOK {
-				return exitError{Code: code}
+			if code := runSpecFuzz(commandContext(c), o, c.OutOrStdout(), c.ErrOrStderr()); code != cliutil.ExitOK {
+				return cliutil.ExitError{Code: code}
 			}
 			return nil
 		},
@@ -98,11 +95,11 @@ bad flag or expectations file).`,
 }
 
 // runSpecFuzz is `kbkit spec fuzz`; it returns the exit code.
-func runSpecFuzz(ctx context.Context, o specFuzzOptions, stdout, rawStderr io.Writer) int {
+func runSpecFuzz(ctx context.Context, o fuzzOptions, stdout, rawStderr io.Writer) int {
 	stderr := &syncio.Writer{W: rawStderr}
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "kbkit spec fuzz: "+format+"\n", args...)
-		return exitErrored
+		return cliutil.ExitErrored
 	}
 	argv, expect, err := checkFuzzFlags(&o)
 	if err != nil {
@@ -159,7 +156,7 @@ func runSpecFuzz(ctx context.Context, o specFuzzOptions, stdout, rawStderr io.Wr
 	case err != nil:
 		return fail("%v", err)
 	}
-	if err := writeFuzzResults(w, rep); err != nil {
+	if err := rep.WriteResults(w); err != nil {
 		return fail("writing the report: %v", err)
 	}
 	for _, f := range files {
@@ -174,13 +171,13 @@ func runSpecFuzz(ctx context.Context, o specFuzzOptions, stdout, rawStderr io.Wr
 	}
 	fmt.Fprintf(text, "replay: %s\n", replayLine(o, rep))
 	if len(rep.Differences) > 0 {
-		return exitFailed
+		return cliutil.ExitFailed
 	}
-	return exitOK
+	return cliutil.ExitOK
 }
 
 // replayLine is the command line that draws the same inputs again.
-func replayLine(o specFuzzOptions, rep *fuzz.Report) string {
+func replayLine(o fuzzOptions, rep *fuzz.Report) string {
 	args := []string{"kbkit", "spec", "fuzz", "--impl", shellQuote(o.impl),
 		"--seed", strconv.FormatUint(o.seed, 10), "--count", strconv.Itoa(rep.Inputs)}
 	if len(o.suites) > 0 {
@@ -204,7 +201,7 @@ func shellQuote(s string) string {
 }
 
 // fuzzReports opens the --junit and --json reports.
-func fuzzReports(o specFuzzOptions, stdout io.Writer) ([]report.Writer, []*os.File, error) {
+func fuzzReports(o fuzzOptions, stdout io.Writer) ([]report.Writer, []*os.File, error) {
 	var writers []report.Writer
 	var files []*os.File
 	for _, r := range []struct{ flag, path string }{{"--junit", o.junit}, {"--json", o.json}} {
@@ -246,26 +243,9 @@ func fuzzSuites(info adapter.Info, want []string, stderr io.Writer) []string {
 	return out
 }
 
-// writeFuzzResults writes a passing result per suite, then one per
-// difference.
-func writeFuzzResults(w report.Writer, rep *fuzz.Report) error {
-	results := rep.SuiteResults()
-	for _, d := range rep.Differences {
-		results = append(results, d.Result())
-	}
-	var sum report.Summary
-	for i, r := range results {
-		sum.Add(r)
-		if err := w.Result(i+1, r); err != nil {
-			return err
-		}
-	}
-	return w.End(sum)
-}
-
 // checkFuzzFlags validates the flags, fills in the defaults (10 s when no
 // count is given, a random seed) and reads --impl and --expect.
-func checkFuzzFlags(o *specFuzzOptions) ([]string, *report.Expectations, error) {
+func checkFuzzFlags(o *fuzzOptions) ([]string, *report.Expectations, error) {
 	if strings.TrimSpace(o.impl) == "" {
 		return nil, nil, errors.New(`--impl is required: the adapter command line to fuzz (for example --impl "kbkit adapter")`)
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -11,18 +11,19 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/speckit/adapter"
 	"github.com/subspace/kbkit/speckit/cases"
 )
 
-// specShowOptions are the flags of `kbkit spec show`.
-type specShowOptions struct {
+// showOptions are the flags of `kbkit spec show`.
+type showOptions struct {
 	request bool
 	reply   bool
 }
 
-func newSpecShowCmd() *cobra.Command {
-	var o specShowOptions
+func newShowCmd() *cobra.Command {
+	var o showOptions
 	cmd := &cobra.Command{
 		Use:   "show ID [PATH...]",
 		Short: "Print one case's request and the reply the reference gives to it (the expected reply)",
@@ -42,13 +43,9 @@ Exit status: 0 printed, 2 no case has that id, or the case is malformed.`,
   kbkit spec show --reply planner/rename-title-taken > want.json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			ctx := c.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			if err := showSpecCase(ctx, o, args[0], args[1:], c.OutOrStdout()); err != nil {
+			if err := showSpecCase(commandContext(c), o, args[0], args[1:], c.OutOrStdout()); err != nil {
 				fmt.Fprintln(c.ErrOrStderr(), "kbkit spec show:", err)
-				return exitError{Code: exitErrored}
+				return cliutil.ExitError{Code: cliutil.ExitErrored}
 			}
 			return nil
 		},
@@ -62,7 +59,7 @@ Exit status: 0 printed, 2 no case has that id, or the case is malformed.`,
 
 // showSpecCase prints case id of the case files at paths (none: the
 // built-in spec).
-func showSpecCase(ctx context.Context, o specShowOptions, id string, paths []string, out io.Writer) error {
+func showSpecCase(ctx context.Context, o showOptions, id string, paths []string, out io.Writer) error {
 	if id == "" {
 		return errors.New("the case id is empty")
 	}

@@ -1,16 +1,18 @@
-package main
+package cli
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/speckit/adapter"
 	"github.com/subspace/kbkit/speckit/cases"
 )
 
-func newAdapterCmd() *cobra.Command {
+// NewAdapterCommand returns the `adapter` command: the reference served over
+// the adapter protocol.
+func NewAdapterCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "adapter",
 		Short: "Serve the reference implementation over the adapter protocol on stdin/stdout",
@@ -24,13 +26,9 @@ checks the reference through the real protocol, and an adapter author can
 pipe requests into it to see the expected replies.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			ctx := c.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			if err := adapter.Serve(ctx, c.InOrStdin(), c.OutOrStdout(), cases.Reference{}); err != nil {
+			if err := adapter.Serve(commandContext(c), c.InOrStdin(), c.OutOrStdout(), cases.Reference{}); err != nil {
 				fmt.Fprintln(c.ErrOrStderr(), "kbkit adapter:", err)
-				return exitError{Code: exitErrored}
+				return cliutil.ExitError{Code: cliutil.ExitErrored}
 			}
 			return nil
 		},

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/speckit/matrix"
 )
 
@@ -21,7 +22,7 @@ func TestSpecMatrix(t *testing.T) {
 	code, stdout, errOut := kbkit(t, "", "spec", "matrix", "--reference", "--impl", "self="+self(t)+" adapter",
 		"--impl", "broken=node ../../speckit/adapters/broken/adapter.mjs",
 		"--html", out("m.html"), "--json", out("m.json"), "--badges", out("badges"))
-	if code != exitFailed {
+	if code != cliutil.ExitFailed {
 		t.Fatalf("exit %d, want 1 (broken fails)\n%s\n%s", code, stdout, errOut)
 	}
 	for _, want := range []string{"\nreference ", " complete\n", "\nself ", "\nbroken ", " failing\n"} {
@@ -41,11 +42,11 @@ func TestSpecMatrix(t *testing.T) {
 
 	// A saved run merged, compared with the matrix above.
 	code, _, _ = kbkit(t, "", "spec", "run", "--impl", "node ../../speckit/adapters/broken/adapter.mjs", "--json", out("broken.json"))
-	if code != exitFailed {
+	if code != cliutil.ExitFailed {
 		t.Fatalf("spec run broken: exit %d", code)
 	}
 	code, stdout, errOut = kbkit(t, "", "spec", "matrix", "--results", "broken="+out("broken.json"), "--reference", "--compare", out("m.json"))
-	if code != exitFailed || !strings.Contains(stdout, "changes since "+out("m.json")+": 1\n  removed implementation self") {
+	if code != cliutil.ExitFailed || !strings.Contains(stdout, "changes since "+out("m.json")+": 1\n  removed implementation self") {
 		t.Errorf("compare: exit %d\n%s\n%s", code, stdout, errOut)
 	}
 }
@@ -67,7 +68,7 @@ func TestSpecMatrixBadFlags(t *testing.T) {
 		{[]string{"--reference", "--compare", filepath.Join(dir, "none.json")}, "--compare:"},
 	} {
 		code, out, errOut := kbkit(t, "", append([]string{"spec", "matrix", "--html", html}, tc.args...)...)
-		if code != exitErrored || out != "" || !strings.Contains(errOut, tc.want) {
+		if code != cliutil.ExitErrored || out != "" || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q (want %q)", tc.args, code, out, errOut, tc.want)
 		}
 	}
@@ -78,7 +79,7 @@ func TestSpecMatrixBadFlags(t *testing.T) {
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte("{}\n"), 0o644)
 	code, out, _ := kbkit(t, "", "spec", "matrix", "--results", "x="+bad)
-	if code != exitErrored || !strings.Contains(out, " not run\n  could not run: matrix: line 1") {
+	if code != cliutil.ExitErrored || !strings.Contains(out, " not run\n  could not run: matrix: line 1") {
 		t.Errorf("bad results: exit %d\n%s", code, out)
 	}
 }
