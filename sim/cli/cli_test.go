@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -67,4 +68,21 @@ func fakeServer(t *testing.T) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// Mounted without broken servers, --broken-server is refused (exit 2)
+// rather than ignored: the run against the plain server would pass.
+func TestConformanceRunWithoutBrokenServers(t *testing.T) {
+	cmd := NewRunCommand(BrokenServers{})
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cmd.SetArgs([]string{"--server", fakeServer(t), "--token", "good", "--seeds", "1", "--broken-server", "reorder"})
+	err := cmd.Execute()
+	var e cliutil.ExitError
+	if !errors.As(err, &e) || e.Code != exitErrored || out.Len() != 0 ||
+		errb.String() != "kbkit conformance run: --broken-server: no broken servers in this build\n" {
+		t.Errorf("error %v, stdout %q, stderr %q; want exit 2 and the refusal", err, out.String(), errb.String())
+	}
 }

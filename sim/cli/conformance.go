@@ -196,10 +196,10 @@ func writeOutputs(f conformanceFlags, stdout io.Writer, reports []sim.SeedReport
 // by every seed), 2 a seed could not run, else 0; it says on stderr why
 // the run stopped early and which checkers were skipped.
 func verdict(stderr io.Writer, reports []sim.SeedReport, strict bool) error {
-	failed, errored := false, false
+	failed, couldNotRun := false, false
 	for _, r := range reports {
 		if r.Err != "" {
-			errored = true
+			couldNotRun = true
 		}
 		if r.Failed() {
 			failed = true
@@ -217,7 +217,7 @@ func verdict(stderr io.Writer, reports []sim.SeedReport, strict bool) error {
 	switch {
 	case failed:
 		return cliutil.ExitError{Code: cliutil.ExitFailed}
-	case errored:
+	case couldNotRun:
 		return cliutil.ExitError{Code: cliutil.ExitErrored}
 	}
 	return nil

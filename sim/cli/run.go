@@ -149,7 +149,7 @@ func addConformanceRunFlags(fl *pflag.FlagSet, f *conformanceFlags, brokenVarian
 }
 
 // options are the run's sim.Options as the flags give them
-// (f.seeds as runConformance settles it; no Logf or Progress).
+// (f.seeds as settle leaves it; no Logf or Progress).
 func (f conformanceFlags) options() sim.Options {
 	return sim.Options{
 		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
