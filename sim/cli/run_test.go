@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -12,8 +12,10 @@ import (
 	"github.com/subspace/kbkit/sim"
 )
 
-// TestConformanceRunHTMLFlags: bad --html, --html-all and --broken-server
-// input is refused up front (exit 2) and writes nothing.
+// TestConformanceRunHTMLFlags: bad --html, --html-all, --client and
+// --broken-server input is refused up front (exit 2) and writes nothing.
+// (Mounted in kbkit, a blank --client is refused before the command runs,
+// as "--client is empty": cmd/kbkit's TestNameFlagsRefuseEmpty.)
 func TestConformanceRunHTMLFlags(t *testing.T) {
 	url := fakeServer(t)
 	file := filepath.Join(t.TempDir(), "file")
@@ -25,7 +27,7 @@ func TestConformanceRunHTMLFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--html-all"}, "--html-all needs --html DIR"},
-		{[]string{"--client", " "}, "--client is empty"},
+		{[]string{"--client", " "}, "--client needs a command line"},
 		{[]string{"--html", filepath.Join(file, "tl")}, "--html:"},
 		{[]string{"--broken-server", "nope"}, `no broken-server variant "nope" (one of ack-seq, double-echo, drop-derived, drop-rejected-outcomes, event-id-not-seq, ignore-last-event-id, lose-cells, no-answer, no-duplicate-flag, no-own-echo, non-canonical-page, refuse-sockets, renumber, reorder, skip-dedup, untracked-events)`},
 	} {

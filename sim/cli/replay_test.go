@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -22,7 +22,7 @@ func parseRun(t *testing.T, args []string) (sim.Options, []string) {
 	t.Helper()
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	var f conformanceFlags
-	addConformanceRunFlags(fs, &f)
+	addConformanceRunFlags(fs, &f, nil)
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("%q: %v", args, err)
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -38,7 +38,8 @@ type protocolOptions struct {
 	restartURL   string
 }
 
-func newConformanceProtocolCmd() *cobra.Command {
+// NewCommand returns `conformance protocol`.
+func NewCommand() *cobra.Command {
 	var o protocolOptions
 	cmd := &cobra.Command{
 		Use:   "protocol",
@@ -97,8 +98,8 @@ run (server unreachable, token refused, bad flags).`,
 			}
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if code := runProtocol(ctx, o, c.OutOrStdout(), c.ErrOrStderr()); code != exitOK {
-				return exitError{Code: code}
+			if code := runProtocol(ctx, o, c.OutOrStdout(), c.ErrOrStderr()); code != cliutil.ExitOK {
+				return cliutil.ExitError{Code: code}
 			}
 			return nil
 		},
@@ -123,80 +124,79 @@ run (server unreachable, token refused, bad flags).`,
 	return cmd
 }
 
+// fail says why the suite could not run and returns exit status 2.
+func fail(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "kbkit conformance protocol: "+format+"\n", args...)
+	return cliutil.ExitErrored
+}
+
 // runProtocol is `kbkit conformance protocol`; it returns the exit code.
 func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Writer) int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "kbkit conformance protocol: "+format+"\n", args...)
-		return exitErrored
-	}
 	var re *regexp.Regexp
 	if o.run != "" {
 		var err error
 		if re, err = regexp.Compile(o.run); err != nil {
-			return fail("--run: %v", err)
+			return fail(stderr, "--run: %v", err)
 		}
 	}
 	checks := wiresuite.Select(wiresuite.Checks(), re)
 	if o.list {
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		for _, c := range checks {
-			fmt.Fprintf(tw, "%s\t%s\n", c.ID, c.Description)
-		}
-		_ = tw.Flush()
-		return exitOK
+		listChecks(stdout, checks)
+		return cliutil.ExitOK
 	}
 	if len(checks) == 0 {
-		return fail("--run %q matches no check (see --list)", o.run)
+		return fail(stderr, "--run %q matches no check (see --list)", o.run)
 	}
-	if o.token == "" {
-		o.token = os.Getenv(client.EnvToken)
-	}
-	if o.server == "" {
-		o.server = os.Getenv(client.EnvURL)
-	}
-	if o.otherToken == "" {
-		o.otherToken = os.Getenv("KBKIT_OTHER_TOKEN")
-	}
-	if o.freshToken == "" {
-		o.freshToken = os.Getenv("KBKIT_FRESH_TOKEN")
-	}
-	if o.revokeToken == "" {
-		o.revokeToken = os.Getenv("KBKIT_REVOKE_TOKEN")
-	}
-	if o.token2 == "" {
-		o.token2 = os.Getenv("KBKIT_TOKEN2")
-	}
+	o.fromEnv()
 	switch {
 	case o.server == "":
-		return fail("--server (or $KBKIT_URL) is required")
+		return fail(stderr, "--server (or $KBKIT_URL) is required")
 	case o.token == "":
-		return fail("--token (or $KBKIT_TOKEN) is required")
+		return fail(stderr, "--token (or $KBKIT_TOKEN) is required")
 	case o.restartCmd != "" && o.restartURL != "":
-		return fail("--restart-command and --restart-url: give one")
+		return fail(stderr, "--restart-command and --restart-url: give one")
 	}
 	// Open the report files first: a typo in a path should not cost a run.
-	var junitFile, jsonFile *os.File
-	var jsonOut io.Writer
-	tapOut := stdout
-	var err error
-	if o.junit != "" {
-		if junitFile, err = os.Create(o.junit); err != nil {
-			return fail("--junit: %v", err)
-		}
-		defer junitFile.Close()
+	out, err := openReports(o, stdout, stderr)
+	if err != nil {
+		return fail(stderr, "%v", err)
 	}
-	switch o.json {
-	case "":
-	case "-":
-		jsonOut, tapOut = stdout, stderr
-	default:
-		if jsonFile, err = os.Create(o.json); err != nil {
-			return fail("--json: %v", err)
-		}
-		defer jsonFile.Close()
-		jsonOut = jsonFile
+	defer out.close()
+	env := o.env()
+	if err := env.Preflight(ctx); err != nil {
+		return fail(stderr, "%s", cliutil.CannotRun(err))
 	}
+	fmt.Fprintf(stderr, "kbkit conformance protocol: %s, workspace %s, device %s\n", env.BaseURL, env.WorkspaceID, env.DeviceID)
+	return runChecks(ctx, env, checks, o, out, stderr)
+}
 
+// listChecks is --list: each check's id and description.
+func listChecks(w io.Writer, checks []wiresuite.Check) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range checks {
+		fmt.Fprintf(tw, "%s\t%s\n", c.ID, c.Description)
+	}
+	_ = tw.Flush()
+}
+
+// fromEnv fills the server and the tokens not given as flags from the
+// environment ($KBKIT_URL, $KBKIT_TOKEN, ...).
+func (o *protocolOptions) fromEnv() {
+	for _, v := range []struct {
+		flag *string
+		env  string
+	}{
+		{&o.token, client.EnvToken}, {&o.server, client.EnvURL}, {&o.otherToken, "KBKIT_OTHER_TOKEN"},
+		{&o.freshToken, "KBKIT_FRESH_TOKEN"}, {&o.revokeToken, "KBKIT_REVOKE_TOKEN"}, {&o.token2, "KBKIT_TOKEN2"},
+	} {
+		if *v.flag == "" {
+			*v.flag = os.Getenv(v.env)
+		}
+	}
+}
+
+// env is the suite's view of the server under test.
+func (o protocolOptions) env() *wiresuite.Env {
 	env := &wiresuite.Env{BaseURL: o.server, Token: o.token, Token2: o.token2, OtherToken: o.otherToken, RevokeToken: o.revokeToken, FreshToken: o.freshToken,
 		MaxBody: o.maxBody, EventTimeout: o.eventTimeout}
 	switch {
@@ -205,31 +205,75 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 	case o.restartURL != "":
 		env.Restart = wiresuite.RestartURL(o.restartURL)
 	}
-	if err := env.Preflight(ctx); err != nil {
-		return fail("%s", cliutil.CannotRun(err))
-	}
-	fmt.Fprintf(stderr, "kbkit conformance protocol: %s, workspace %s, device %s\n", env.BaseURL, env.WorkspaceID, env.DeviceID)
+	return env
+}
 
+// reports are where the results go: TAP (stdout, or stderr when --json
+// is stdout), --junit's file and --json's writer (nil: not asked for).
+type reports struct {
+	tap   io.Writer
+	junit *os.File
+	json  io.Writer
+	files []*os.File
+}
+
+// openReports creates --junit's and --json's files.
+func openReports(o protocolOptions, stdout, stderr io.Writer) (*reports, error) {
+	r := &reports{tap: stdout}
+	if o.junit != "" {
+		f, err := os.Create(o.junit)
+		if err != nil {
+			return nil, fmt.Errorf("--junit: %v", err)
+		}
+		r.junit = f
+		r.files = append(r.files, f)
+	}
+	switch o.json {
+	case "":
+	case "-":
+		r.json, r.tap = stdout, stderr
+	default:
+		f, err := os.Create(o.json)
+		if err != nil {
+			r.close()
+			return nil, fmt.Errorf("--json: %v", err)
+		}
+		r.json = f
+		r.files = append(r.files, f)
+	}
+	return r, nil
+}
+
+func (r *reports) close() {
+	for _, f := range r.files {
+		f.Close()
+	}
+}
+
+// runChecks runs the checks, reporting each as it ends (TAP), then writes
+// --junit and --json and says on stderr what was skipped and how long it
+// took; it returns the exit code.
+func runChecks(ctx context.Context, env *wiresuite.Env, checks []wiresuite.Check, o protocolOptions, out *reports, stderr io.Writer) int {
 	start := time.Now()
-	tap := wiresuite.NewTAP(tapOut)
+	tap := wiresuite.NewTAP(out.tap)
 	if err := tap.Begin(len(checks)); err != nil {
-		return fail("%v", err)
+		return fail(stderr, "%v", err)
 	}
 	results := wiresuite.Run(ctx, env, checks, wiresuite.Options{Timeout: o.timeout, Strict: o.strict,
 		OnResult: func(n, _ int, r wiresuite.Result) { _ = tap.Result(n, r) }})
 	sum := wiresuite.Summarize(results)
 	_ = tap.End(sum)
 	if ctx.Err() != nil {
-		return fail("interrupted")
+		return fail(stderr, "interrupted")
 	}
-	if junitFile != nil {
-		if err := wiresuite.WriteJUnit(junitFile, "kbkit conformance protocol", results, time.Since(start)); err != nil {
-			return fail("--junit: %v", err)
+	if out.junit != nil {
+		if err := wiresuite.WriteJUnit(out.junit, "kbkit conformance protocol", results, time.Since(start)); err != nil {
+			return fail(stderr, "--junit: %v", err)
 		}
 	}
-	if jsonOut != nil {
-		if err := wiresuite.WriteJSON(jsonOut, results); err != nil {
-			return fail("--json: %v", err)
+	if out.json != nil {
+		if err := wiresuite.WriteJSON(out.json, results); err != nil {
+			return fail(stderr, "--json: %v", err)
 		}
 	}
 	for _, r := range results {
@@ -242,7 +286,7 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "kbkit conformance protocol: %d checks skipped (--strict fails the run on a skip)\n", sum.Skipped)
 	}
 	if sum.Failed > 0 {
-		return exitFailed
+		return cliutil.ExitFailed
 	}
-	return exitOK
+	return cliutil.ExitOK
 }

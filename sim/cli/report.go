@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/subspace/kbkit/internal/cliutil"
+	"github.com/subspace/kbkit/kbcore"
+	"github.com/subspace/kbkit/sim"
+	"github.com/subspace/kbkit/speckit/report"
+)
+
+// porcupineDir is where Porcupine's pages go: --out, else beside the
+// run's other outputs.
+func porcupineDir(f conformanceFlags) string {
+	switch {
+	case f.outDir != "":
+		return f.outDir
+	case f.htmlDir != "":
+		return f.htmlDir
+	case f.junit != "":
+		return filepath.Dir(f.junit)
+	case f.jsonOut != "" && f.jsonOut != "-":
+		return filepath.Dir(f.jsonOut)
+	}
+	return "."
+}
+
+// htmlNote says what --html wrote when it wrote nothing: an empty
+// directory without a word looks like a broken flag.
+func htmlNote(f conformanceFlags, reports []sim.SeedReport) string {
+	if f.htmlDir == "" {
+		return ""
+	}
+	if f.htmlAll || len(reports) == 0 {
+		return ""
+	}
+	for _, r := range reports {
+		if r.Timeline != "" || r.Failed() || r.Err != "" {
+			return ""
+		}
+	}
+	return fmt.Sprintf("--html %s: every seed passed, so no timeline was written (--html-all writes one of every seed)", f.htmlDir)
+}
+
+// summarize prints a table per checker, then every failure with its seed.
+func summarize(w io.Writer, reports []sim.SeedReport, took time.Duration) {
+	passed, skipped := map[string]int{}, map[string]int{}
+	failed := map[string][]int64{}
+	var commands, committed, rejected, refetches, gaps int
+	for _, r := range reports {
+		for _, c := range r.Checks {
+			switch {
+			case c.Passed && c.Skipped: // vacuous: nothing to check is not a pass
+				skipped[c.Name]++
+			case c.Passed:
+				passed[c.Name]++
+			default:
+				failed[c.Name] = append(failed[c.Name], r.Seed)
+			}
+		}
+		commands += r.Stats.Commands
+		committed += r.Stats.Committed
+		rejected += r.Stats.Rejected
+		refetches += r.Stats.Refetches
+		gaps += r.Stats.Gaps
+	}
+	fmt.Fprintf(w, "%-16s %6s %7s %6s  %s\n", "checker", "passed", "skipped", "failed", "failing seeds")
+	for _, name := range sim.Checkers {
+		seeds := make([]string, 0, len(failed[name]))
+		for _, s := range failed[name] {
+			seeds = append(seeds, fmt.Sprint(s))
+		}
+		fmt.Fprintf(w, "%-16s %6d %7d %6d  %s\n", name, passed[name], skipped[name], len(failed[name]), strings.Join(seeds, " "))
+	}
+	fmt.Fprintf(w, "%d seeds in %s: %d commands (%d committed, %d rejected), %d gaps, %d refetches\n",
+		len(reports), took.Round(time.Millisecond), commands, committed, rejected, gaps, refetches)
+	types := map[string]int{}
+	for _, r := range reports {
+		for t, n := range r.Types {
+			types[t] += n
+		}
+	}
+	var sent []string
+	for _, t := range kbcore.Types {
+		sent = append(sent, fmt.Sprintf("%s %d", t, types[t]))
+	}
+	fmt.Fprintf(w, "sent by type: %s\n", strings.Join(sent, ", "))
+	for _, r := range reports {
+		if r.Err != "" {
+			fmt.Fprintf(w, "\nseed %d could not run: %s\n  replay: %s\n", r.Seed, r.Err, r.Replay)
+			continue
+		}
+		if !r.Failed() {
+			continue
+		}
+		fmt.Fprintf(w, "\nseed %d FAILED (faults: %s)\n", r.Seed, r.Faults)
+		for _, c := range r.Checks {
+			if !c.Passed {
+				fmt.Fprintf(w, "  %s:\n    %s\n", c.Name, strings.ReplaceAll(c.Detail, "\n", "\n    "))
+			}
+		}
+		if r.Visualization != "" {
+			fmt.Fprintf(w, "  linearizability visualization: %s\n", r.Visualization)
+		}
+		if r.Timeline != "" {
+			fmt.Fprintf(w, "  timeline: %s\n", r.Timeline)
+		}
+		h := r.History
+		if len(h) > 40 {
+			h = h[len(h)-40:]
+		}
+		fmt.Fprintf(w, "  history (last %d events):\n    %s\n", len(h), strings.Join(h, "\n    "))
+		fmt.Fprintf(w, "  replay: %s\n", r.Replay)
+	}
+}
+
+// writeSeedJSON writes one JSON line per seed to path ("-": stdout).
+func writeSeedJSON(path string, stdout io.Writer, reports []sim.SeedReport) error {
+	w, closeFn, err := cliutil.CreateOutput(path, stdout)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	for _, r := range reports {
+		if err := enc.Encode(r); err != nil {
+			closeFn()
+			return err
+		}
+	}
+	return closeFn()
+}
+
+// writeSeedJUnit writes one suite per checker with one case per seed.
+func writeSeedJUnit(path string, reports []sim.SeedReport) error {
+	var total time.Duration
+	for _, r := range reports {
+		total += r.Duration
+	}
+	doc := report.JUnitDoc{Name: "kbkit conformance run", Time: report.Seconds(total)}
+	for _, name := range sim.Checkers {
+		s := &report.JUnitSuite{Name: "conformance." + name, Time: report.Seconds(total)}
+		for _, r := range reports {
+			jc := report.JUnitCase{Name: fmt.Sprintf("seed=%d", r.Seed), Classname: "conformance." + name,
+				Time: report.Seconds(r.Duration)}
+			if r.Err != "" {
+				jc.Error = &report.JUnitMsg{Message: "the seed could not run", Body: report.XMLText(r.Err + "\n\nreplay: " + r.Replay)}
+				s.Errors++
+			}
+			for _, c := range r.Checks {
+				if c.Name == name && !c.Passed {
+					jc.Failure = &report.JUnitMsg{Message: name + " failed",
+						Body: report.XMLText(c.Detail + "\n\nreplay: " + r.Replay + shrunkReplay(r) + "\n\nhistory:\n" + strings.Join(r.History, "\n"))}
+					s.Failures++
+				}
+			}
+			s.Cases = append(s.Cases, jc)
+			s.Tests++
+		}
+		doc.Suites = append(doc.Suites, s)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := report.WriteJUnit(f, doc); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
