@@ -53,8 +53,8 @@ func spectrum(h *metrics.Hist) [][2]float64 {
 }
 
 // spectrumChart draws spectra (of spectrum's points): latency against
-// percentile on a "number of nines" axis, a tick per nine up to the
-// largest (at least 99%).
+// percentile on a "number of nines" axis, a tick per nine (0%, 90%, 99%,
+// ...) up to the largest point's, and at least to 90%.
 func spectrumChart(title string, ss []series, height int) template.HTML {
 	maxX := 1.0
 	for _, s := range ss {
