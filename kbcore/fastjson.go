@@ -15,8 +15,8 @@ import (
 // is obvious, a flat object of distinct known keys spelt as the tags are,
 // each a plain string (no escapes, valid UTF-8) or null, and reports
 // false on anything else, which then goes through decodeStrict as before:
-// same result, same errors. fastjson_test.go checks fast == strict on
-// random inputs.
+// same result, same errors. TestRapidFastDecodeIsStrict
+// (fastjson_internal_test.go) checks fast == strict on random inputs.
 
 // flatType is a flat payload: every field a string or null. keys are its
 // JSON names; set gives field k a string, or null (s nil), and records

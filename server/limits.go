@@ -209,28 +209,12 @@ func (c *capConn) Close() error {
 // address with an empty bucket is refused before its token is looked up.
 type authGuard struct {
 	perMinute float64
-	now       func() time.Time
-	mu        sync.Mutex
-	buckets   map[string]*bucket
+	buckets   *bucketMap
 }
 
 func newAuthGuard(perMinute int, now func() time.Time) *authGuard {
-	return &authGuard{perMinute: float64(perMinute), now: now, buckets: map[string]*bucket{}}
-}
-
-func (g *authGuard) refill(addr string) *bucket {
-	now := g.now()
-	b, ok := g.buckets[addr]
-	if !ok {
-		if len(g.buckets) > 100000 {
-			g.buckets = map[string]*bucket{}
-		}
-		b = &bucket{tokens: g.perMinute, last: now}
-		g.buckets[addr] = b
-	}
-	b.tokens = min(g.perMinute, b.tokens+now.Sub(b.last).Minutes()*g.perMinute)
-	b.last = now
-	return b
+	pm := float64(perMinute)
+	return &authGuard{perMinute: pm, buckets: newBucketMap(pm, pm, time.Minute, now)}
 }
 
 // check answers TOO_MANY_REQUESTS when addr has no attempt left.
@@ -238,13 +222,10 @@ func (g *authGuard) check(addr string) *callError {
 	if g == nil || g.perMinute <= 0 {
 		return nil
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	b := g.refill(addr)
-	if b.tokens >= 1 {
+	ok, wait := g.buckets.take(addr, false)
+	if ok {
 		return nil
 	}
-	wait := time.Duration((1 - b.tokens) / g.perMinute * float64(time.Minute))
 	return &callError{code: wire.CodeTooManyRequests, message: "too many unknown tokens from this address",
 		retryable: true, retryAfter: wait}
 }
@@ -254,10 +235,7 @@ func (g *authGuard) failed(addr string) {
 	if g == nil || g.perMinute <= 0 {
 		return
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	b := g.refill(addr)
-	b.tokens = max(0, b.tokens-1)
+	g.buckets.spend(addr)
 }
 
 // remoteHost is the address part of a request's remote address.

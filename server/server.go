@@ -258,27 +258,17 @@ func bearer(r *http.Request) (string, bool) {
 
 // ---- rate limiting ----
 
-// limiter keeps one token bucket per device.
+// limiter keeps one token bucket per device: Burst tokens, refilled at
+// PerSecond.
 type limiter struct {
-	rate  float64
-	burst float64
-	now   func() time.Time
-
-	mu      sync.Mutex
-	buckets map[string]*bucket
-}
-
-type bucket struct {
-	tokens float64
-	last   time.Time
+	rate    float64
+	burst   float64
+	buckets *bucketMap
 }
 
 func newLimiter(rl RateLimit, now func() time.Time) *limiter {
-	l := &limiter{rate: rl.PerSecond, burst: float64(rl.Burst), now: now, buckets: map[string]*bucket{}}
-	if l.burst < 1 {
-		l.burst = 1
-	}
-	return l
+	burst := max(float64(rl.Burst), 1)
+	return &limiter{rate: rl.PerSecond, burst: burst, buckets: newBucketMap(burst, rl.PerSecond, time.Second, now)}
 }
 
 // size is the bucket's size as kb.limits advertises it: 0 without a
@@ -296,24 +286,10 @@ func (l *limiter) allow(device string) *callError {
 	if l.rate <= 0 {
 		return nil
 	}
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b, ok := l.buckets[device]
-	if !ok {
-		if len(l.buckets) > 100000 {
-			l.buckets = map[string]*bucket{}
-		}
-		b = &bucket{tokens: l.burst, last: now}
-		l.buckets[device] = b
-	}
-	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
-	b.last = now
-	if b.tokens >= 1 {
-		b.tokens--
+	ok, wait := l.buckets.take(device, true)
+	if ok {
 		return nil
 	}
-	wait := time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
 	return &callError{code: wire.CodeTooManyRequests, message: "rate limit exceeded for this device",
 		retryable: true, retryAfter: wait}
 }

@@ -46,15 +46,6 @@ func (e *Env) refused(ctx context.Context, p *page, rq request, code, path, fiel
 	return nil
 }
 
-// setupPage is a page with one node n1 (seq 2).
-func (e *Env) setupPage(ctx context.Context) (*page, error) {
-	p, err := e.newPage(ctx)
-	if err != nil {
-		return nil, step("setup", err)
-	}
-	return p, e.addNodes(ctx, p, 1)
-}
-
 func (p *page) next(e *Env) map[string]any {
 	return e.envelope(p.id, newID(), "create-after", p.nodePayload(p.nodes+1))
 }
@@ -73,7 +64,7 @@ func with(m map[string]any, k string, v any) map[string]any {
 }
 
 func checkNoToken(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -88,7 +79,7 @@ func checkNoToken(ctx context.Context, e *Env) error {
 }
 
 func checkBadToken(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -126,7 +117,7 @@ func (e *Env) sendHeader(ctx context.Context, path, key, value string) (*Respons
 }
 
 func checkForbiddenDevice(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -143,7 +134,7 @@ func checkForbiddenDevice(ctx context.Context, e *Env) error {
 }
 
 func checkParseError(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -165,7 +156,7 @@ func checkParseErrorGet(ctx context.Context, e *Env) error {
 }
 
 func checkUnknownField(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -174,7 +165,7 @@ func checkUnknownField(ctx context.Context, e *Env) error {
 }
 
 func checkUnknownPayloadField(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -185,7 +176,7 @@ func checkUnknownPayloadField(ctx context.Context, e *Env) error {
 }
 
 func checkWrongType(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -200,7 +191,7 @@ func checkWrongType(ctx context.Context, e *Env) error {
 }
 
 func checkMissingInput(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -218,7 +209,7 @@ func checkMissingInput(ctx context.Context, e *Env) error {
 }
 
 func checkBadUUID(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -237,7 +228,7 @@ func checkBadUUID(ctx context.Context, e *Env) error {
 }
 
 func checkUnknownCommandType(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -251,7 +242,7 @@ func (e *Env) bigText() string {
 }
 
 func checkPayloadTooLarge(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -345,7 +336,7 @@ func checkHead(ctx context.Context, e *Env) error {
 }
 
 func checkGetInputEncoding(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -394,9 +385,9 @@ func batchAnswer(r *Response, status, n int) ([]json.RawMessage, error) {
 }
 
 func checkBatchCommands(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
 	e0 := e.envelope(p.id, newID(), "create-after", p.nodePayload(1))
 	e1 := e.envelope(p.id, newID(), "create-after", p.nodePayload(2)) // after n1: only in order
@@ -423,20 +414,13 @@ func checkBatchCommands(ctx context.Context, e *Env) error {
 				"the calls of a batch run in order (PROTOCOL.md 3.1)")
 		}
 	}
-	s, err := e.snapshot(ctx, p.id, nil)
-	if err != nil {
-		return err
-	}
-	if s.seq != 3 {
-		return s.r.fail("seq 3", fmt.Sprintf("seq %d", s.seq), "kb.page after the batch")
-	}
-	return nil
+	return e.pageAt(ctx, p.id, 3, "kb.page after the batch")
 }
 
 func checkBatchQueries(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
 	input := show(map[string]any{"0": map[string]any{"page_id": p.id}})
 	r, err := e.send(ctx, request{method: http.MethodGet, path: "/trpc/kb.page,kb.whoami", rawQuery: "batch=1&input=" + encodeURIComponent(input)})
@@ -466,9 +450,9 @@ func checkBatchQueries(ctx context.Context, e *Env) error {
 }
 
 func checkBatchMixedStatus(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
 	e0 := e.envelope(p.id, newID(), "create-after", p.nodePayload(1))
 	e1 := e.envelope(p.id, newID(), "indent", map[string]any{"node": "n1"})
@@ -519,7 +503,7 @@ func checkBatchUnknownProcedure(ctx context.Context, e *Env) error {
 }
 
 func checkBatchRequestErrors(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -556,7 +540,7 @@ func checkBatchRequestErrors(ctx context.Context, e *Env) error {
 // checkTrustBoundaryOrder sends requests that fail two checks of
 // PROTOCOL.md 7 at once: the first failing check answers.
 func checkTrustBoundaryOrder(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}

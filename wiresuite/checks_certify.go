@@ -36,9 +36,9 @@ func checkIDOtherDevice(ctx context.Context, e *Env) error {
 	if e.Token2 == "" {
 		return Skipf("needs --token2 (a second device of the token's workspace)")
 	}
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
 	secret := "secret text " + newID()[:8]
 	committed, err := e.commit(ctx, p, "create-after", map[string]any{"node": "n1", "text": secret})
@@ -90,19 +90,16 @@ func checkIDOtherDevice(ctx context.Context, e *Env) error {
 // ---- event bytes ----
 
 func checkEventBytes(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
-	live, err := e.ws(ctx)
+	head := "1"
+	live, err := e.subscribedTo(ctx, 1, p, &head)
 	if err != nil {
 		return err
 	}
 	defer live.Close()
-	head := "1"
-	if err := live.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, &head); err != nil {
-		return err
-	}
 	// The payload as a client may send it: white space, keys out of
 	// order, escapes RFC 8785 does not write (\u003c, \/, \u00e9, a
 	// surrogate pair), and text that meets every byte rule.
@@ -123,30 +120,19 @@ func checkEventBytes(ctx context.Context, e *Env) error {
 	}
 	liveData := map[int64][]byte{}
 	for seq := int64(2); seq <= 3; seq++ {
-		m, err := live.reply(ctx, 1, fmt.Sprintf("the live event of seq %d", seq))
-		if err != nil {
-			return err
-		}
-		d, err := live.data(m, fmt.Sprintf("the live event of seq %d", seq))
+		d, err := live.replyData(ctx, 1, fmt.Sprintf("the live event of seq %d", seq))
 		if err != nil {
 			return err
 		}
 		liveData[seq] = d
 	}
-	replay, err := e.ws(ctx)
+	replay, err := e.subscribedTo(ctx, 1, p, &head)
 	if err != nil {
 		return err
 	}
 	defer replay.Close()
-	if err := replay.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, &head); err != nil {
-		return err
-	}
 	for seq := int64(2); seq <= 3; seq++ {
-		m, err := replay.reply(ctx, 1, fmt.Sprintf("the replayed event of seq %d", seq))
-		if err != nil {
-			return err
-		}
-		d, err := replay.data(m, fmt.Sprintf("the replayed event of seq %d", seq))
+		d, err := replay.replyData(ctx, 1, fmt.Sprintf("the replayed event of seq %d", seq))
 		if err != nil {
 			return err
 		}
@@ -205,20 +191,17 @@ func invalidation(ctx context.Context, w *WS, page string, seq int64, what strin
 }
 
 func checkInvalidateDirectory(ctx context.Context, e *Env) error {
-	w, err := e.ws(ctx)
+	w, err := e.directoryInvalidations(ctx)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if err := w.subscribe(ctx, "inv", "kb.onInvalidate", map[string]any{"topics": []string{"directory"}}, nil); err != nil {
-		return err
-	}
 	// The first page is created again until its invalidation comes (a
 	// server may still be setting the subscription up: 4.5's hints).
 	var p *page
 	for attempt := 0; ; attempt++ {
-		if p, err = e.newPage(ctx); err != nil {
-			return step("setup", err)
+		if p, err = e.setupPage(ctx, 0); err != nil {
+			return err
 		}
 		if err = invalidation(ctx, w, p.id, 1, "create-page", min(2*time.Second, e.EventTimeout)); err == nil {
 			break
@@ -227,9 +210,9 @@ func checkInvalidateDirectory(ctx context.Context, e *Env) error {
 			return err
 		}
 	}
-	q, err := e.newPage(ctx)
+	q, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
 	if err := invalidation(ctx, w, q.id, 1, "create-page", e.EventTimeout); err != nil {
 		return err
@@ -251,23 +234,20 @@ func checkInvalidateDirectory(ctx context.Context, e *Env) error {
 }
 
 func checkInvalidateUnknownTopic(ctx context.Context, e *Env) error {
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	if err := w.sendJSON(ctx, map[string]any{"id": "inv", "method": "subscription",
-		"params": map[string]any{"path": "kb.onInvalidate", "input": map[string]any{"topics": []string{"directory", "no-such-topic"}}}}); err != nil {
-		return err
-	}
-	m, err := w.reply(ctx, "inv", "the answer to kb.onInvalidate with an unknown topic")
-	if err != nil {
-		return err
-	}
-	if _, err := w.wsError(m, "BAD_REQUEST", "kb.onInvalidate", "kb.onInvalidate with the topic \"no-such-topic\" (PROTOCOL.md 4.5: a topic the server does not have is BAD_REQUEST)"); err != nil {
-		return err
-	}
-	return w.quiet(ctx, "a refused subscription sends nothing more")
+	return onWS(ctx, e, func(w *WS) error {
+		if err := w.sendJSON(ctx, map[string]any{"id": "inv", "method": "subscription",
+			"params": map[string]any{"path": "kb.onInvalidate", "input": map[string]any{"topics": []string{"directory", "no-such-topic"}}}}); err != nil {
+			return err
+		}
+		m, err := w.reply(ctx, "inv", "the answer to kb.onInvalidate with an unknown topic")
+		if err != nil {
+			return err
+		}
+		if _, err := w.wsError(m, "BAD_REQUEST", "kb.onInvalidate", "kb.onInvalidate with the topic \"no-such-topic\" (PROTOCOL.md 4.5: a topic the server does not have is BAD_REQUEST)"); err != nil {
+			return err
+		}
+		return w.quiet(ctx, "a refused subscription sends nothing more")
+	})
 }
 
 // ---- max_pending ----
@@ -284,9 +264,9 @@ func checkMaxPending(ctx context.Context, e *Env) error {
 	if n > 100000 {
 		return Skipf("max_pending %d: more ids than this suite sends (100000)", n)
 	}
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
 	ids := make([]string, n+1)
 	for i := range ids {

@@ -241,9 +241,9 @@ func checkWriteTimeout(ctx context.Context, e *Env) error {
 	case wt > 30*time.Second:
 		return Skipf("write_timeout_ms %d: longer than this check waits (30 s)", l.WriteTimeoutMS)
 	}
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
 	c, err := e.rawWS(ctx, p.id)
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 // ---- exactly-once and order under concurrency ----
 
 func checkGaplessConcurrent(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
 	const posters, each = 4, 10
 	type sent struct {
@@ -74,21 +74,14 @@ func checkGaplessConcurrent(ctx context.Context, e *Env) error {
 	for _, s := range all {
 		p.record(s.seq, s.id, "create-after", s.payload)
 	}
-	snap, err := e.snapshot(ctx, p.id, nil)
-	if err != nil {
+	if err := e.pageAt(ctx, p.id, p.seq, "kb.page after the concurrent commands"); err != nil {
 		return err
 	}
-	if snap.seq != p.seq {
-		return snap.r.fail(fmt.Sprintf("seq %d", p.seq), fmt.Sprintf("seq %d", snap.seq), "kb.page after the concurrent commands")
-	}
-	w, err := e.ws(ctx)
+	w, err := e.subscribedTo(ctx, 1, p, nil)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if err := w.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, nil); err != nil {
-		return err
-	}
 	if err := step("the subscription replays every seq once, in order, with the command committed at it", w.events(ctx, 1, p, 1, p.seq)); err != nil {
 		return err
 	}
@@ -101,7 +94,7 @@ func checkCrossWorkspace(ctx context.Context, e *Env) error {
 	if e.OtherToken == "" {
 		return Skipf("needs --other-token (a device of another workspace)")
 	}
-	p, err := e.setupPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}

@@ -134,11 +134,8 @@ func checkIDOtherWorkspace(ctx context.Context, e *Env) error {
 		return Skipf("needs --other-token (a device of another workspace)")
 	}
 	// Workspace A decides two ids: one committed, one rejected.
-	a, err := e.newPage(ctx)
+	a, err := e.setupPage(ctx, 1)
 	if err != nil {
-		return step("setup", err)
-	}
-	if err := e.addNodes(ctx, a, 1); err != nil {
 		return err
 	}
 	committed := a.cmds[2].ID
@@ -217,18 +214,18 @@ func firstErr(errs ...error) error {
 }
 
 func checkIDReused(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
 	secret := "secret text " + newID()[:8]
 	id, err := e.commit(ctx, p, "create-after", map[string]any{"node": "n1", "text": secret})
 	if err != nil {
 		return step("setup", err)
 	}
-	q, err := e.newPage(ctx)
+	q, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
 	r, err := e.mutate(ctx, "kb.command", e.envelope(q.id, id, "create-after", map[string]any{"node": "m1", "text": "another page"}))
 	if err != nil {
@@ -278,11 +275,8 @@ var poison = []struct{ name, raw string }{
 }
 
 func checkPoisonText(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
-		return step("setup", err)
-	}
-	if err := e.addNodes(ctx, p, 1); err != nil {
 		return err
 	}
 	type shape struct {
@@ -368,9 +362,9 @@ func checkLongText(ctx context.Context, e *Env) error {
 		return step(fmt.Sprintf("create-page with a title of max_title_chars (%d) characters", n), firstErr(err,
 			r.fail(`{"seq":1}`, excerpt(r.Body, 200), "a title within the limit commits")))
 	}
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
 	if _, err := e.commit(ctx, p, "set-aliases", map[string]any{"aliases": []string{incompressible(rng, n, false)}}); err != nil {
 		return step(fmt.Sprintf("an alias of max_title_chars (%d) characters", n), err)

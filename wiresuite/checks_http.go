@@ -94,8 +94,8 @@ func checkHealthz(ctx context.Context, e *Env) error {
 }
 
 func checkMetrics(ctx context.Context, e *Env) error {
-	if _, err := e.newPage(ctx); err != nil { // so that the command counters exist
-		return step("setup", err)
+	if _, err := e.setupPage(ctx, 0); err != nil { // so that the command counters exist
+		return err
 	}
 	r, err := e.send(ctx, request{method: http.MethodGet, path: "/metrics", noAuth: true})
 	if err != nil {
@@ -160,9 +160,9 @@ func checkCreatePage(ctx context.Context, e *Env) error {
 }
 
 func checkCreatePageExisting(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
 	r, err := e.mutate(ctx, "kb.command", e.envelope(p.id, newID(), "create-page", map[string]any{"title": p.title + " again"}))
 	if err != nil {
@@ -179,27 +179,17 @@ func checkCreatePageExisting(ctx context.Context, e *Env) error {
 }
 
 func checkCommandSeq(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
-	if err != nil {
-		return step("setup", err)
-	}
-	if err := e.addNodes(ctx, p, 5); err != nil {
-		return err
-	}
-	s, err := e.snapshot(ctx, p.id, nil)
+	p, err := e.setupPage(ctx, 5)
 	if err != nil {
 		return err
 	}
-	if s.seq != 6 {
-		return s.r.fail("seq 6", fmt.Sprintf("seq %d", s.seq), "kb.page after 6 commands")
-	}
-	return nil
+	return e.pageAt(ctx, p.id, 6, "kb.page after 6 commands")
 }
 
 func checkRetryCommitted(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
 	id := newID()
 	body := rawJSON(e.envelope(p.id, id, "create-after", p.nodePayload(1)))
@@ -266,14 +256,7 @@ func checkRetryCreatePage(ctx context.Context, e *Env) error {
 		return r.fail(`{"result":{"data":{"seq":1,"duplicate":true}}}`, excerpt(r.Body, 200),
 			"a retried create-page gets its original outcome, not page-exists (PROTOCOL.md 4.1)")
 	}
-	s, err := e.snapshot(ctx, pid, nil)
-	if err != nil {
-		return err
-	}
-	if s.seq != 1 {
-		return s.r.fail("seq 1", fmt.Sprintf("seq %d", s.seq), "kb.page after a retried create-page")
-	}
-	return nil
+	return e.pageAt(ctx, pid, 1, "kb.page after a retried create-page")
 }
 
 // rejectedIndent posts indent of the page's first node (no previous
@@ -295,11 +278,8 @@ func (e *Env) rejectedIndent(ctx context.Context, p *page) (body []byte, r *Resp
 }
 
 func checkRejection(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
-		return step("setup", err)
-	}
-	if err := e.addNodes(ctx, p, 1); err != nil {
 		return err
 	}
 	_, r, es, err := e.rejectedIndent(ctx, p)
@@ -313,11 +293,8 @@ func checkRejection(ctx context.Context, e *Env) error {
 }
 
 func checkRejectionRetry(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
-		return step("setup", err)
-	}
-	if err := e.addNodes(ctx, p, 1); err != nil {
 		return err
 	}
 	// edit-text of a node that does not exist yet: rejected now...
@@ -371,11 +348,8 @@ func checkRejectionRetry(ctx context.Context, e *Env) error {
 }
 
 func checkRejectionNoSeq(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
-		return step("setup", err)
-	}
-	if err := e.addNodes(ctx, p, 1); err != nil {
 		return err
 	}
 	for i := 0; i < 3; i++ {
@@ -392,11 +366,8 @@ func checkRejectionNoSeq(ctx context.Context, e *Env) error {
 // ---- kb.page ----
 
 func checkPageSnapshot(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 3)
 	if err != nil {
-		return step("setup", err)
-	}
-	if err := e.addNodes(ctx, p, 3); err != nil {
 		return err
 	}
 	if _, err := e.commit(ctx, p, "edit-text", map[string]any{"node": "n2", "text": byteRules}); err != nil {
@@ -432,11 +403,8 @@ func checkPageSnapshot(ctx context.Context, e *Env) error {
 }
 
 func checkPageOutcomes(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
-		return step("setup", err)
-	}
-	if err := e.addNodes(ctx, p, 1); err != nil {
 		return err
 	}
 	committed, err := e.commit(ctx, p, "edit-text", map[string]any{"node": "n1", "text": "edited"})
@@ -473,13 +441,13 @@ func checkPageOutcomes(ctx context.Context, e *Env) error {
 }
 
 func checkPageOutcomesThisPage(ctx context.Context, e *Env) error {
-	a, err := e.newPage(ctx)
+	a, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
-	b, err := e.newPage(ctx)
+	b, err := e.setupPage(ctx, 0)
 	if err != nil {
-		return step("setup", err)
+		return err
 	}
 	if err := e.addNodes(ctx, a, 1); err != nil {
 		return err

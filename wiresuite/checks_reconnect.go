@@ -21,82 +21,69 @@ func checkReconnect(ctx context.Context, e *Env) error {
 	if e.Restart == nil {
 		return Skipf("needs --restart-command or --restart-url: how to have the server shut down gracefully and come back on the same URL")
 	}
-	p, err := e.newPage(ctx)
-	if err != nil {
-		return step("setup", err)
-	}
-	if err := e.addNodes(ctx, p, 2); err != nil {
-		return err
-	}
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	if err := w.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, nil); err != nil {
-		return err
-	}
-	if err := w.events(ctx, 1, p, 1, 3); err != nil {
-		return err
-	}
-	if err := e.Restart(ctx); err != nil {
-		return fmt.Errorf("restarting the server: %w", err)
-	}
-	m, err := w.recv(ctx, `{"id":null,"method":"reconnect"}`)
-	if err != nil {
-		return step("shutdown", err)
-	}
-	if m.Method != "reconnect" || string(m.ID) != "null" {
-		return w.fail(`{"id":null,"method":"reconnect"}`, excerpt(m.raw, 200), "a shutting-down server tells its WebSockets to reconnect (PROTOCOL.md 5.3)")
-	}
-	code, err := w.closed(ctx)
-	if err != nil {
-		return step("shutdown", err)
-	}
-	if code != websocket.StatusGoingAway {
-		return w.fail("close 1001", fmt.Sprintf("close %d", code), "a shutting-down server closes with 1001 (going away)")
-	}
-	// The hook may return before the old process has gone and the new one
-	// listens: what fails for want of a server is tried again, with the
-	// same command id (a retry is exactly-once), until it is back.
-	for i := 0; i < 2; i++ {
-		p.nodes++
-		if err := e.commitWhileRestarting(ctx, p, "create-after", p.nodePayload(p.nodes)); err != nil {
-			return step(fmt.Sprintf("after the restart: create-after n%d", p.nodes), err)
-		}
-	}
-	var w2 *WS
-	err = whileRestarting(ctx, func() error {
-		var r *Response
-		var err error
-		w2, r, err = e.dialWS(ctx, wsHeader, "")
-		switch {
-		case r != nil && r.Status == http.StatusServiceUnavailable:
-			return errNotBack
-		case r != nil:
-			return r.fail("101 Switching Protocols", fmt.Sprintf("HTTP %d", r.Status), "the WebSocket upgrade was refused")
-		case err != nil:
+	return onSubscribed(ctx, e, 2, func(p *page, w *WS) error {
+		if err := w.events(ctx, 1, p, 1, 3); err != nil {
 			return err
 		}
-		if err = w2.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, strp("3")); err != nil {
-			w2.Close()
+		if err := e.Restart(ctx); err != nil {
+			return fmt.Errorf("restarting the server: %w", err)
 		}
-		return err
+		m, err := w.recv(ctx, `{"id":null,"method":"reconnect"}`)
+		if err != nil {
+			return step("shutdown", err)
+		}
+		if m.Method != "reconnect" || string(m.ID) != "null" {
+			return w.fail(`{"id":null,"method":"reconnect"}`, excerpt(m.raw, 200), "a shutting-down server tells its WebSockets to reconnect (PROTOCOL.md 5.3)")
+		}
+		code, err := w.closed(ctx)
+		if err != nil {
+			return step("shutdown", err)
+		}
+		if code != websocket.StatusGoingAway {
+			return w.fail("close 1001", fmt.Sprintf("close %d", code), "a shutting-down server closes with 1001 (going away)")
+		}
+		// The hook may return before the old process has gone and the new one
+		// listens: what fails for want of a server is tried again, with the
+		// same command id (a retry is exactly-once), until it is back.
+		for i := 0; i < 2; i++ {
+			p.nodes++
+			if err := e.commitWhileRestarting(ctx, p, "create-after", p.nodePayload(p.nodes)); err != nil {
+				return step(fmt.Sprintf("after the restart: create-after n%d", p.nodes), err)
+			}
+		}
+		var w2 *WS
+		err = whileRestarting(ctx, func() error {
+			var r *Response
+			var err error
+			w2, r, err = e.dialWS(ctx, wsHeader, "")
+			switch {
+			case r != nil && r.Status == http.StatusServiceUnavailable:
+				return errNotBack
+			case r != nil:
+				return r.fail("101 Switching Protocols", fmt.Sprintf("HTTP %d", r.Status), "the WebSocket upgrade was refused")
+			case err != nil:
+				return err
+			}
+			if err = w2.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, strp("3")); err != nil {
+				w2.Close()
+			}
+			return err
+		})
+		if err != nil {
+			return step("resubscribing with lastEventId", err)
+		}
+		defer w2.Close()
+		if err := step(`resubscribed with lastEventId "3": the commands after it, none lost or repeated`, w2.events(ctx, 1, p, 4, 5)); err != nil {
+			return err
+		}
+		if err := e.addNodes(ctx, p, 1); err != nil {
+			return err
+		}
+		if err := step("live after the reconnect", w2.events(ctx, 1, p, 6, 6)); err != nil {
+			return err
+		}
+		return w2.quiet(ctx, "nothing after the last seq")
 	})
-	if err != nil {
-		return step("resubscribing with lastEventId", err)
-	}
-	defer w2.Close()
-	if err := step(`resubscribed with lastEventId "3": the commands after it, none lost or repeated`, w2.events(ctx, 1, p, 4, 5)); err != nil {
-		return err
-	}
-	if err := e.addNodes(ctx, p, 1); err != nil {
-		return err
-	}
-	if err := step("live after the reconnect", w2.events(ctx, 1, p, 6, 6)); err != nil {
-		return err
-	}
-	return w2.quiet(ctx, "nothing after the last seq")
 }
 
 // errNotBack marks an answer of a server still restarting (503).

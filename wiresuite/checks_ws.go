@@ -57,12 +57,9 @@ func checkWSConnectionParams(ctx context.Context, e *Env) error {
 }
 
 func checkWSAuthHeader(ctx context.Context, e *Env) error {
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	return w.whoami(ctx, 1, e.WorkspaceID, e.DeviceID)
+	return onWS(ctx, e, func(w *WS) error {
+		return w.whoami(ctx, 1, e.WorkspaceID, e.DeviceID)
+	})
 }
 
 func checkWSConnectionParamsWin(ctx context.Context, e *Env) error {
@@ -136,141 +133,129 @@ func checkWSBadConnectionParams(ctx context.Context, e *Env) error {
 }
 
 func checkWSPing(ctx context.Context, e *Env) error {
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	for i := 0; i < 2; i++ {
-		if err := w.sendRaw(ctx, []byte("PING")); err != nil {
-			return err
+	return onWS(ctx, e, func(w *WS) error {
+		for i := 0; i < 2; i++ {
+			if err := w.sendRaw(ctx, []byte("PING")); err != nil {
+				return err
+			}
+			b, err := w.next(ctx)
+			if err != nil {
+				return w.fail("PONG", err.Error(), "PING is answered with PONG")
+			}
+			if string(b) != "PONG" {
+				return w.fail("PONG", excerpt(b, 200), "PING is answered with PONG (the 4 bytes)")
+			}
 		}
-		b, err := w.next(ctx)
-		if err != nil {
-			return w.fail("PONG", err.Error(), "PING is answered with PONG")
-		}
-		if string(b) != "PONG" {
-			return w.fail("PONG", excerpt(b, 200), "PING is answered with PONG (the 4 bytes)")
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func checkWSParseError(ctx context.Context, e *Env) error {
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	if err := w.sendRaw(ctx, []byte(`{"id":1,"method":`)); err != nil {
-		return err
-	}
-	m, err := w.recv(ctx, `{"id":null,"error":{... PARSE_ERROR}}`)
-	if err != nil {
-		return err
-	}
-	if string(m.ID) != "null" {
-		return w.fail(`"id": null`, `"id": `+string(m.ID), "a message that could not be parsed is answered with id null (PROTOCOL.md 5.2)")
-	}
-	if _, err := w.wsError(m, "PARSE_ERROR", "", "a message that is not JSON"); err != nil {
-		return err
-	}
-	return step("the connection after a parse error", w.whoami(ctx, 2, e.WorkspaceID, e.DeviceID))
-}
-
-func checkWSQueryMutation(ctx context.Context, e *Env) error {
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	pid := newID()
-	env := e.envelope(pid, newID(), "create-page", map[string]any{"title": "protocol check " + pid})
-	if err := w.sendJSON(ctx, map[string]any{"id": "m-1", "jsonrpc": "2.0", "method": "mutation",
-		"params": map[string]any{"path": "kb.command", "input": env}}); err != nil {
-		return err
-	}
-	m, err := w.reply(ctx, "m-1", "the answer to a kb.command mutation with a string id")
-	if err != nil {
-		return err
-	}
-	if m.JSONRPC != "2.0" {
-		return w.fail(`"jsonrpc":"2.0"`, excerpt(m.raw, 200), `a reply echoes "jsonrpc":"2.0" when the request had it (PROTOCOL.md 5.1)`)
-	}
-	data, err := w.data(m, "kb.command over the WebSocket")
-	if err != nil {
-		return err
-	}
-	if !sameJSON(data, []byte(`{"seq":1}`)) {
-		var d struct {
-			Seq int64 `json:"seq"`
+	return onWS(ctx, e, func(w *WS) error {
+		if err := w.sendRaw(ctx, []byte(`{"id":1,"method":`)); err != nil {
+			return err
 		}
-		if json.Unmarshal(data, &d) != nil || d.Seq != 1 {
-			return w.fail(`{"seq":1}`, excerpt(data, 200), "create-page over the WebSocket")
-		}
-	}
-	m, err = w.call(ctx, 7, "query", "kb.page", map[string]any{"page_id": pid})
-	if err != nil {
-		return err
-	}
-	data, err = w.data(m, "kb.page over the WebSocket")
-	if err != nil {
-		return err
-	}
-	s, err := pageData(&Response{Method: "WebSocket", URL: w.url, Body: m.raw}, data)
-	if err != nil {
-		return err
-	}
-	if s.seq != 1 {
-		return w.fail("seq 1", fmt.Sprintf("seq %d", s.seq), "kb.page over the WebSocket")
-	}
-	return nil
-}
-
-func checkWSCallErrors(ctx context.Context, e *Env) error {
-	p, err := e.setupPage(ctx)
-	if err != nil {
-		return err
-	}
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	type call struct {
-		method, path string
-		input        any
-		code         string
-		what         string
-	}
-	calls := []call{
-		{"mutation", "kb.command", e.envelope(p.id, newID(), "indent", map[string]any{"node": "n1"}), "CONFLICT", "a rejected command"},
-		{"query", "kb.page", map[string]any{"page_id": newID()}, "NOT_FOUND", "kb.page of a page that does not exist"},
-		{"mutation", "kb.command", with(p.next(e), "extra", 1), "BAD_REQUEST", "an envelope with an unknown field"},
-		{"mutation", "kb.command", with(p.next(e), "device_id", newID()), "FORBIDDEN", "another device's command"},
-		{"mutation", "kb.command", e.envelope(newID(), newID(), "edit-text", map[string]any{"node": "n1", "text": "x"}), "NOT_FOUND", "a command on a page that does not exist"},
-	}
-	for i, c := range calls {
-		m, err := w.call(ctx, 100+i, c.method, c.path, c.input)
-		if err != nil {
-			return step(c.what, err)
-		}
-		es, err := w.wsError(m, c.code, c.path, c.what)
+		m, err := w.recv(ctx, `{"id":null,"error":{... PARSE_ERROR}}`)
 		if err != nil {
 			return err
 		}
-		if c.code == "CONFLICT" && es.Data.Rejection.Code != "no-previous-sibling" {
-			return w.fail("rejection no-previous-sibling", es.Data.Rejection.Code, "%s", c.what)
+		if string(m.ID) != "null" {
+			return w.fail(`"id": null`, `"id": `+string(m.ID), "a message that could not be parsed is answered with id null (PROTOCOL.md 5.2)")
 		}
-	}
-	m, err := w.call(ctx, 200, "query", "kb.nope", nil)
+		if _, err := w.wsError(m, "PARSE_ERROR", "", "a message that is not JSON"); err != nil {
+			return err
+		}
+		return step("the connection after a parse error", w.whoami(ctx, 2, e.WorkspaceID, e.DeviceID))
+	})
+}
+
+func checkWSQueryMutation(ctx context.Context, e *Env) error {
+	return onWS(ctx, e, func(w *WS) error {
+		pid := newID()
+		env := e.envelope(pid, newID(), "create-page", map[string]any{"title": "protocol check " + pid})
+		if err := w.sendJSON(ctx, map[string]any{"id": "m-1", "jsonrpc": "2.0", "method": "mutation",
+			"params": map[string]any{"path": "kb.command", "input": env}}); err != nil {
+			return err
+		}
+		m, err := w.reply(ctx, "m-1", "the answer to a kb.command mutation with a string id")
+		if err != nil {
+			return err
+		}
+		if m.JSONRPC != "2.0" {
+			return w.fail(`"jsonrpc":"2.0"`, excerpt(m.raw, 200), `a reply echoes "jsonrpc":"2.0" when the request had it (PROTOCOL.md 5.1)`)
+		}
+		data, err := w.data(m, "kb.command over the WebSocket")
+		if err != nil {
+			return err
+		}
+		if !sameJSON(data, []byte(`{"seq":1}`)) {
+			var d struct {
+				Seq int64 `json:"seq"`
+			}
+			if json.Unmarshal(data, &d) != nil || d.Seq != 1 {
+				return w.fail(`{"seq":1}`, excerpt(data, 200), "create-page over the WebSocket")
+			}
+		}
+		m, err = w.call(ctx, 7, "query", "kb.page", map[string]any{"page_id": pid})
+		if err != nil {
+			return err
+		}
+		data, err = w.data(m, "kb.page over the WebSocket")
+		if err != nil {
+			return err
+		}
+		s, err := pageData(&Response{Method: "WebSocket", URL: w.url, Body: m.raw}, data)
+		if err != nil {
+			return err
+		}
+		if s.seq != 1 {
+			return w.fail("seq 1", fmt.Sprintf("seq %d", s.seq), "kb.page over the WebSocket")
+		}
+		return nil
+	})
+}
+
+func checkWSCallErrors(ctx context.Context, e *Env) error {
+	p, err := e.setupPage(ctx, 1)
 	if err != nil {
 		return err
 	}
-	if _, err := w.wsError(m, "NOT_FOUND", "", "an unknown procedure"); err != nil {
-		return err
-	}
-	return e.unchanged(ctx, p)
+	return onWS(ctx, e, func(w *WS) error {
+		type call struct {
+			method, path string
+			input        any
+			code         string
+			what         string
+		}
+		calls := []call{
+			{"mutation", "kb.command", e.envelope(p.id, newID(), "indent", map[string]any{"node": "n1"}), "CONFLICT", "a rejected command"},
+			{"query", "kb.page", map[string]any{"page_id": newID()}, "NOT_FOUND", "kb.page of a page that does not exist"},
+			{"mutation", "kb.command", with(p.next(e), "extra", 1), "BAD_REQUEST", "an envelope with an unknown field"},
+			{"mutation", "kb.command", with(p.next(e), "device_id", newID()), "FORBIDDEN", "another device's command"},
+			{"mutation", "kb.command", e.envelope(newID(), newID(), "edit-text", map[string]any{"node": "n1", "text": "x"}), "NOT_FOUND", "a command on a page that does not exist"},
+		}
+		for i, c := range calls {
+			m, err := w.call(ctx, 100+i, c.method, c.path, c.input)
+			if err != nil {
+				return step(c.what, err)
+			}
+			es, err := w.wsError(m, c.code, c.path, c.what)
+			if err != nil {
+				return err
+			}
+			if c.code == "CONFLICT" && es.Data.Rejection.Code != "no-previous-sibling" {
+				return w.fail("rejection no-previous-sibling", es.Data.Rejection.Code, "%s", c.what)
+			}
+		}
+		m, err := w.call(ctx, 200, "query", "kb.nope", nil)
+		if err != nil {
+			return err
+		}
+		if _, err := w.wsError(m, "NOT_FOUND", "", "an unknown procedure"); err != nil {
+			return err
+		}
+		return e.unchanged(ctx, p)
+	})
 }
 
 func checkWSMessageBatch(ctx context.Context, e *Env) error {
@@ -323,52 +308,33 @@ func checkWSMessageBatch(ctx context.Context, e *Env) error {
 }
 
 func checkWSSubscribeReplayLive(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
-	if err != nil {
-		return step("setup", err)
-	}
-	if err := e.addNodes(ctx, p, 2); err != nil {
-		return err
-	}
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	if err := w.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, nil); err != nil {
-		return err
-	}
-	if err := step("replay of the log from seq 1", w.events(ctx, 1, p, 1, 3)); err != nil {
-		return err
-	}
-	if err := e.addNodes(ctx, p, 1); err != nil {
-		return err
-	}
-	if _, err := e.commit(ctx, p, "edit-text", map[string]any{"node": "n1", "text": "live"}); err != nil {
-		return err
-	}
-	if err := step("live commands", w.events(ctx, 1, p, 4, 5)); err != nil {
-		return err
-	}
-	return w.quiet(ctx, "no event after the last command (no duplicates)")
+	return onSubscribed(ctx, e, 2, func(p *page, w *WS) error {
+		if err := step("replay of the log from seq 1", w.events(ctx, 1, p, 1, 3)); err != nil {
+			return err
+		}
+		if err := e.addNodes(ctx, p, 1); err != nil {
+			return err
+		}
+		if _, err := e.commit(ctx, p, "edit-text", map[string]any{"node": "n1", "text": "live"}); err != nil {
+			return err
+		}
+		if err := step("live commands", w.events(ctx, 1, p, 4, 5)); err != nil {
+			return err
+		}
+		return w.quiet(ctx, "no event after the last command (no duplicates)")
+	})
 }
 
 func checkWSLastEventID(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 3)
 	if err != nil {
-		return step("setup", err)
-	}
-	if err := e.addNodes(ctx, p, 3); err != nil {
 		return err
 	}
-	w, err := e.ws(ctx)
+	w, err := e.subscribedTo(ctx, 1, p, strp("2"))
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if err := w.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, strp("2")); err != nil {
-		return err
-	}
 	if err := step(`params.lastEventId "2": exactly the commands after seq 2`, w.events(ctx, 1, p, 3, 4)); err != nil {
 		return err
 	}
@@ -382,14 +348,11 @@ func checkWSLastEventID(ctx context.Context, e *Env) error {
 		return err
 	}
 	// lastEventId = the last seq: nothing to replay, then live.
-	w2, err := e.ws(ctx)
+	w2, err := e.subscribedTo(ctx, "up-to-date", p, strp("5"))
 	if err != nil {
 		return err
 	}
 	defer w2.Close()
-	if err := w2.subscribe(ctx, "up-to-date", "kb.onPage", map[string]any{"page_id": p.id}, strp("5")); err != nil {
-		return err
-	}
 	if err := w2.quiet(ctx, `lastEventId "5" on a page at seq 5: nothing to replay`); err != nil {
 		return err
 	}
@@ -400,35 +363,26 @@ func checkWSLastEventID(ctx context.Context, e *Env) error {
 }
 
 func checkWSLastEventIDInput(ctx context.Context, e *Env) error {
-	p, err := e.newPage(ctx)
+	p, err := e.setupPage(ctx, 3)
 	if err != nil {
-		return step("setup", err)
-	}
-	if err := e.addNodes(ctx, p, 3); err != nil {
 		return err
 	}
-	w, err := e.ws(ctx)
+	w, err := e.subscribed(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id, "lastEventId": "3"}, nil)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if err := w.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id, "lastEventId": "3"}, nil); err != nil {
-		return err
-	}
 	if err := step(`input.lastEventId "3"`, w.events(ctx, 1, p, 4, 4)); err != nil {
 		return err
 	}
 	if err := w.quiet(ctx, `input.lastEventId "3": only seq 4`); err != nil {
 		return err
 	}
-	w2, err := e.ws(ctx)
+	w2, err := e.subscribed(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id, "lastEventId": "1"}, strp("3"))
 	if err != nil {
 		return err
 	}
 	defer w2.Close()
-	if err := w2.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id, "lastEventId": "1"}, strp("3")); err != nil {
-		return err
-	}
 	if err := step(`input.lastEventId "1" and params.lastEventId "3": params win (PROTOCOL.md 4.4)`, w2.events(ctx, 1, p, 4, 4)); err != nil {
 		return err
 	}
@@ -455,33 +409,30 @@ func checkWSBadLastEventID(ctx context.Context, e *Env) error {
 }
 
 func checkWSSubscribeNotFound(ctx context.Context, e *Env) error {
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	for i, c := range []struct {
-		input any
-		code  string
-		what  string
-	}{
-		{map[string]any{"page_id": newID()}, "NOT_FOUND", "kb.onPage of a page that does not exist"},
-		{map[string]any{"page_id": "not-a-uuid"}, "BAD_REQUEST", "kb.onPage of a page_id that is not a uuid"},
-		{map[string]any{"page_id": newID(), "bogus": 1}, "BAD_REQUEST", "kb.onPage with an unknown field"},
-	} {
-		if err := w.sendJSON(ctx, map[string]any{"id": i + 1, "method": "subscription",
-			"params": map[string]any{"path": "kb.onPage", "input": c.input}}); err != nil {
-			return err
+	return onWS(ctx, e, func(w *WS) error {
+		for i, c := range []struct {
+			input any
+			code  string
+			what  string
+		}{
+			{map[string]any{"page_id": newID()}, "NOT_FOUND", "kb.onPage of a page that does not exist"},
+			{map[string]any{"page_id": "not-a-uuid"}, "BAD_REQUEST", "kb.onPage of a page_id that is not a uuid"},
+			{map[string]any{"page_id": newID(), "bogus": 1}, "BAD_REQUEST", "kb.onPage with an unknown field"},
+		} {
+			if err := w.sendJSON(ctx, map[string]any{"id": i + 1, "method": "subscription",
+				"params": map[string]any{"path": "kb.onPage", "input": c.input}}); err != nil {
+				return err
+			}
+			m, err := w.reply(ctx, i+1, "the answer to "+c.what)
+			if err != nil {
+				return err
+			}
+			if _, err := w.wsError(m, c.code, "kb.onPage", c.what); err != nil {
+				return err
+			}
 		}
-		m, err := w.reply(ctx, i+1, "the answer to "+c.what)
-		if err != nil {
-			return err
-		}
-		if _, err := w.wsError(m, c.code, "kb.onPage", c.what); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func checkWSDuplicateID(ctx context.Context, e *Env) error {
@@ -506,10 +457,7 @@ func checkWSDuplicateID(ctx context.Context, e *Env) error {
 }
 
 func checkWSStop(ctx context.Context, e *Env) error {
-	return onSocket(ctx, e, func(p *page, w *WS) error {
-		if err := w.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, nil); err != nil {
-			return err
-		}
+	return onSubscribed(ctx, e, 0, func(p *page, w *WS) error {
 		if err := w.events(ctx, 1, p, 1, 1); err != nil {
 			return err
 		}
@@ -538,36 +486,30 @@ func checkWSStop(ctx context.Context, e *Env) error {
 }
 
 func checkWSMessageTooBig(ctx context.Context, e *Env) error {
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	msg := rawJSON(map[string]any{"id": 1, "method": "query",
-		"params": map[string]any{"path": "kb.whoami", "input": map[string]any{"pad": e.bigText()}}})
-	w.log("> ", msg)
-	// The server may close before the whole message is written.
-	_ = w.conn.Write(ctx, websocket.MessageText, msg)
-	code, err := w.closed(ctx)
-	if err != nil {
-		return err
-	}
-	if code != websocket.StatusMessageTooBig {
-		return w.fail("close 1009", fmt.Sprintf("close %d", code),
-			"a message of %d bytes (over the %d-byte limit) closes the connection with 1009 (PROTOCOL.md 5.3)", len(msg), e.MaxBody)
-	}
-	return nil
+	return onWS(ctx, e, func(w *WS) error {
+		msg := rawJSON(map[string]any{"id": 1, "method": "query",
+			"params": map[string]any{"path": "kb.whoami", "input": map[string]any{"pad": e.bigText()}}})
+		w.log("> ", msg)
+		// The server may close before the whole message is written.
+		_ = w.conn.Write(ctx, websocket.MessageText, msg)
+		code, err := w.closed(ctx)
+		if err != nil {
+			return err
+		}
+		if code != websocket.StatusMessageTooBig {
+			return w.fail("close 1009", fmt.Sprintf("close %d", code),
+				"a message of %d bytes (over the %d-byte limit) closes the connection with 1009 (PROTOCOL.md 5.3)", len(msg), e.MaxBody)
+		}
+		return nil
+	})
 }
 
 func checkWSInvalidate(ctx context.Context, e *Env) error {
-	w, err := e.ws(ctx)
+	w, err := e.directoryInvalidations(ctx)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if err := w.subscribe(ctx, "inv", "kb.onInvalidate", map[string]any{"topics": []string{"directory"}}, nil); err != nil {
-		return err
-	}
 	// Invalidations are hints (PROTOCOL.md 4.5): a server may still be
 	// setting the subscription up right after "started" (the reference
 	// server starts listening for commits with its first subscriber), so
@@ -575,9 +517,9 @@ func checkWSInvalidate(ctx context.Context, e *Env) error {
 	ours := map[string]bool{}
 	deadline := time.Now().Add(e.EventTimeout)
 	for time.Now().Before(deadline) {
-		p, err := e.newPage(ctx)
+		p, err := e.setupPage(ctx, 0)
 		if err != nil {
-			return step("setup", err)
+			return err
 		}
 		ours[p.id] = true
 		attempt := time.Now().Add(min(2*time.Second, time.Until(deadline)))
@@ -618,18 +560,4 @@ func checkWSInvalidate(ctx context.Context, e *Env) error {
 	}
 	return w.fail(`{"topic":"directory","page_id":<a page created>,"seq":1}`, fmt.Sprintf("none for %d pages created within %s", len(ours), e.EventTimeout),
 		"no directory invalidation for the new pages")
-}
-
-// onSocket runs fn on a fresh page and a WebSocket opened for it.
-func onSocket(ctx context.Context, e *Env, fn func(p *page, w *WS) error) error {
-	p, err := e.newPage(ctx)
-	if err != nil {
-		return step("setup", err)
-	}
-	w, err := e.ws(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	return fn(p, w)
 }

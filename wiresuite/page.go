@@ -125,6 +125,19 @@ func (e *Env) snapshot(ctx context.Context, pageID string, pending []string) (*s
 	return pageData(r, data)
 }
 
+// pageAt checks that kb.page of pageID answers seq want; what is the
+// failure's message.
+func (e *Env) pageAt(ctx context.Context, pageID string, want int64, what string) error {
+	s, err := e.snapshot(ctx, pageID, nil)
+	if err != nil {
+		return err
+	}
+	if s.seq != want {
+		return s.r.fail(fmt.Sprintf("seq %d", want), fmt.Sprintf("seq %d", s.seq), "%s", what)
+	}
+	return nil
+}
+
 func pageData(r *Response, data json.RawMessage) (*snap, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {

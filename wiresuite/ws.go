@@ -254,6 +254,15 @@ func (w *WS) data(m *wsMsg, what string) (json.RawMessage, error) {
 	return m.Result.Data, nil
 }
 
+// replyData is the data of the next message of id (what names it).
+func (w *WS) replyData(ctx context.Context, id any, what string) (json.RawMessage, error) {
+	m, err := w.reply(ctx, id, what)
+	if err != nil {
+		return nil, err
+	}
+	return w.data(m, what)
+}
+
 // wsError checks a {"id":ID,"error":ERROR} with the given code.
 func (w *WS) wsError(m *wsMsg, code, path, what string) (*wire.ErrorShape, error) {
 	if m.Error == nil || m.Result != nil {

@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 )
 
-// Default is the floor kbkit serve uses: a little more than its live
-// heap with a thousand pages cached (13 MB in a many-pages load), so that
-// under load it collects a few times less often than with GOGC=100.
+// Default is the floor kbkit serve uses: larger than its live heap with a
+// thousand pages cached, so that under load the floor, not GOGC=100, sets
+// the goal and the server collects several times less often.
 const Default = 32 << 20
 
 // base is the GC percent the goal is never below.

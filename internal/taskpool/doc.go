@@ -6,9 +6,8 @@
 // socket holds no goroutine for them, and the store runs each group
 // transaction on a goroutine of its own. Starting a fresh goroutine for
 // every burst costs its creation and, as the call grows the stack from
-// its minimum, a stack copy or two each time: on a hot page (8 windows,
-// --commands ws) 6-7 % of the server's CPU went to runtime.newproc and
-// runtime.copystack. A parked goroutine keeps the stack it grew (until a
-// garbage collection finds it mostly unused), and handing it a task is
-// one channel send.
+// its minimum, a stack copy or two each time, a cost paid per command on
+// a busy socket (loadgen/README.md has the profiles). A parked goroutine
+// keeps the stack it grew (until a garbage collection finds it mostly
+// unused), and handing it a task is one channel send.
 package taskpool

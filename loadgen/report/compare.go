@@ -255,33 +255,17 @@ func p99Series(r *metrics.Result, name string) series {
 // spectrumAB overlays one metric's percentile spectrum of both runs.
 func spectrumAB(name string, a, b *metrics.Result) template.HTML {
 	var ss []series
-	maxX := 1.0
 	for i, r := range []*metrics.Result{a, b} {
 		h := r.Hist(name)
 		s := series{name: []string{"A ", "B "}[i] + name, color: colors[name], dash: i == 1}
 		if h.Count() == 0 {
 			s.name += " (n/a)"
-			ss = append(ss, s)
-			continue
-		}
-		top := math.Log10(float64(h.Count()))
-		for _, br := range h.Spectrum(5) {
-			x := top
-			if br.Fraction < 1 {
-				x = math.Min(-math.Log10(1-br.Fraction), top)
-			}
-			s.pts = append(s.pts, [2]float64{x, ms(br.Value)})
-			maxX = math.Max(maxX, x)
+		} else {
+			s.pts = spectrum(h)
 		}
 		ss = append(ss, s)
 	}
-	var ticks []float64
-	for t := 0.0; t <= math.Ceil(maxX); t++ {
-		ticks = append(ticks, t)
-	}
-	nines := func(x float64) string { return fmt.Sprintf("%g%%", math.Round((1-math.Pow(10, -x))*100*1e4)/1e4) }
-	return chart{title: name + " latency by percentile (A solid, B dashed)", xLabel: "percentile", yFmt: msFmt, xFmt: nines,
-		xTicks: ticks, series: ss, height: 260}.svg()
+	return spectrumChart(name+" latency by percentile (A solid, B dashed)", ss, 260)
 }
 
 var compareTmpl = template.Must(template.New("compare").Parse(`<!doctype html>

@@ -22,27 +22,45 @@ func msFmt(v float64) string { return Dur(time.Duration(v * float64(time.Millise
 
 func secFmt(v float64) string { return fmt.Sprintf("%gs", v) }
 
-// distribution is HdrHistogram's percentile spectrum: latency against
-// percentile on a "number of nines" axis.
+// distribution is HdrHistogram's percentile spectrum of every latency the
+// run measured.
 func distribution(r *metrics.Result) template.HTML {
 	var ss []series
-	maxX := 1.0
 	for _, n := range metrics.Latencies {
 		h := r.Hist(n)
 		if h.Count() == 0 {
 			continue
 		}
-		s := series{name: n, color: colors[n]}
-		top := math.Log10(float64(h.Count()))
-		for _, b := range h.Spectrum(5) {
-			x := top
-			if b.Fraction < 1 {
-				x = math.Min(-math.Log10(1-b.Fraction), top)
-			}
-			s.pts = append(s.pts, [2]float64{x, ms(b.Value)})
-			maxX = math.Max(maxX, x)
+		ss = append(ss, series{name: n, color: colors[n], pts: spectrum(h)})
+	}
+	return spectrumChart("latency by percentile", ss, 320)
+}
+
+// spectrum is h's percentile spectrum as chart points: latency in
+// milliseconds against the "number of nines" of its percentile
+// (-log10(1-fraction)), the last point at log10 of the count.
+func spectrum(h *metrics.Hist) [][2]float64 {
+	var pts [][2]float64
+	top := math.Log10(float64(h.Count()))
+	for _, b := range h.Spectrum(5) {
+		x := top
+		if b.Fraction < 1 {
+			x = math.Min(-math.Log10(1-b.Fraction), top)
 		}
-		ss = append(ss, s)
+		pts = append(pts, [2]float64{x, ms(b.Value)})
+	}
+	return pts
+}
+
+// spectrumChart draws spectra (of spectrum's points): latency against
+// percentile on a "number of nines" axis, a tick per nine (0%, 90%, 99%,
+// ...) up to the largest point's, and at least to 90%.
+func spectrumChart(title string, ss []series, height int) template.HTML {
+	maxX := 1.0
+	for _, s := range ss {
+		for _, p := range s.pts {
+			maxX = math.Max(maxX, p[0])
+		}
 	}
 	var ticks []float64
 	for t := 0.0; t <= math.Ceil(maxX); t++ {
@@ -51,7 +69,7 @@ func distribution(r *metrics.Result) template.HTML {
 	nines := func(x float64) string {
 		return fmt.Sprintf("%g%%", math.Round((1-math.Pow(10, -x))*100*1e4)/1e4)
 	}
-	return chart{title: "latency by percentile", xLabel: "percentile", yFmt: msFmt, xFmt: nines, xTicks: ticks, series: ss, height: 320}.svg()
+	return chart{title: title, xLabel: "percentile", yFmt: msFmt, xFmt: nines, xTicks: ticks, series: ss, height: height}.svg()
 }
 
 type page struct {

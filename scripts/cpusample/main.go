@@ -7,9 +7,9 @@
 // PostgreSQL server (its postmaster's own and its reaped children's, plus
 // every live child's), of the process whose pid the file -serve-pid holds
 // (0 while it is empty), and the machine's busy ticks (/proc/stat: all but
-// idle and iowait). It forks nothing: a shell loop doing the same with cat
-// and awk used a sixth of a core on a machine where a fork costs 4 ms,
-// taken from the loads it measured. It ends on SIGTERM or SIGINT, and when
+// idle and iowait). It forks nothing, so that its own CPU is not taken
+// from the loads it measures (a shell loop with cat and awk forks a few
+// processes a sample). It ends on SIGTERM or SIGINT, and when
 // the process that started it is gone.
 package main
 

@@ -62,23 +62,22 @@ const defaultGroupMax = 64
 // defaultGroupTx is the most command transactions one Store runs at once.
 // One: what queues meanwhile makes the next group, so the transactions
 // (and their BEGIN, COMMIT, locks and WAL flushes) per command fall as the
-// load grows. BenchmarkManyPages (8 writers, 64 pages, 2 shared cores):
-// 0.13 transactions per command at 1, 0.21 to 0.28 at 2, 0.48 to 0.53 at
-// 4, and the most commands/s at 1.
+// load grows; a second transaction at once would split the queue into
+// smaller groups. BenchmarkManyPages reports the transactions per command
+// and the commands/s at 1, 2 and 4.
 const defaultGroupTx = 1
 
 // defaultGroupWait is the longest a group's goroutine waits for the
-// callers of its group to send again. Over HTTP, with the writers in
-// another process on the same two shared cores, an answer's round trip
-// back to the next command often takes more than a millisecond: waiting
-// at most 0.5 ms and at most half the group's time (the rule before)
-// left 5.3 commands per transaction to 8 closed writers over 1,000 pages;
-// 2 ms, whatever the group's time, leaves 7.8, and PostgreSQL's CPU per
-// command falls by a quarter (10 s many-pages loads against kbkit serve,
-// alternated; loadgen/README, "The group window"). The wait ends as soon
-// as every caller is back, so a closed loop rarely waits long; in an
-// open one (callers that do not come back) a command queued behind a
-// group may wait this long for it.
+// callers of its group to send again, whatever the group's own time. It
+// bounds one round trip, not work: an answer's way back to a caller (over
+// HTTP, in another process, on cores shared with PostgreSQL) and the
+// caller's next command, so that the callers of a closed loop join the
+// same group instead of splitting into cohorts that alternate; and it is
+// small next to a command's latency. The wait ends as soon as every
+// caller is back, so a closed loop rarely waits long; in an open one
+// (callers that do not come back) a command queued behind a group may
+// wait this long for it. The loads that chose it are in loadgen/README,
+// "The group window".
 const defaultGroupWait = 2 * time.Millisecond
 
 // groupTimeout bounds one group transaction (it runs on no caller's
