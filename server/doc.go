@@ -21,6 +21,9 @@
 //	srv.Shutdown(ctx) // reconnect to every WebSocket, drain, close them
 //	hs.Shutdown(ctx)  // drain HTTP
 //
+// Package server/instance is that wiring, written once: kbkit serve and
+// target.Embedded build their instances with it.
+//
 // Every request is authenticated by a device's bearer token and checked at
 // the trust boundary (body size, JSON Schema of the envelope, device,
 // workspace, rate limit) before anything is written. A decided command is

@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/subspace/kbkit/server"
-	"github.com/subspace/kbkit/server/dispatch"
+	serverinstance "github.com/subspace/kbkit/server/instance"
 	"github.com/subspace/kbkit/server/pgprovider"
 	"github.com/subspace/kbkit/server/store"
 )
@@ -59,13 +59,11 @@ type Embedded struct {
 	faultMu sync.Mutex
 }
 
+// instance is one server instance and the address it listens on (kept
+// across a restart).
 type instance struct {
-	addr   string
-	st     *store.Store
-	srv    *server.Server
-	http   *http.Server
-	cancel context.CancelFunc
-	done   chan struct{}
+	addr string
+	*serverinstance.Instance
 }
 
 // NewEmbedded starts the instances on dsn (migrating it).
@@ -93,11 +91,8 @@ func (e *Embedded) start(ctx context.Context, addr string, i int) (*instance, er
 	if i < len(e.opts.DSNs) {
 		dsn = e.opts.DSNs[i]
 	}
-	st, err := store.OpenWith(ctx, dsn, store.OpenOptions{Fence: e.opts.Fence})
-	if err != nil {
-		return nil, err
-	}
 	var ln net.Listener
+	var err error
 	for attempt := 0; ; attempt++ {
 		ln, err = net.Listen("tcp", addr)
 		if err == nil || attempt > 50 {
@@ -106,36 +101,20 @@ func (e *Embedded) start(ctx context.Context, addr string, i int) (*instance, er
 		time.Sleep(50 * time.Millisecond) // the old listener's port is being released
 	}
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
-	hub := dispatch.New(st, dispatch.Logger(e.opts.Logger))
-	rctx, cancel := context.WithCancel(context.Background())
-	in := &instance{addr: ln.Addr().String(), st: st, cancel: cancel, done: make(chan struct{})}
-	go func() { _ = hub.Run(rctx) }()
-	in.srv = server.New(st, hub, server.Options{Logger: e.opts.Logger, Limits: e.opts.Limits, RateLimit: e.opts.RateLimit, WriteTimeout: e.opts.WriteTimeout})
-	var h http.Handler = in.srv
-	if e.opts.Wrap != nil {
-		h = e.opts.Wrap(h)
+	in, err := serverinstance.Start(ctx, ln, serverinstance.Config{
+		DSN:   dsn,
+		Store: store.OpenOptions{Fence: e.opts.Fence},
+		Server: server.Options{Logger: e.opts.Logger, Limits: e.opts.Limits, RateLimit: e.opts.RateLimit,
+			WriteTimeout: e.opts.WriteTimeout},
+		Wrap: e.opts.Wrap,
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
 	}
-	in.http = in.srv.HTTPServer()
-	in.http.Handler = h
-	go func() {
-		defer close(in.done)
-		_ = in.http.Serve(in.srv.Listener(ln))
-	}()
-	return in, nil
-}
-
-func (in *instance) stop() {
-	// A killed instance: a short drain, then every socket is cut.
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	_ = in.srv.Shutdown(ctx)
-	_ = in.http.Close()
-	<-in.done
-	in.cancel()
-	in.st.Close()
+	return &instance{addr: ln.Addr().String(), Instance: in}, nil
 }
 
 // Endpoints implements Target.
@@ -158,7 +137,7 @@ func (e *Embedded) Devices(ctx context.Context, n int) ([]string, error) {
 		var err error
 		for attempt := 0; attempt < 50; attempt++ {
 			e.mu.Lock() // an instance being restarted has a closed store
-			st := e.inst[0].st
+			st := e.inst[0].Store
 			d, err = st.PairDevice(ctx, ws)
 			e.mu.Unlock()
 			if err == nil || !store.IsRetryable(err) {
@@ -182,7 +161,7 @@ func (e *Embedded) RestartInstance(ctx context.Context, i int) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	old := e.inst[i]
-	old.stop()
+	old.Kill() // its sockets drop
 	// The database may be briefly unavailable: keep trying, as an
 	// orchestrator restarting a crashed instance would.
 	var err error
@@ -204,7 +183,7 @@ func (e *Embedded) GroupCommits() store.Stats {
 	defer e.mu.Unlock()
 	var sum store.Stats
 	for _, in := range e.inst {
-		st := in.st.Stats()
+		st := in.Store.Stats()
 		sum.Batches += st.Batches
 		sum.BatchedCommands += st.BatchedCommands
 		sum.BatchFailures += st.BatchFailures
@@ -230,7 +209,7 @@ func (e *Embedded) Close() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, in := range e.inst {
-		in.stop()
+		in.Kill()
 	}
 	e.inst = nil
 }

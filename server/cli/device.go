@@ -1,10 +1,11 @@
-package main
+package cli
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -15,7 +16,8 @@ import (
 	"github.com/subspace/kbkit/server/store"
 )
 
-func newDeviceCmd() *cobra.Command {
+// NewDeviceCommand returns `kbkit device` with pair and revoke.
+func NewDeviceCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "device",
 		Short: "Manage devices (bearer tokens)",
@@ -47,50 +49,7 @@ The database is --dsn, else KBKIT_PG_DSN.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			switch {
-			case device != "" && (workspace != "" || all):
-				return errors.New("device revoke: give --device ID, or --workspace NAME --all, not both")
-			case device == "" && !(workspace != "" && all):
-				return errors.New("device revoke: --device ID, or --workspace NAME --all, is required")
-			}
-			if dsn == "" {
-				dsn = strings.TrimSpace(os.Getenv(pgprovider.EnvDSN))
-			}
-			if dsn == "" {
-				return fmt.Errorf("device revoke: no database: pass --dsn DSN or set %s", pgprovider.EnvDSN)
-			}
-			ctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			st, err := store.Open(ctx, dsn)
-			if err != nil {
-				return fmt.Errorf("device revoke: %w", err)
-			}
-			defer st.Close()
-			var devs []store.Device
-			if device != "" {
-				d, err := st.RevokeDevice(ctx, device)
-				if errors.Is(err, store.ErrNotFound) {
-					return fmt.Errorf("device revoke: no device %s", device)
-				}
-				if err != nil {
-					return fmt.Errorf("device revoke: %w", err)
-				}
-				devs = []store.Device{d}
-			} else {
-				if devs, err = st.RevokeWorkspace(ctx, workspace); err != nil {
-					return fmt.Errorf("device revoke: %w", err)
-				}
-				if len(devs) == 0 {
-					return fmt.Errorf("device revoke: workspace %q has no devices", workspace)
-				}
-			}
-			for _, d := range devs {
-				line, _ := json.Marshal(d)
-				if _, err := fmt.Fprintln(c.OutOrStdout(), string(line)); err != nil {
-					return err
-				}
-			}
-			return nil
+			return revokeDevices(ctx, c.OutOrStdout(), device, workspace, all, dsn)
 		},
 	}
 	cmd.Flags().StringVar(&device, "device", "", "the device id to revoke")
@@ -157,4 +116,53 @@ server started by "kbkit serve", use the "dsn" of its JSON line.`,
 	cmd.Flags().StringVar(&workspace, "workspace", "", "workspace name (created if new)")
 	cmd.Flags().StringVar(&dsn, "dsn", "", "PostgreSQL DSN of the server's database (default $"+pgprovider.EnvDSN+")")
 	return cmd
+}
+
+// revokeDevices is `kbkit device revoke`: device, or with all every device
+// of workspace, one JSON line each on stdout.
+func revokeDevices(ctx context.Context, stdout io.Writer, device, workspace string, all bool, dsn string) error {
+	switch {
+	case device != "" && (workspace != "" || all):
+		return errors.New("device revoke: give --device ID, or --workspace NAME --all, not both")
+	case device == "" && !(workspace != "" && all):
+		return errors.New("device revoke: --device ID, or --workspace NAME --all, is required")
+	}
+	if dsn == "" {
+		dsn = strings.TrimSpace(os.Getenv(pgprovider.EnvDSN))
+	}
+	if dsn == "" {
+		return fmt.Errorf("device revoke: no database: pass --dsn DSN or set %s", pgprovider.EnvDSN)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("device revoke: %w", err)
+	}
+	defer st.Close()
+	var devs []store.Device
+	if device != "" {
+		d, err := st.RevokeDevice(ctx, device)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("device revoke: no device %s", device)
+		}
+		if err != nil {
+			return fmt.Errorf("device revoke: %w", err)
+		}
+		devs = []store.Device{d}
+	} else {
+		if devs, err = st.RevokeWorkspace(ctx, workspace); err != nil {
+			return fmt.Errorf("device revoke: %w", err)
+		}
+		if len(devs) == 0 {
+			return fmt.Errorf("device revoke: workspace %q has no devices", workspace)
+		}
+	}
+	for _, d := range devs {
+		line, _ := json.Marshal(d)
+		if _, err := fmt.Fprintln(stdout, string(line)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

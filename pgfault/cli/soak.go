@@ -1,7 +1,6 @@
-package main
+package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,11 +15,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/pgfault"
 	"github.com/subspace/kbkit/pgfault/netfault"
 )
 
-func newPgSoakCmd() *cobra.Command {
+// NewSoakCommand returns `kbkit pg soak`.
+func NewSoakCommand() *cobra.Command {
 	var (
 		cfg              pgfault.Config
 		jsonOut, htmlOut string
@@ -56,66 +57,14 @@ charts. Exit 2: could not run.`,
   kbkit pg soak --duration 2m --gap 10s`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
-			if cfg.Soak <= 0 {
-				fmt.Fprintln(stderr, "kbkit pg soak: --duration must be positive")
-				return exitError{Code: exitErrored}
-			}
-			bin, err := os.Executable()
-			if err != nil {
-				fmt.Fprintln(stderr, "kbkit pg soak:", err)
-				return exitError{Code: exitErrored}
-			}
-			cfg.ServerBinary = bin
-			if pprofAddr != "" {
-				runtime.MemProfileRate = 4096
-				stopPprof, err := servePprof(pprofAddr)
-				if err != nil {
-					fmt.Fprintln(stderr, "kbkit pg soak: --pprof:", err)
-					return exitError{Code: exitErrored}
-				}
-				defer stopPprof()
-			}
-			if verbose {
-				start := time.Now()
-				cfg.Logf = func(format string, args ...any) {
-					fmt.Fprintf(stderr, "%7.1fs %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
-				}
-			}
-			res, err := pgfault.Run(ctx, cfg)
-			if err != nil {
-				fmt.Fprintln(stderr, "kbkit pg soak:", err)
-				return exitError{Code: exitErrored}
-			}
-			pgfault.SoakText(stdout, res)
-			if jsonOut != "" {
-				b, _ := json.MarshalIndent(res, "", "  ")
-				if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
-					fmt.Fprintln(stderr, "kbkit pg soak: --json:", err)
-					return exitError{Code: exitErrored}
-				}
-			}
-			if htmlOut != "" {
-				f, err := os.Create(htmlOut)
-				if err == nil {
-					err = pgfault.SoakHTML(f, res)
-					if cerr := f.Close(); err == nil {
-						err = cerr
-					}
-				}
-				if err != nil {
-					fmt.Fprintln(stderr, "kbkit pg soak: --html:", err)
-					return exitError{Code: exitErrored}
-				}
-			}
-			if !res.OK() {
-				return exitError{Code: exitFailed}
-			}
-			return nil
+			return runSoak(c, cfg, jsonOut, htmlOut, pprofAddr, verbose)
 		},
 	}
+	soakFlags(cmd, &cfg, &jsonOut, &htmlOut, &pprofAddr, &verbose)
+	return cmd
+}
+
+func soakFlags(cmd *cobra.Command, cfg *pgfault.Config, jsonOut, htmlOut, pprofAddr *string, verbose *bool) {
 	fl := cmd.Flags()
 	fl.DurationVar(&cfg.Soak, "duration", 30*time.Minute, "how long the editing and the faults go on")
 	fl.StringArrayVar(&cfg.Faults, "fault", nil, "faults to run in turn (repeat; default all: "+strings.Join(netfault.Names(), ", ")+")")
@@ -129,11 +78,62 @@ charts. Exit 2: could not run.`,
 	fl.DurationVar(&cfg.Think, "think", 20*time.Millisecond, "each writer's pause between commands")
 	fl.DurationVar(&cfg.Settle, "settle", 20*time.Second, "bound on the wait for commands in flight and convergence after the load")
 	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the writers' choices")
-	fl.StringVar(&jsonOut, "json", "", "also write the result (samples included) as JSON to this file")
-	fl.StringVar(&htmlOut, "html", "", "write the charts and verdicts as an HTML page to this file")
-	fl.StringVar(&pprofAddr, "pprof", "", "serve this generator's net/http/pprof on this loopback address (127.0.0.1:6060) while it runs")
-	fl.BoolVarP(&verbose, "verbose", "v", false, "progress on stderr")
-	return cmd
+	fl.StringVar(jsonOut, "json", "", "also write the result (samples included) as JSON to this file")
+	fl.StringVar(htmlOut, "html", "", "write the charts and verdicts as an HTML page to this file")
+	fl.StringVar(pprofAddr, "pprof", "", "serve this generator's net/http/pprof on this loopback address (127.0.0.1:6060) while it runs")
+	fl.BoolVarP(verbose, "verbose", "v", false, "progress on stderr")
+}
+
+// runSoak is `kbkit pg soak` once its flags are read.
+func runSoak(c *cobra.Command, cfg pgfault.Config, jsonOut, htmlOut, pprofAddr string, verbose bool) error {
+	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+	if cfg.Soak <= 0 {
+		return errored(stderr, "soak", "--duration must be positive")
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return errored(stderr, "soak", err)
+	}
+	cfg.ServerBinary = bin
+	if pprofAddr != "" {
+		runtime.MemProfileRate = 4096
+		stopPprof, err := servePprof(pprofAddr)
+		if err != nil {
+			return errored(stderr, "soak", "--pprof:", err)
+		}
+		defer stopPprof()
+	}
+	if verbose {
+		cfg.Logf = progress(stderr, 1)
+	}
+	res, err := pgfault.Run(ctx, cfg)
+	if err != nil {
+		return errored(stderr, "soak", err)
+	}
+	pgfault.SoakText(stdout, res)
+	if jsonOut != "" {
+		if err := writeJSON(jsonOut, res); err != nil {
+			return errored(stderr, "soak", "--json:", err)
+		}
+	}
+	if htmlOut != "" {
+		f, err := os.Create(htmlOut)
+		if err == nil {
+			err = pgfault.SoakHTML(f, res)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return errored(stderr, "soak", "--html:", err)
+		}
+	}
+	if !res.OK() {
+		return cliutil.ExitError{Code: cliutil.ExitFailed}
+	}
+	return nil
 }
 
 // servePprof serves net/http/pprof's handlers on a loopback address until

@@ -1,7 +1,6 @@
-package main
+package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,11 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/pgfault"
 	"github.com/subspace/kbkit/pgfault/netfault"
 )
 
-func newPgPartitionTestCmd() *cobra.Command {
+// NewPartitionTestCommand returns `kbkit pg partition-test`.
+func NewPartitionTestCommand() *cobra.Command {
 	var (
 		cfg     pgfault.Config
 		faults  []string
@@ -46,54 +47,16 @@ Exit status: 0 every fault passed, 1 a finding, 2 the run could not be made.`,
   kbkit pg partition-test --fault blackhole --hold 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
-			if len(faults) == 0 {
-				faults = netfault.Names()
-			}
-			for _, f := range faults {
-				if _, err := netfault.Parse(f); err != nil {
-					fmt.Fprintln(stderr, "kbkit pg partition-test:", err)
-					return exitError{Code: exitErrored}
-				}
-			}
-			if verbose {
-				start := time.Now()
-				cfg.Logf = func(format string, args ...any) {
-					fmt.Fprintf(stderr, "%7.3fs %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
-				}
-			}
-			var results []*pgfault.Result
-			for _, f := range faults {
-				one := cfg
-				one.Fault = f
-				res, err := pgfault.Run(ctx, one)
-				if err != nil {
-					fmt.Fprintf(stderr, "kbkit pg partition-test: %s: %v\n", f, err)
-					return exitError{Code: exitErrored}
-				}
-				fmt.Fprintf(stderr, "kbkit pg partition-test: %s done\n", f)
-				results = append(results, res)
-			}
-			pgfault.FaultTable(stdout, results)
-			if jsonOut != "" {
-				b, _ := json.MarshalIndent(results, "", "  ")
-				if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
-					fmt.Fprintln(stderr, "kbkit pg partition-test: --json:", err)
-					return exitError{Code: exitErrored}
-				}
-			}
-			for _, r := range results {
-				if !r.OK() {
-					return exitError{Code: exitFailed}
-				}
-			}
-			return nil
+			return runPartitionTest(c, cfg, faults, jsonOut, verbose)
 		},
 	}
+	partitionTestFlags(cmd, &cfg, &faults, &jsonOut, &verbose)
+	return cmd
+}
+
+func partitionTestFlags(cmd *cobra.Command, cfg *pgfault.Config, faults *[]string, jsonOut *string, verbose *bool) {
 	fl := cmd.Flags()
-	fl.StringArrayVar(&faults, "fault", nil, "a fault to run (repeat; default all: "+strings.Join(netfault.Names(), ", ")+")")
+	fl.StringArrayVar(faults, "fault", nil, "a fault to run (repeat; default all: "+strings.Join(netfault.Names(), ", ")+")")
 	fl.DurationVar(&cfg.Hold, "hold", 6*time.Second, "how long each fault lasts (past the server's 5 s --db-timeout: a blackhole is answered by it)")
 	fl.IntVar(&cfg.Writers, "writers", 6, "writers, each a device with one window")
 	fl.IntVar(&cfg.Instances, "instances", 2, "reference server instances on the database")
@@ -102,7 +65,47 @@ Exit status: 0 every fault passed, 1 a finding, 2 the run could not be made.`,
 	fl.DurationVar(&cfg.Think, "think", 20*time.Millisecond, "each writer's pause between commands")
 	fl.DurationVar(&cfg.Settle, "settle", 15*time.Second, "bound on the wait for commands in flight and convergence after the load")
 	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the writers' choices")
-	fl.StringVar(&jsonOut, "json", "", "also write the results as JSON to this file")
-	fl.BoolVarP(&verbose, "verbose", "v", false, "progress on stderr")
-	return cmd
+	fl.StringVar(jsonOut, "json", "", "also write the results as JSON to this file")
+	fl.BoolVarP(verbose, "verbose", "v", false, "progress on stderr")
+}
+
+// runPartitionTest is `kbkit pg partition-test` once its flags are read.
+func runPartitionTest(c *cobra.Command, cfg pgfault.Config, faults []string, jsonOut string, verbose bool) error {
+	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+	if len(faults) == 0 {
+		faults = netfault.Names()
+	}
+	for _, f := range faults {
+		if _, err := netfault.Parse(f); err != nil {
+			return errored(stderr, "partition-test", err)
+		}
+	}
+	if verbose {
+		cfg.Logf = progress(stderr, 3)
+	}
+	var results []*pgfault.Result
+	for _, f := range faults {
+		one := cfg
+		one.Fault = f
+		res, err := pgfault.Run(ctx, one)
+		if err != nil {
+			return errored(stderr, "partition-test", f+":", err)
+		}
+		fmt.Fprintf(stderr, "kbkit pg partition-test: %s done\n", f)
+		results = append(results, res)
+	}
+	pgfault.FaultTable(stdout, results)
+	if jsonOut != "" {
+		if err := writeJSON(jsonOut, results); err != nil {
+			return errored(stderr, "partition-test", "--json:", err)
+		}
+	}
+	for _, r := range results {
+		if !r.OK() {
+			return cliutil.ExitError{Code: cliutil.ExitFailed}
+		}
+	}
+	return nil
 }

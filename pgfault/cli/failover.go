@@ -1,8 +1,6 @@
-package main
+package cli
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -10,11 +8,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/pgfault"
 	"github.com/subspace/kbkit/server/pgprovider"
 )
 
-func newPgFailoverTestCmd() *cobra.Command {
+// NewFailoverTestCommand returns `kbkit pg failover-test`.
+func NewFailoverTestCommand() *cobra.Command {
 	var (
 		cfg      pgfault.Config
 		topology string
@@ -60,52 +60,16 @@ a window that did not converge), 2 the run could not be made.`,
   kbkit pg failover-test --writers 8 --before 3s --after 3s --json failover.json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
-			t, err := pgprovider.ParseTopology(topology)
-			if err != nil {
-				fmt.Fprintln(stderr, "kbkit pg failover-test:", err)
-				return exitError{Code: exitErrored}
-			}
-			cfg.Topology = t
-			if cfg.Scenario == pgfault.ScenarioSplitBrain {
-				cfg.NoReseed = true // the old primary keeps its address
-			}
-			// 0 in the Config is "the default"; an explicit 0 is "none".
-			if c.Flags().Changed("stall") && cfg.Stall == 0 {
-				cfg.Stall = -1
-			}
-			if c.Flags().Changed("detect") && cfg.Detect == 0 {
-				cfg.Detect = -1
-			}
-			if verbose {
-				start := time.Now()
-				cfg.Logf = func(format string, args ...any) {
-					fmt.Fprintf(stderr, "%7.3fs %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
-				}
-			}
-			res, err := pgfault.Run(ctx, cfg)
-			if err != nil {
-				fmt.Fprintln(stderr, "kbkit pg failover-test:", err)
-				return exitError{Code: exitErrored}
-			}
-			pgfault.Text(stdout, res)
-			if jsonOut != "" {
-				b, _ := json.MarshalIndent(res, "", "  ")
-				if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
-					fmt.Fprintln(stderr, "kbkit pg failover-test: --json:", err)
-					return exitError{Code: exitErrored}
-				}
-			}
-			if !res.OK() {
-				return exitError{Code: exitFailed}
-			}
-			return nil
+			return runFailoverTest(c, cfg, topology, jsonOut, verbose)
 		},
 	}
+	failoverTestFlags(cmd, &cfg, &topology, &jsonOut, &verbose)
+	return cmd
+}
+
+func failoverTestFlags(cmd *cobra.Command, cfg *pgfault.Config, topology, jsonOut *string, verbose *bool) {
 	fl := cmd.Flags()
-	fl.StringVar(&topology, "topology", string(pgprovider.TopologySyncStandby), "sync-standby or async-standby (the contrast)")
+	fl.StringVar(topology, "topology", string(pgprovider.TopologySyncStandby), "sync-standby or async-standby (the contrast)")
 	fl.IntVar(&cfg.Writers, "writers", 6, "writers, each a device with one window")
 	fl.IntVar(&cfg.Shared, "shared", 0, "writers on the shared page (default half of --writers, rounded up); the others get a page each")
 	fl.IntVar(&cfg.Instances, "instances", 2, "reference server instances on the database")
@@ -119,7 +83,45 @@ a window that did not converge), 2 the run could not be made.`,
 	fl.BoolVar(&cfg.NoFence, "no-fence", false, "split-brain: run the instances without fencing (store.OpenOptions.Fence), to see what it prevents")
 	fl.DurationVar(&cfg.Settle, "settle", 10*time.Second, "bound on the wait for commands in flight and convergence after the load")
 	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the writers' choices")
-	fl.StringVar(&jsonOut, "json", "", "also write the result as JSON to this file")
-	fl.BoolVarP(&verbose, "verbose", "v", false, "progress on stderr")
-	return cmd
+	fl.StringVar(jsonOut, "json", "", "also write the result as JSON to this file")
+	fl.BoolVarP(verbose, "verbose", "v", false, "progress on stderr")
+}
+
+// runFailoverTest is `kbkit pg failover-test` once its flags are read.
+func runFailoverTest(c *cobra.Command, cfg pgfault.Config, topology, jsonOut string, verbose bool) error {
+	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+	t, err := pgprovider.ParseTopology(topology)
+	if err != nil {
+		return errored(stderr, "failover-test", err)
+	}
+	cfg.Topology = t
+	if cfg.Scenario == pgfault.ScenarioSplitBrain {
+		cfg.NoReseed = true // the old primary keeps its address
+	}
+	// 0 in the Config is "the default"; an explicit 0 is "none".
+	if c.Flags().Changed("stall") && cfg.Stall == 0 {
+		cfg.Stall = -1
+	}
+	if c.Flags().Changed("detect") && cfg.Detect == 0 {
+		cfg.Detect = -1
+	}
+	if verbose {
+		cfg.Logf = progress(stderr, 3)
+	}
+	res, err := pgfault.Run(ctx, cfg)
+	if err != nil {
+		return errored(stderr, "failover-test", err)
+	}
+	pgfault.Text(stdout, res)
+	if jsonOut != "" {
+		if err := writeJSON(jsonOut, res); err != nil {
+			return errored(stderr, "failover-test", "--json:", err)
+		}
+	}
+	if !res.OK() {
+		return cliutil.ExitError{Code: cliutil.ExitFailed}
+	}
+	return nil
 }
