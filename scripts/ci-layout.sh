@@ -26,7 +26,10 @@
 #     readers, the plain-string test) or a frame codec's tell-tales
 #     (opcode constants, a header's length byte, a masking loop);
 # 10. imports grouped as goimports writes them: no import group mixes the
-#     standard library with a module (scripts/importgroups).
+#     standard library with a module (scripts/importgroups);
+# 11. cmd/ is flags and wiring: no function there is over 100 lines
+#     (scripts/funclen); a subcommand's orchestration lives in the package
+#     it belongs to (loadgen/cli, speckit/cli, sim/cli, ...).
 #
 # Prints what is wrong and exits 1; takes a few seconds.
 set -euo pipefail
@@ -134,6 +137,12 @@ scan_rule "an RFC 6455 frame codec (use internal/wsframe)" \
 if ! mixed=$(go run ./scripts/importgroups $(git ls-files '*.go')); then
 	say "FAILED: the standard library's imports share a group with a module's (run goimports -w):"
 	echo "$mixed" >&2
+	rc=1
+fi
+
+if ! long=$(go run ./scripts/funclen -max 100 $(git ls-files 'cmd/*.go' | grep -v '_test\.go$')); then
+	say "FAILED: cmd/ is flags and wiring; move the orchestration into its package:"
+	echo "$long" >&2
 	rc=1
 fi
 
