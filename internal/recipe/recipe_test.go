@@ -122,7 +122,7 @@ func TestThrowawayType(t *testing.T) {
 	t.Run("recipe", func(t *testing.T) {
 		r := r.with(t)
 		dir := copyModule(t, root, filepath.Join(scratch, "full"))
-		r.must(dir, gitBin, "apply", "-C1", patch)
+		r.apply(dir, gitBin, "apply", "-C1", patch)
 		r.must(dir, "go", "generate", "./spec/schema")
 		kbkit := filepath.Join(dir, "kbkit-bin")
 		r.must(dir, "go", "build", "-o", kbkit, "./cmd/kbkit")
@@ -168,7 +168,7 @@ func TestThrowawayType(t *testing.T) {
 		for _, f := range storage {
 			args = append(args, "--exclude="+f)
 		}
-		r.must(dir, gitBin, append(args, patch)...)
+		r.apply(dir, gitBin, append(args, patch)...)
 		r.must(dir, "go", "generate", "./spec/schema")
 		kbkit := filepath.Join(dir, "kbkit-bin")
 		r.must(dir, "go", "build", "-o", kbkit, "./cmd/kbkit")
@@ -350,6 +350,15 @@ func (r *runner) must(dir, name string, args ...string) string {
 		r.t.Fatalf("%s %s: exit %d:\n%s", filepath.Base(name), strings.Join(args, " "), code, out)
 	}
 	return out
+}
+
+// apply applies the recipe's patch with git apply.
+func (r *runner) apply(dir, gitBin string, args ...string) {
+	r.t.Helper()
+	if out, code := r.run(dir, gitBin, args...); code != 0 {
+		r.t.Fatalf("the recipe's patch (%s) no longer applies to this tree: add set-collapsed again by docs/adding-a-command.md "+
+			"in a clean tree, then write the patch anew with git diff (git add -N the new files; leave out what go generate writes):\n%s", patchFile, out)
+	}
 }
 
 // endLeftovers ends whatever still runs in or on scratch once the process
