@@ -182,7 +182,7 @@ func TestFuzzNodeAdapter(t *testing.T) {
 		}
 		t.Skip("node is not installed")
 	}
-	dir := filepath.Join(moduleRoot(t), "conformance", "adapters", "node")
+	dir := filepath.Join(moduleRoot(t), "speckit", "adapters", "node")
 	c := startAdapter(t, "node", filepath.Join(dir, "adapter.mjs"))
 	expect, err := report.LoadExpectations(filepath.Join(dir, "expectations.yaml"))
 	if err != nil {
