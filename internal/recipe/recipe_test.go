@@ -249,38 +249,61 @@ func moduleRoot(t *testing.T) string {
 	return root
 }
 
-// copyModule copies the module's source tree (not .git, node_modules or
-// build outputs) to dst.
+// copyModule copies the module's source tree to dst: the files git lists
+// (tracked, and untracked but not ignored: so not .git, node_modules or
+// build outputs), or, outside a git checkout, every file but those.
 func copyModule(t *testing.T, root, dst string) string {
 	t.Helper()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	var files []string
+	if out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output(); err == nil {
+		for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+			files = append(files, filepath.FromSlash(f))
 		}
-		rel, _ := filepath.Rel(root, path)
-		switch {
-		case d.Name() == ".git" || d.Name() == "node_modules" || rel == "bin" || rel == "out":
-			if d.IsDir() {
-				return filepath.SkipDir
+	} else {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			switch {
+			case d.Name() == ".git" || d.Name() == "node_modules" || rel == "bin" || rel == "out":
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+			case d.Type().IsRegular() && !strings.HasSuffix(d.Name(), ".test") && rel != "kbkit":
+				files = append(files, rel)
 			}
 			return nil
-		case d.IsDir():
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		case !d.Type().IsRegular() || strings.HasSuffix(d.Name(), ".test"):
-			return nil
-		}
-		b, err := os.ReadFile(path)
+		})
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		info, err := d.Info()
+	}
+	for _, rel := range files {
+		src := filepath.Join(root, rel)
+		info, err := os.Lstat(src)
+		if os.IsNotExist(err) {
+			continue // tracked, deleted in the work tree
+		}
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		return os.WriteFile(filepath.Join(dst, rel), b, info.Mode().Perm())
-	})
-	if err != nil {
-		t.Fatal(err)
+		if !info.Mode().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, rel), b, info.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dst, "go.mod")); err != nil {
+		t.Fatalf("the copy of %s has no go.mod: %v", root, err)
 	}
 	return dst
 }
