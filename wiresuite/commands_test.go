@@ -10,6 +10,8 @@ import (
 	"github.com/subspace/kbkit/kbcore"
 )
 
+// TestOneCommandCheckPerType holds commandChecks to the command registry
+// (kbcore/registry.go): one check protocol/command-<type> per type.
 func TestOneCommandCheckPerType(t *testing.T) {
 	ids := map[string]bool{}
 	for _, c := range Checks() {
@@ -17,41 +19,57 @@ func TestOneCommandCheckPerType(t *testing.T) {
 	}
 	for _, typ := range kbcore.Types {
 		if !ids["protocol/command-"+typ] {
-			t.Errorf("no check protocol/command-%s", typ)
+			t.Errorf("%s: no protocol check protocol/command-%s (wiresuite/checks_commands.go commandChecks)", typ, typ)
 		}
 	}
 }
 
-// alter changes a payload of its type into another valid-looking one: what
-// a server that garbles that type on its way to the log would store.
-func alter(typ string, pl map[string]any) {
-	switch typ {
-	case "create-after", "edit-text":
-		pl["text"] = pl["text"].(string) + "!"
-	case "create-page", "rename-page":
-		pl["title"] = pl["title"].(string) + "!"
-	case "move-node":
+// TestAlterationPerType holds alterations to the command registry, as
+// TestBrokenCommandPerType needs one per type.
+func TestAlterationPerType(t *testing.T) {
+	for _, typ := range kbcore.Types {
+		if alterations[typ] == nil {
+			t.Errorf("%s: no broken-server alteration (wiresuite/commands_test.go alterations)", typ)
+		}
+	}
+	for typ := range alterations {
+		if _, ok := kbcore.Lookup(typ); !ok {
+			t.Errorf("%s: an alteration (wiresuite/commands_test.go alterations) for a type the registry (kbcore/registry.go) does not have", typ)
+		}
+	}
+}
+
+// alterations change a payload of each type into another valid-looking
+// one: what a server that garbles that type on its way to the log would
+// store.
+var alterations = map[string]func(pl map[string]any){
+	"create-after": func(pl map[string]any) { pl["text"] = pl["text"].(string) + "!" },
+	"edit-text":    func(pl map[string]any) { pl["text"] = pl["text"].(string) + "!" },
+	"create-page":  func(pl map[string]any) { pl["title"] = pl["title"].(string) + "!" },
+	"rename-page":  func(pl map[string]any) { pl["title"] = pl["title"].(string) + "!" },
+	"move-node": func(pl map[string]any) {
 		pl["after"] = nil
 		delete(pl, "rank")
-	case "indent", "outdent", "delete":
-		pl["node"] = "n1"
-	case "restore", "restore-page":
-		if ns, _ := pl["nodes"].([]any); len(ns) > 1 {
-			pl["nodes"] = ns[:len(ns)-1]
-		}
-	case "set-outputs":
-		pl["outputs"] = []any{}
-	case "set-cell":
-		pl["value"] = pl["value"].(string) + "0"
-	case "set-aliases":
-		pl["aliases"] = append(pl["aliases"].([]any), "extra "+newID())
-	case "merge-page":
-		pl["into"] = newID()
+	},
+	"indent":       func(pl map[string]any) { pl["node"] = "n1" },
+	"outdent":      func(pl map[string]any) { pl["node"] = "n1" },
+	"delete":       func(pl map[string]any) { pl["node"] = "n1" },
+	"restore":      dropLastNode,
+	"restore-page": dropLastNode,
+	"set-outputs":  func(pl map[string]any) { pl["outputs"] = []any{} },
+	"set-cell":     func(pl map[string]any) { pl["value"] = pl["value"].(string) + "0" },
+	"set-aliases":  func(pl map[string]any) { pl["aliases"] = append(pl["aliases"].([]any), "extra "+newID()) },
+	"merge-page":   func(pl map[string]any) { pl["into"] = newID() },
+}
+
+func dropLastNode(pl map[string]any) {
+	if ns, _ := pl["nodes"].([]any); len(ns) > 1 {
+		pl["nodes"] = ns[:len(ns)-1]
 	}
 }
 
 // A server that garbles the payload of one command type before logging
-// it: protocol/command-<type> fails, for each of the 14 types.
+// it: protocol/command-<type> fails, for each type of the registry.
 func TestBrokenCommandPerType(t *testing.T) {
 	var garble atomic.Value
 	garble.Store("")
@@ -59,8 +77,8 @@ func TestBrokenCommandPerType(t *testing.T) {
 		return editCommand(h, func(env map[string]any) {
 			typ, _ := env["type"].(string)
 			pl, _ := env["payload"].(map[string]any)
-			if typ == garble.Load().(string) && pl != nil {
-				alter(typ, pl)
+			if alter := alterations[typ]; typ == garble.Load().(string) && pl != nil && alter != nil {
+				alter(pl)
 			}
 		})
 	})

@@ -3,63 +3,56 @@ package broken
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/subspace/kbkit/sim/internal/wsrelay"
 	"github.com/subspace/kbkit/target"
 )
 
-// brokenVariants are the deliberately broken servers of mutate.go, by name.
-var brokenVariants = map[string]func() Mutation{
-	"double-echo":            mutDoubleEcho,
-	"reorder":                mutReorder,
-	"skip-dedup":             mutSkipDedup,
-	"drop-derived":           mutDropDerived,
-	"no-own-echo":            mutNoOwnEcho,
-	"renumber":               mutRenumber,
-	"ack-seq":                mutAckSeq,
-	"ignore-last-event-id":   mutIgnoreLastEventID,
-	"untracked-events":       mutUntracked(false),
-	"event-id-not-seq":       mutUntracked(true),
-	"no-duplicate-flag":      mutNoDuplicateFlag,
-	"non-canonical-page":     mutNonCanonicalPage,
-	"drop-rejected-outcomes": mutDropRejectedOutcomes,
-	"lose-cells":             mutLoseCells,
-	"no-answer":              mutNoAnswer,
-	"refuse-sockets":         mutRefuseSockets,
+// Broken is one deliberately broken server: a row of Table.
+type Broken struct {
+	Name   string          // what --broken-server takes
+	Breaks string          // the guarantee of spec/PROTOCOL.md it breaks, one line
+	New    func() Mutation // a fresh mutation (each proxy counts its own)
 }
 
-// Variants lists the names New and Variant accept.
+// Table holds the deliberately broken servers of mutate.go and
+// mutate_wire.go, one row each, in name order (TestTable). New, Variant
+// and Variants derive from it.
+var Table = []Broken{
+	{"ack-seq", "acknowledges some commands with another seq than their echo's", mutAckSeq},
+	{"double-echo", "logs every command of seq 3 mod 8 twice", mutDoubleEcho},
+	{"drop-derived", "never publishes derived commands", mutDropDerived},
+	{"drop-rejected-outcomes", "leaves rejections out of a refetch's outcomes", mutDropRejectedOutcomes},
+	{"event-id-not-seq", "sends events whose result.id is another than the seq", mutUntracked(true)},
+	{"ignore-last-event-id", "replays a resumed subscription from seq 1", mutIgnoreLastEventID},
+	{"lose-cells", "serves kb.page without table cells and code outputs", mutLoseCells},
+	{"no-answer", "stops answering kb.command after 20 calls", mutNoAnswer},
+	{"no-duplicate-flag", "answers a retried committed id without duplicate: true", mutNoDuplicateFlag},
+	{"no-own-echo", "never echoes a device's commands to that device", mutNoOwnEcho},
+	{"non-canonical-page", "sends kb.page documents out of canonical key and node order", mutNonCanonicalPage},
+	{"refuse-sockets", "refuses every WebSocket", mutRefuseSockets},
+	{"renumber", "loses events and renumbers the rest so that no gap shows", mutRenumber},
+	{"reorder", "swaps the commands of seqs 4 and 5 mod 10", mutReorder},
+	{"skip-dedup", "applies a retried command again", mutSkipDedup},
+	{"untracked-events", "sends events without result.id", mutUntracked(false)},
+}
+
+// Variants lists the names New and Variant accept, in order.
 func Variants() []string {
-	out := make([]string, 0, len(brokenVariants))
-	for n := range brokenVariants {
-		out = append(out, n)
+	out := make([]string, 0, len(Table))
+	for _, v := range Table {
+		out = append(out, v.Name)
 	}
-	sort.Strings(out)
 	return out
 }
 
 // New puts tgt behind a proxy that breaks one guarantee of
-// spec/PROTOCOL.md, to watch kbkit's checkers and reports catch it (the
-// simulator's tests use the same variants): double-echo logs every
-// command of seq 3 mod 8 twice, reorder swaps the commands of seqs 4 and
-// 5 mod 10, skip-dedup applies a retried command again, drop-derived
-// never publishes derived commands, no-own-echo never echoes a device's
-// commands to that device, renumber loses events and renumbers the rest
-// so that no gap shows, ack-seq acknowledges some commands with another
-// seq than their echo's, ignore-last-event-id replays a resumed
-// subscription from seq 1, untracked-events and event-id-not-seq send
-// events without result.id or with another one than the seq,
-// no-duplicate-flag answers a retried committed id without duplicate:
-// true, non-canonical-page sends kb.page documents out of canonical key
-// and node order, drop-rejected-outcomes leaves rejections out of a
-// refetch's outcomes, lose-cells serves kb.page without table cells and
-// code outputs, no-answer stops answering kb.command after 20
-// calls, refuse-sockets refuses every WebSocket. The returned func stops
-// the proxy.
+// spec/PROTOCOL.md (the named row of Table), to watch kbkit's checkers
+// and reports catch it (the simulator's tests use the same variants). The
+// returned func stops the proxy.
 func New(tgt target.Target, name string) (target.Target, func(), error) {
-	mk, ok := brokenVariants[name]
+	mk, ok := Variant(name)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: no broken-server variant %q (one of %s)", target.ErrCannotRun, name, strings.Join(Variants(), ", "))
 	}
@@ -69,8 +62,12 @@ func New(tgt target.Target, name string) (target.Target, func(), error) {
 
 // Variant returns the constructor of the named variant's mutation.
 func Variant(name string) (func() Mutation, bool) {
-	mk, ok := brokenVariants[name]
-	return mk, ok
+	for _, v := range Table {
+		if v.Name == name {
+			return v.New, true
+		}
+	}
+	return nil, false
 }
 
 // AtRest is the control: a mutation that sends all traffic through every

@@ -92,6 +92,23 @@ func TestRegistryLists(t *testing.T) {
 	if !slices.Equal(names, kbcore.Types) {
 		t.Errorf("kbkit.d.ts Payloads = %v, the registry %v", names, kbcore.Types)
 	}
+
+	// The TypeScript ClientIntent union (written by hand): the registry's
+	// intents and undo and redo, in any order.
+	_, union, ok := strings.Cut(string(src), "export type ClientIntent =")
+	union, _, _ = strings.Cut(union, ";")
+	if !ok {
+		t.Fatal("kbkit.d.ts has no `export type ClientIntent =`")
+	}
+	var got []string
+	for _, m := range regexp.MustCompile(`"([a-z-]+)"`).FindAllStringSubmatch(union, -1) {
+		got = append(got, m[1])
+	}
+	sort.Strings(got)
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, want) {
+		t.Errorf("kbkit.d.ts ClientIntent = %v, the registry's intents and undo, redo: %v", got, want)
+	}
 }
 
 func strings_(t *testing.T, v any) []string {

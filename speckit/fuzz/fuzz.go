@@ -123,6 +123,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.ShrinkTests <= 0 {
 		o.ShrinkTests = 5000
 	}
+	if miss := missingGenerators(); len(miss) > 0 {
+		return nil, fmt.Errorf("%w: no payload generator for command type %s (speckit/fuzz/gen_cmd.go)", target.ErrCannotRun, strings.Join(miss, ", "))
+	}
 	f := &fuzzer{o: o, impl: &recorder{Impl: o.Impl}, areas: map[string]*Difference{}}
 	f.types = kbcore.Types
 	if o.Commands != nil {

@@ -95,22 +95,39 @@ func (g cmdGen) stray(s *Source, p map[string]any) {
 	}
 }
 
-// payload draws a well-formed payload of typ.
+// payload draws a well-formed payload of typ: its generator's, nil for a
+// type without one (Run refuses to start then: missingGenerators).
 func (g cmdGen) payload(s *Source, typ string) map[string]any {
-	d := g.doc
-	switch typ {
-	case kbcore.TypeCreateAfter:
+	gen, ok := payloadGens[typ]
+	if !ok {
+		return nil
+	}
+	return gen(g, s)
+}
+
+// missingGenerators lists, in spec order, the registry's command types
+// payloadGens has no generator for: types the fuzzer would only ever send
+// invalid payloads of.
+func missingGenerators() []string {
+	return kbcore.TypesWhere(func(ti kbcore.TypeInfo) bool { _, ok := payloadGens[ti.Type]; return !ok })
+}
+
+// payloadGens draws a well-formed payload of each command type of the
+// registry (kbcore.Registry) against the generator's document.
+// TestGeneratorPerType holds its keys to the registry.
+var payloadGens = map[string]func(g cmdGen, s *Source) map[string]any{
+	kbcore.TypeCreateAfter: func(g cmdGen, s *Source) map[string]any {
 		p := map[string]any{"text": g.text(s)}
 		switch s.Intn(4) {
 		case 1:
-			p["after"] = d.pickNode(s)
+			p["after"] = g.doc.pickNode(s)
 		case 2:
-			p["parent"] = d.pickNode(s)
+			p["parent"] = g.doc.pickNode(s)
 		case 3:
-			p["after"], p["parent"] = d.pickNode(s), d.pickNode(s)
+			p["after"], p["parent"] = g.doc.pickNode(s), g.doc.pickNode(s)
 		}
 		if s.Chance(50) {
-			p["node"] = d.freshNode(s)
+			p["node"] = g.doc.freshNode(s)
 		}
 		if s.Chance(25) {
 			p["kind"] = Pick(s, []string{"text", "code", "table", "image"})
@@ -119,31 +136,37 @@ func (g cmdGen) payload(s *Source, typ string) map[string]any {
 			p["rank"] = g.rank(s)
 		}
 		return p
-	case kbcore.TypeEditText:
-		return map[string]any{"node": d.pickNode(s), "text": g.text(s)}
-	case kbcore.TypeMoveNode:
-		p := map[string]any{"node": d.pickNode(s), "parent": nil, "after": nil}
+	},
+	kbcore.TypeEditText: func(g cmdGen, s *Source) map[string]any {
+		return map[string]any{"node": g.doc.pickNode(s), "text": g.text(s)}
+	},
+	kbcore.TypeMoveNode: func(g cmdGen, s *Source) map[string]any {
+		p := map[string]any{"node": g.doc.pickNode(s), "parent": nil, "after": nil}
 		if s.Chance(40) {
-			p["parent"] = d.pickNode(s)
+			p["parent"] = g.doc.pickNode(s)
 		}
 		if s.Chance(50) {
-			p["after"] = d.pickNode(s)
+			p["after"] = g.doc.pickNode(s)
 		}
 		if s.Chance(20) {
 			p["rank"] = g.rank(s)
 		}
 		return p
-	case kbcore.TypeIndent, kbcore.TypeOutdent, kbcore.TypeDelete:
-		return map[string]any{"node": d.pickNode(s)}
-	case kbcore.TypeRestore:
+	},
+	kbcore.TypeIndent:  nodeOnly,
+	kbcore.TypeOutdent: nodeOnly,
+	kbcore.TypeDelete:  nodeOnly,
+	kbcore.TypeRestore: func(g cmdGen, s *Source) map[string]any {
 		return map[string]any{"nodes": g.records(s)}
-	case kbcore.TypeSetOutputs:
+	},
+	kbcore.TypeSetOutputs: func(g cmdGen, s *Source) map[string]any {
 		outs := []any{}
 		s.List(40, 3, func(int) {
 			outs = append(outs, map[string]any{"mime": Pick(s, []string{"text/plain", "text/html"}), "data": genText(s)})
 		})
-		return map[string]any{"node": d.pickKind(s, "code"), "outputs": outs}
-	case kbcore.TypeSetCell:
+		return map[string]any{"node": g.doc.pickKind(s, "code"), "outputs": outs}
+	},
+	kbcore.TypeSetCell: func(g cmdGen, s *Source) map[string]any {
 		cell := Pick(s, cellNames)
 		if s.Chance(10) {
 			cell = Pick(s, []string{"a1", "A", "1", "A0", "", "AAAA1"})
@@ -152,31 +175,40 @@ func (g cmdGen) payload(s *Source, typ string) map[string]any {
 		if !s.Chance(20) {
 			value = genFormula(s)
 		}
-		return map[string]any{"node": d.pickKind(s, "table"), "cell": cell, "value": value}
-	case kbcore.TypeCreatePage:
+		return map[string]any{"node": g.doc.pickKind(s, "table"), "cell": cell, "value": value}
+	},
+	kbcore.TypeCreatePage: func(g cmdGen, s *Source) map[string]any {
 		p := map[string]any{"title": Pick(s, g.titles)}
 		if s.Chance(30) {
 			p["dir"] = Pick(s, pageDirs)
 		}
 		return p
-	case kbcore.TypeSetAliases:
+	},
+	kbcore.TypeSetAliases: func(g cmdGen, s *Source) map[string]any {
 		return map[string]any{"aliases": g.aliases(s)}
-	case kbcore.TypeRenamePage:
+	},
+	kbcore.TypeRenamePage: func(g cmdGen, s *Source) map[string]any {
 		p := map[string]any{"title": Pick(s, g.titles)}
 		if s.Chance(30) {
 			p["aliases"] = g.aliases(s)
 		}
 		return p
-	case kbcore.TypeMergePage:
+	},
+	kbcore.TypeMergePage: func(g cmdGen, s *Source) map[string]any {
 		return map[string]any{"into": g.other(s)}
-	case kbcore.TypeRestorePage:
+	},
+	kbcore.TypeRestorePage: func(g cmdGen, s *Source) map[string]any {
 		page := g.self
 		if s.Chance(10) {
 			page = g.other(s)
 		}
 		return map[string]any{"page": page, "nodes": g.records(s)}
-	}
-	return map[string]any{}
+	},
+}
+
+// nodeOnly draws the payload of indent, outdent and delete.
+func nodeOnly(g cmdGen, s *Source) map[string]any {
+	return map[string]any{"node": g.doc.pickNode(s)}
 }
 
 // other is a page id other than self, mostly.

@@ -18,8 +18,6 @@ import (
 type gen struct{ r *rand.Rand }
 
 var (
-	commandTypes = []string{"create-after", "edit-text", "move-node", "indent", "outdent", "delete", "restore",
-		"set-outputs", "set-cell", "create-page", "set-aliases", "rename-page", "merge-page", "restore-page"}
 	textBits = []string{"[[", "]]", "#", "[[Budget]]", "#todo", "cash", ":", " ", "$5", "1,000", "-3.5e2", "\n",
 		"((", "))", "{{embed [[X]]}}", "é", "日本", "\u00a0", "\t", "`", "a", "B", "x y", "[[a|b]]", "%", "€12", "\\", "\"", "<&>"}
 	formulaBits = []string{"=", "A1", "+", "B2", "[[P]]", ":cash", "*", "(", ")", "SUM", "A1:B3", " ", "2", ".", "[[Q R]]:x", "-", "zz9"}
@@ -91,59 +89,15 @@ func (g gen) nodeID(d kbcore.Doc) any {
 }
 
 // command draws a command for d: mostly well formed, sometimes with a
-// wrong field type, an unknown field, no payload or an unknown type.
+// wrong field type, an unknown field, no payload or an unknown type. The
+// types are the registry's (kbcore.Types); a type without a payload
+// generator gets {} (TestPayloadPerType fails then).
 func (g gen) command(d kbcore.Doc, id string) kbcore.Command {
-	typ := g.pick(commandTypes)
+	typ := g.pick(kbcore.Types)
 	p := map[string]any{}
 	node := g.nodeID(d)
-	switch typ {
-	case "create-after":
-		p["node"], p["text"] = fmt.Sprintf("new%d", g.r.IntN(5)), g.text(textBits, 4)
-		if g.r.IntN(2) == 0 {
-			p["after"] = g.nodeID(d)
-		}
-		if g.r.IntN(3) == 0 {
-			p["parent"] = g.nodeID(d)
-		}
-		if g.r.IntN(4) == 0 {
-			p["kind"] = g.pick([]string{"text", "code", "table", "bogus"})
-		}
-		if g.r.IntN(4) == 0 {
-			p["rank"] = g.pick([]string{"a0", "a5", "Zz", "", "!"})
-		}
-	case "edit-text":
-		p["node"], p["text"] = node, g.text(textBits, 6)
-	case "move-node":
-		p["node"], p["parent"], p["after"] = node, g.nodeID(d), g.nodeID(d)
-	case "indent", "outdent", "delete":
-		p["node"] = node
-	case "restore", "restore-page":
-		var recs []kbcore.Node
-		for _, n := range d.Nodes() {
-			if g.r.IntN(3) == 0 {
-				n.ID += "r"
-				recs = append(recs, n)
-			}
-		}
-		p["nodes"] = recs
-		if typ == "restore-page" {
-			p["page"] = g.pick([]string{d.Page().ID, "other"})
-		}
-	case "set-outputs":
-		p["node"], p["outputs"] = node, []map[string]string{{"mime": "text/plain", "data": g.text(textBits, 2)}}
-	case "set-cell":
-		p["node"], p["cell"], p["value"] = node, g.pick([]string{"A1", "B2", "C10", "a1", "", "ZZ99"}), g.text(formulaBits, 5)
-	case "create-page":
-		p["title"] = g.pick(titles)
-	case "set-aliases":
-		p["aliases"] = []string{g.pick(titles), g.pick(titles)}
-	case "rename-page":
-		p["title"] = g.pick(titles)
-		if g.r.IntN(2) == 0 {
-			p["aliases"] = []string{g.pick(titles)}
-		}
-	case "merge-page":
-		p["into"] = g.pick([]string{"p1", "p2", "p3", "", "nope"})
+	if fill := payloads[typ]; fill != nil {
+		fill(g, d, typ, node, p)
 	}
 	var payload any = p
 	switch g.r.IntN(25) {
@@ -216,4 +170,75 @@ func (g gen) windowSteps(d kbcore.Doc, seq int64) []json.RawMessage {
 		}
 	}
 	return steps
+}
+
+// payloads fills in a drawn payload of each command type of the registry
+// (kbcore/registry.go), against document d. TestPayloadPerType holds its
+// keys to the registry.
+var payloads = map[string]func(g gen, d kbcore.Doc, typ string, node any, p map[string]any){
+	"create-after": func(g gen, d kbcore.Doc, _ string, node any, p map[string]any) {
+		p["node"], p["text"] = fmt.Sprintf("new%d", g.r.IntN(5)), g.text(textBits, 4)
+		if g.r.IntN(2) == 0 {
+			p["after"] = g.nodeID(d)
+		}
+		if g.r.IntN(3) == 0 {
+			p["parent"] = g.nodeID(d)
+		}
+		if g.r.IntN(4) == 0 {
+			p["kind"] = g.pick([]string{"text", "code", "table", "bogus"})
+		}
+		if g.r.IntN(4) == 0 {
+			p["rank"] = g.pick([]string{"a0", "a5", "Zz", "", "!"})
+		}
+	},
+	"edit-text": func(g gen, d kbcore.Doc, _ string, node any, p map[string]any) {
+		p["node"], p["text"] = node, g.text(textBits, 6)
+	},
+	"move-node": func(g gen, d kbcore.Doc, _ string, node any, p map[string]any) {
+		p["node"], p["parent"], p["after"] = node, g.nodeID(d), g.nodeID(d)
+	},
+	"indent":       nodeOnly,
+	"outdent":      nodeOnly,
+	"delete":       nodeOnly,
+	"restore":      records,
+	"restore-page": records,
+	"set-outputs": func(g gen, d kbcore.Doc, _ string, node any, p map[string]any) {
+		p["node"], p["outputs"] = node, []map[string]string{{"mime": "text/plain", "data": g.text(textBits, 2)}}
+	},
+	"set-cell": func(g gen, d kbcore.Doc, _ string, node any, p map[string]any) {
+		p["node"], p["cell"], p["value"] = node, g.pick([]string{"A1", "B2", "C10", "a1", "", "ZZ99"}), g.text(formulaBits, 5)
+	},
+	"create-page": func(g gen, _ kbcore.Doc, _ string, node any, p map[string]any) {
+		p["title"] = g.pick(titles)
+	},
+	"set-aliases": func(g gen, _ kbcore.Doc, _ string, node any, p map[string]any) {
+		p["aliases"] = []string{g.pick(titles), g.pick(titles)}
+	},
+	"rename-page": func(g gen, _ kbcore.Doc, _ string, node any, p map[string]any) {
+		p["title"] = g.pick(titles)
+		if g.r.IntN(2) == 0 {
+			p["aliases"] = []string{g.pick(titles)}
+		}
+	},
+	"merge-page": func(g gen, _ kbcore.Doc, _ string, node any, p map[string]any) {
+		p["into"] = g.pick([]string{"p1", "p2", "p3", "", "nope"})
+	},
+}
+
+func nodeOnly(g gen, d kbcore.Doc, _ string, node any, p map[string]any) { p["node"] = node }
+
+// records draws restore's and restore-page's node records: copies of some
+// of d's nodes under new ids.
+func records(g gen, d kbcore.Doc, typ string, node any, p map[string]any) {
+	var recs []kbcore.Node
+	for _, n := range d.Nodes() {
+		if g.r.IntN(3) == 0 {
+			n.ID += "r"
+			recs = append(recs, n)
+		}
+	}
+	p["nodes"] = recs
+	if typ == "restore-page" {
+		p["page"] = g.pick([]string{d.Page().ID, "other"})
+	}
 }
