@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"strings"
 	"testing"
+
+	"github.com/subspace/kbkit/internal/cliutil"
 )
 
 // The test binary doubles as kbkit (a child process running one of its
@@ -30,19 +30,5 @@ func kbkit(t *testing.T, stdin string, args ...string) (code int, stdout, stderr
 // (cancelling it is an interrupt).
 func kbkitContext(ctx context.Context, t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	root := newRootCmd()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetIn(strings.NewReader(stdin))
-	root.SetArgs(args)
-	if err := root.ExecuteContext(ctx); err != nil {
-		if e, ok := err.(exitError); ok {
-			code = e.Code
-		} else {
-			code = exitErrored
-			errb.WriteString(err.Error())
-		}
-	}
-	return code, out.String(), errb.String()
+	return cliutil.Execute(ctx, newRootCmd(), stdin, args...)
 }

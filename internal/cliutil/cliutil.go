@@ -5,10 +5,15 @@
 package cliutil
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/subspace/kbkit/target"
 )
@@ -46,4 +51,51 @@ func CannotRun(err error) string {
 		return "could not run: " + strings.TrimPrefix(msg, p)
 	}
 	return msg
+}
+
+// Code is the exit status err carries out of a command: ExitOK for nil,
+// its Code for an ExitError (wrapped or not), else ExitErrored.
+func Code(err error) int {
+	var e ExitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &e):
+		return e.Code
+	}
+	return ExitErrored
+}
+
+// Mount is a kbkit root command with cmds under the parent commands named
+// by parents (none: directly under the root), as cmd/kbkit mounts a kit's
+// commands: what a kit's tests run in process.
+func Mount(parents []string, cmds ...*cobra.Command) *cobra.Command {
+	root := &cobra.Command{Use: "kbkit", SilenceUsage: true, SilenceErrors: true}
+	at := root
+	for _, p := range parents {
+		c := &cobra.Command{Use: p}
+		at.AddCommand(c)
+		at = c
+	}
+	at.AddCommand(cmds...)
+	return root
+}
+
+// Execute runs root with args in process until it ends or ctx does
+// (cancelling ctx is an interrupt), and returns its exit status, its
+// stdout and its stderr; an error that carries no exit status is written
+// on stderr.
+func Execute(ctx context.Context, root *cobra.Command, stdin string, args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetIn(strings.NewReader(stdin))
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	code = Code(err)
+	var e ExitError
+	if err != nil && !errors.As(err, &e) {
+		errb.WriteString(err.Error())
+	}
+	return code, out.String(), errb.String()
 }

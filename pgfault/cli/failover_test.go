@@ -1,13 +1,9 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
 
 	"github.com/subspace/kbkit/internal/cliutil"
 )
@@ -16,24 +12,8 @@ import (
 // commands under pg, and returns its exit status and output.
 func kbkitPg(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	root := &cobra.Command{Use: "kbkit", SilenceUsage: true, SilenceErrors: true}
-	pg := &cobra.Command{Use: "pg"}
-	pg.AddCommand(NewFailoverTestCommand(), NewPartitionTestCommand(), NewSoakCommand())
-	root.AddCommand(pg)
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(append([]string{"pg"}, args...))
-	if err := root.ExecuteContext(context.Background()); err != nil {
-		var e cliutil.ExitError
-		if errors.As(err, &e) {
-			code = e.Code
-		} else {
-			code = cliutil.ExitErrored
-			errb.WriteString(err.Error())
-		}
-	}
-	return code, out.String(), errb.String()
+	root := cliutil.Mount([]string{"pg"}, NewFailoverTestCommand(), NewPartitionTestCommand(), NewSoakCommand())
+	return cliutil.Execute(context.Background(), root, "", append([]string{"pg"}, args...)...)
 }
 
 // Bad flags of kbkit pg failover-test are refused with a clear error and

@@ -6,10 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
 
 	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/sim/broken"
@@ -33,24 +30,8 @@ func kbkit(t *testing.T, stdin string, args ...string) (code int, stdout, stderr
 // is an interrupt).
 func kbkitContext(ctx context.Context, t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	root := &cobra.Command{Use: "kbkit", SilenceUsage: true, SilenceErrors: true}
-	conformance := &cobra.Command{Use: "conformance"}
-	conformance.AddCommand(NewRunCommand(BrokenServers{Variants: broken.Variants(), New: broken.New}))
-	root.AddCommand(conformance)
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetIn(strings.NewReader(stdin))
-	root.SetArgs(args)
-	if err := root.ExecuteContext(ctx); err != nil {
-		if e, ok := err.(cliutil.ExitError); ok {
-			code = e.Code
-		} else {
-			code = exitErrored
-			errb.WriteString(err.Error())
-		}
-	}
-	return code, out.String(), errb.String()
+	root := cliutil.Mount([]string{"conformance"}, NewRunCommand(BrokenServers{Variants: broken.Variants(), New: broken.New}))
+	return cliutil.Execute(ctx, root, stdin, args...)
 }
 
 // fakeServer answers every request with a kb.whoami (as wiresuite/cli's
