@@ -3,7 +3,6 @@ package loadgen
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/subspace/kbkit/server/pgprovider"
 	"github.com/subspace/kbkit/target"
@@ -28,44 +27,15 @@ func StartEmbedded(ctx context.Context, o EmbeddedOptions) (*target.Embedded, fu
 	if o.Instances <= 0 {
 		o.Instances = 1
 	}
-	var cleanup []func()
-	stop := func() {
-		for i := len(cleanup) - 1; i >= 0; i-- {
-			cleanup[i]()
-		}
-	}
-	dsn := o.DSN
-	if dsn == "" {
-		popts := pgprovider.OptionsFromEnv()
-		popts.Logf = o.Logf
-		pg, err := pgprovider.Start(ctx, popts)
+	eopts := target.EmbeddedOptions{Instances: o.Instances}
+	if o.DSN != "" {
+		e, err := target.NewEmbedded(ctx, o.DSN, eopts)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("loadgen: embedded server: %w", err)
 		}
-		cleanup = append(cleanup, func() {
-			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_ = pg.Stop(sctx)
-		})
-		var drop func(context.Context) error
-		dsn, drop, err = pg.NewDatabase(ctx, "")
-		if err != nil {
-			stop()
-			return nil, nil, err
-		}
-		if pg.Kind() == pgprovider.KindDSN { // a borrowed server: leave no database behind
-			cleanup = append(cleanup, func() {
-				dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				_ = drop(dctx)
-			})
-		}
+		return e, e.Close, nil
 	}
-	e, err := target.NewEmbedded(ctx, dsn, target.EmbeddedOptions{Instances: o.Instances})
-	if err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("loadgen: embedded server: %w", err)
-	}
-	cleanup = append(cleanup, e.Close)
-	return e, stop, nil
+	popts := pgprovider.OptionsFromEnv()
+	popts.Logf = o.Logf
+	return target.Provide(ctx, target.ProvideOptions{Postgres: popts, Embedded: eopts})
 }
