@@ -168,7 +168,7 @@ export interface Whoami {
   workspace?: string;
 }
 
-/** kb.onPage's input; lastEventId is the decimal seq of the last event the client has. */
+/** kb.onPage's input; lastEventId is the client's seq (the last it applied in order) as a string of decimal digits; null is absent (PROTOCOL.md 4.4). */
 export interface OnPageInput {
   page_id: UUID;
   lastEventId?: string | null;
