@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -239,27 +240,64 @@ func checkUUID(field, v string) *callError {
 	return nil
 }
 
-// parseOnPage decodes kb.onPage's input; lastEventID, when the tRPC
-// message carries one in params, overrides the input's.
-func parseOnPage(input json.RawMessage, lastEventID *string) (pageID string, after int64, _ *callError) {
-	var in wire.OnPageInput
+// parseOnPage decodes kb.onPage's input. lastEventId (spec/PROTOCOL.md
+// 4.4) may be in the input or in the tRPC message's params (raw: nil
+// when absent); the params' wins when both are given. null is absent;
+// any other value must be a JSON string of decimal digits.
+func parseOnPage(input, paramsLast json.RawMessage) (pageID string, after int64, _ *callError) {
+	var in struct {
+		PageID      string          `json:"page_id"`
+		LastEventID json.RawMessage `json:"lastEventId"`
+	}
 	if cerr := decodeStrict(input, &in); cerr != nil {
 		return "", 0, cerr
 	}
 	if cerr := checkUUID("page_id", in.PageID); cerr != nil {
 		return "", 0, cerr
 	}
-	if lastEventID != nil {
-		in.LastEventID = lastEventID
+	last := in.LastEventID
+	if p := bytes.TrimSpace(paramsLast); len(p) > 0 && string(p) != "null" {
+		last = p
 	}
-	if in.LastEventID != nil && *in.LastEventID != "" {
-		n, err := strconv.ParseInt(*in.LastEventID, 10, 64)
-		if err != nil || n < 0 {
-			return "", 0, errorf(wire.CodeBadRequest, "lastEventId: %q is not a seq (a non-negative decimal integer)", *in.LastEventID)
+	if last = bytes.TrimSpace(last); len(last) == 0 || string(last) == "null" {
+		return in.PageID, 0, nil
+	}
+	var str string
+	if err := json.Unmarshal(last, &str); err != nil {
+		return "", 0, errorf(wire.CodeBadRequest, "lastEventId: must be a string (the decimal seq, as in an event's result.id), got %s", jsonKind(last))
+	}
+	n, err := strconv.ParseInt(str, 10, 64)
+	if err != nil || !isDigits(str) {
+		return "", 0, errorf(wire.CodeBadRequest, "lastEventId: %q is not a seq (a string of decimal digits)", str)
+	}
+	return in.PageID, n, nil
+}
+
+// isDigits reports whether s is one or more ASCII decimal digits.
+func isDigits(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
 		}
-		after = n
 	}
-	return in.PageID, after, nil
+	return s != ""
+}
+
+// jsonKind names the JSON type of a valid value.
+func jsonKind(v json.RawMessage) string {
+	switch v[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 func parseOnInvalidate(input json.RawMessage) (map[string]bool, *callError) {

@@ -38,9 +38,12 @@ type wsMessage struct {
 }
 
 type wsParams struct {
-	Path        string          `json:"path"`
-	Input       json.RawMessage `json:"input"`
-	LastEventID *string         `json:"lastEventId"`
+	Path  string          `json:"path"`
+	Input json.RawMessage `json:"input"`
+	// LastEventID is kept raw: a value of the wrong JSON type is the
+	// subscription's BAD_REQUEST (parseOnPage), not the message's
+	// PARSE_ERROR.
+	LastEventID json.RawMessage `json:"lastEventId"`
 }
 
 // wsResponse is a server reply: {id, jsonrpc?, result} or {id, jsonrpc?,

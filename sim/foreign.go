@@ -164,7 +164,8 @@ func (s *sim) startForeign(fw *foreignWin) opened {
 		return opened{startErr: errors.New("init_ok lists no intents (spec/ADAPTER.md section 7)")}
 	}
 	st, err := fw.ad.Open(s.ctx, adapter.OpenRequest{Window: fmt.Sprintf("w%d", fw.idx), URL: fw.proxy.URL(),
-		Token: s.devices[fw.dev].token, DeviceID: s.devices[fw.dev].deviceID, PageID: s.pages[fw.page]})
+		Token: s.devices[fw.dev].token, DeviceID: s.devices[fw.dev].deviceID, PageID: s.pages[fw.page],
+		TimeoutMS: s.clientTimeout().Milliseconds()})
 	return opened{st: st, openErr: err}
 }
 
@@ -180,7 +181,14 @@ func (s *sim) clientDied(fw *foreignWin, what string, err error) {
 		return
 	}
 	fw.dead = fmt.Sprintf("%s: %v", what, err)
-	s.failures = append(s.failures, fmt.Sprintf("%s stopped answering the adapter protocol (%s); the window is given up", fw.name(), fw.dead))
+	var re *adapter.RemoteError
+	if errors.As(err, &re) {
+		// An error reply (e.g. to open, when the client could not get
+		// the page in time: spec/ADAPTER.md section 7).
+		s.failures = append(s.failures, fmt.Sprintf("%s answered %s with an error (%s); the window is given up", fw.name(), what, re.Text))
+	} else {
+		s.failures = append(s.failures, fmt.Sprintf("%s stopped answering the adapter protocol (%s); the window is given up", fw.name(), fw.dead))
+	}
 	s.logf("%s died: %s", fw.name(), fw.dead)
 	_ = fw.ad.Close() // kills it
 }

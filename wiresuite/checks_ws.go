@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/coder/websocket"
@@ -367,40 +366,69 @@ func checkWSLastEventIDInput(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	w, err := e.subscribed(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id, "lastEventId": "3"}, nil)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	if err := step(`input.lastEventId "3"`, w.events(ctx, 1, p, 4, 4)); err != nil {
-		return err
-	}
-	if err := w.quiet(ctx, `input.lastEventId "3": only seq 4`); err != nil {
-		return err
-	}
-	w2, err := e.subscribed(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id, "lastEventId": "1"}, strp("3"))
-	if err != nil {
-		return err
-	}
-	defer w2.Close()
-	if err := step(`input.lastEventId "1" and params.lastEventId "3": params win (PROTOCOL.md 4.4)`, w2.events(ctx, 1, p, 4, 4)); err != nil {
-		return err
-	}
-	return w2.quiet(ctx, "params.lastEventId \"3\": only seq 4")
-}
-
-func checkWSBadLastEventID(ctx context.Context, e *Env) error {
-	return onSocket(ctx, e, func(p *page, w *WS) error {
-		for i, bad := range []string{"x", "-1", "1.5"} {
-			if err := w.sendJSON(ctx, map[string]any{"id": i + 1, "method": "subscription",
-				"params": map[string]any{"path": "kb.onPage", "input": map[string]any{"page_id": p.id}, "lastEventId": bad}}); err != nil {
-				return err
-			}
-			m, err := w.reply(ctx, i+1, "the answer to a subscription with lastEventId "+strconv.Quote(bad))
+	// Each subscription on its own socket: the params of its message, and
+	// what it must deliver of the page at seq 4.
+	for _, c := range []struct {
+		what   string
+		params map[string]any
+	}{
+		{`input.lastEventId "3"`, map[string]any{"input": map[string]any{"page_id": p.id, "lastEventId": "3"}}},
+		{`input.lastEventId "1" and params.lastEventId "3": params win`,
+			map[string]any{"input": map[string]any{"page_id": p.id, "lastEventId": "1"}, "lastEventId": "3"}},
+		{`input.lastEventId "3" and params.lastEventId null: null is absent, the input's applies`,
+			map[string]any{"input": map[string]any{"page_id": p.id, "lastEventId": "3"}, "lastEventId": nil}},
+	} {
+		c.params["path"] = "kb.onPage"
+		if err := func() error {
+			w, err := e.ws(ctx)
 			if err != nil {
 				return err
 			}
-			if _, err := w.wsError(m, "BAD_REQUEST", "kb.onPage", "lastEventId "+strconv.Quote(bad)); err != nil {
+			defer w.Close()
+			if err := step(c.what+" (PROTOCOL.md 4.4)", w.subscribeParams(ctx, 1, "kb.onPage", c.params)); err != nil {
+				return err
+			}
+			if err := step(c.what+" (PROTOCOL.md 4.4)", w.events(ctx, 1, p, 4, 4)); err != nil {
+				return err
+			}
+			return w.quiet(ctx, c.what+": only seq 4")
+		}(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkWSBadLastEventID: lastEventId is a JSON string of decimal digits,
+// in params or in input; any other value is the subscription's
+// BAD_REQUEST (PROTOCOL.md 4.4).
+func checkWSBadLastEventID(ctx context.Context, e *Env) error {
+	return onSocket(ctx, e, func(p *page, w *WS) error {
+		for i, c := range []struct {
+			inInput bool
+			bad     any
+		}{
+			{false, "x"}, {false, "-1"}, {false, "1.5"}, {false, ""}, {false, "+1"}, {false, 1}, {false, false},
+			{true, "x"}, {true, ""}, {true, 1},
+		} {
+			input := map[string]any{"page_id": p.id}
+			params := map[string]any{"path": "kb.onPage", "input": input}
+			where := "params.lastEventId"
+			if c.inInput {
+				input["lastEventId"], where = c.bad, "input.lastEventId"
+			} else {
+				params["lastEventId"] = c.bad
+			}
+			b, _ := json.Marshal(c.bad)
+			what := fmt.Sprintf("a subscription with %s %s (a string of decimal digits or null, PROTOCOL.md 4.4)", where, b)
+			if err := w.sendJSON(ctx, map[string]any{"id": i + 1, "method": "subscription", "params": params}); err != nil {
+				return err
+			}
+			m, err := w.reply(ctx, i+1, what)
+			if err != nil {
+				return err
+			}
+			if _, err := w.wsError(m, "BAD_REQUEST", "kb.onPage", what); err != nil {
 				return err
 			}
 		}

@@ -292,6 +292,12 @@ func (w *WS) subscribe(ctx context.Context, id any, path string, input any, last
 	if lastEventID != nil {
 		params["lastEventId"] = *lastEventID
 	}
+	return w.subscribeParams(ctx, id, path, params)
+}
+
+// subscribeParams starts a subscription with the message's params as
+// given and expects "started".
+func (w *WS) subscribeParams(ctx context.Context, id any, path string, params map[string]any) error {
 	if err := w.sendJSON(ctx, map[string]any{"id": id, "method": "subscription", "params": params}); err != nil {
 		return err
 	}

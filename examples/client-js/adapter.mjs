@@ -56,7 +56,15 @@ async function handle(msg) {
       if (windows.has(msg.window)) throw Object.assign(new Error(`window ${msg.window} is open already`), { code: 12 });
       const w = new ClientWindow({ url: msg.url, token: msg.token, deviceId: msg.device_id, pageId: msg.page_id, broken, log: log(msg.window) });
       windows.set(msg.window, w);
-      await w.open();
+      try {
+        await w.open(msg.timeout_ms ?? 10000);
+      } catch (err) {
+        // No snapshot in time (spec/ADAPTER.md section 7, open): say so
+        // before the runner's time is up.
+        w.close();
+        windows.delete(msg.window);
+        return { type: "error", in_reply_to: id, code: 13, text: `open: kb.page failed: ${err?.message ?? err}` };
+      }
       return { type: "open_ok", in_reply_to: id, state: w.state() };
     }
     case "intent": {

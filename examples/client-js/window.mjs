@@ -55,7 +55,11 @@ export class ClientWindow {
     this.reverts = new Map(); // pending undo/redo command id -> the ids it reverts
   }
 
-  async open() {
+  // open resolves once the snapshot is shown and the subscription asked
+  // for (not yet started: it resumes after the snapshot's seq, so nothing
+  // is missed); kb.page is retried with backoff for half of timeoutMs, the
+  // time the runner waits, then open fails (spec/ADAPTER.md section 7).
+  async open(timeoutMs = 10000) {
     const trpcURL = `${this.url}/trpc`;
     const headers = { authorization: `Bearer ${this.token}` };
     this.ws = createWSClient({
@@ -75,7 +79,7 @@ export class ClientWindow {
         false: httpLink({ url: trpcURL, headers }),
       })],
     });
-    const snap = await this.retry(() => this.trpc.kb.page.query({ page_id: this.pageId }));
+    const snap = await this.retry(() => this.trpc.kb.page.query({ page_id: this.pageId }), Date.now() + timeoutMs / 2);
     this.server = parseDoc(snap.doc);
     this.seq = snap.seq;
     this.rebase();
@@ -387,13 +391,16 @@ export class ClientWindow {
     if (this.awaiting) this.refetch();
   }
 
-  async retry(fn) {
+  // retry calls fn until it succeeds, with backoff; past deadline (a
+  // Date.now() value, optional) it gives up with fn's last error.
+  async retry(fn, deadline = Infinity) {
     for (let attempt = 0; ; attempt++) {
       try {
         return await fn();
       } catch (err) {
-        if (this.closed || attempt > 100) throw err;
-        await sleep(Math.min(10 * 2 ** attempt, 300));
+        const left = deadline - Date.now();
+        if (this.closed || attempt > 100 || left <= 0) throw err;
+        await sleep(Math.min(10 * 2 ** attempt, 300, left));
       }
     }
   }

@@ -168,7 +168,7 @@ export interface Whoami {
   workspace?: string;
 }
 
-/** kb.onPage's input; lastEventId is the decimal seq of the last event the client has. */
+/** kb.onPage's input; lastEventId is the client's seq (the last it applied in order) as a string of decimal digits; null is absent (PROTOCOL.md 4.4). */
 export interface OnPageInput {
   page_id: UUID;
   lastEventId?: string | null;
@@ -304,7 +304,8 @@ export interface ClientState {
   toasts: Toast[];
   awaiting?: boolean;
 }
-export interface OpenRequest { type: "open"; msg_id: number; window: string; url: string; token: string; device_id: UUID; page_id: UUID }
+/** timeout_ms: how long the runner waits for the reply (absent: 10000). */
+export interface OpenRequest { type: "open"; msg_id: number; window: string; url: string; token: string; device_id: UUID; page_id: UUID; timeout_ms?: number }
 /** A command intent carries the id the command MUST use and its payload; undo and redo carry ids. */
 export interface IntentRequest { type: "intent"; msg_id: number; window: string; intent: ClientIntent; id?: string; payload?: Record<string, unknown>; ids?: string[] }
 export interface StateRequest { type: "state"; msg_id: number; window: string }

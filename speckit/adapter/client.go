@@ -182,6 +182,9 @@ func (c *Client) Window(ctx context.Context, req cases.WindowRequest) ([]cases.W
 	if !c.Info().Supports(cases.SuiteWindow) {
 		return nil, fmt.Errorf("%w: the adapter does not list suite %q", cases.ErrNotSupported, cases.SuiteWindow)
 	}
+	if req.Steps == nil {
+		req.Steps = []json.RawMessage{} // the schema's steps is an array: an empty script is []
+	}
 	var r windowReply
 	if err := c.call(ctx, TypeWindow, req, &r); err != nil {
 		return nil, err

@@ -40,6 +40,9 @@ type OpenRequest struct {
 	Token    string `json:"token"`     // the device's bearer token
 	DeviceID string `json:"device_id"` // the device the token is of
 	PageID   string `json:"page_id"`
+	// TimeoutMS is how long the runner waits for open_ok (milliseconds):
+	// a client that cannot get the page sooner answers error.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
 
 // IntentRequest is one user intent in a window: a command the user makes

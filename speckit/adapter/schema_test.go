@@ -222,3 +222,56 @@ func TestTypeScriptAdapterRepliesMatchSchemas(t *testing.T) {
 		}
 	}
 }
+
+// A window script with no steps is sent as "steps": [], not null (the
+// schema requires an array), whether the request comes from a case or
+// is built without steps.
+func TestEmptyWindowScriptSendsEmptySteps(t *testing.T) {
+	var k cases.Case
+	for _, c := range specCases(t) {
+		if c.Suite() == cases.SuiteWindow {
+			k = c
+			break
+		}
+	}
+	k.Steps = []any{}
+	in, err := cases.Input(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(in); !strings.Contains(string(b), `"steps":[]`) {
+		t.Errorf("cases.Input of an empty script: %s", b)
+	}
+
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(context.Background(), []string{exe}, Options{Env: append(os.Environ(), teeDirEnv+"="+dir, modeEnv+"=tee")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if o := cases.Check(ctx, c, k); o.Status == cases.Error {
+		t.Errorf("the empty script: %s", o.Diff)
+	}
+	if _, err := c.Window(ctx, cases.WindowRequest{Given: json.RawMessage(`{"doc":{"nodes":[],"page":{"aliases":[],"dir":"","id":"p","merged_into":null,"title":"p"}},"seq":0}`)}); err != nil {
+		t.Errorf("a WindowRequest without steps: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if seen := validateLog(t, filepath.Join(dir, "requests.ndjson")); seen[TypeWindow] != 2 {
+		t.Fatalf("%d window requests sent, want 2", seen[TypeWindow])
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "requests.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.Contains(l, `"type":"window"`) && !strings.Contains(l, `"steps":[]`) {
+			t.Errorf("an empty window script is not sent as \"steps\": []:\n%s", l)
+		}
+	}
+}

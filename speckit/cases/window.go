@@ -187,7 +187,7 @@ func windowScript(c Case) (WindowRequest, []map[string]any, map[string]any, erro
 			return bad("given.seq must be a non-negative integer, got %v", v)
 		}
 	}
-	req := WindowRequest{}
+	req := WindowRequest{Steps: []json.RawMessage{}} // an empty script is [], never null
 	req.Given, _ = json.Marshal(map[string]any{"doc": json.RawMessage(given), "seq": seq})
 	expects := make([]map[string]any, len(c.Steps))
 	for i, s := range c.Steps {
