@@ -113,11 +113,13 @@ func shellQuote(s string) string {
 // rep failed). Each replay drives target, or a target of its own when
 // fresh is set (a broken server whose breakage depends on what it saw
 // before must start over, as a replay's does). A replay that could not
-// run is not counted. A passing seed, or one that could not run, is left
-// as it is. The replays write no timeline or Porcupine page: the seed's
-// own stay.
+// run is not counted; one that halts (Halt: the server stopped answering)
+// ends the replays. A passing seed, one that could not run and one that
+// halted are left as they are (a halted seed's replays would each wait
+// out their deadline). The replays write no timeline or Porcupine page:
+// the seed's own stay.
 func Rerun(ctx context.Context, target Target, opts Options, rep *SeedReport, n int, fresh func() (Target, func(), error)) {
-	if n <= 0 || rep.Err != "" || !rep.Failed() {
+	if n <= 0 || rep.Err != "" || rep.Halt != "" || !rep.Failed() {
 		return
 	}
 	o := opts
@@ -145,13 +147,22 @@ func Rerun(ctx context.Context, target Target, opts Options, rep *SeedReport, n 
 		if len(bothFailed(*rep, r).Checks) > 0 {
 			rep.FailedRuns++
 		}
+		if r.Halt != "" {
+			return
+		}
 	}
 }
 
 // RerunFailures reruns (Rerun) every failing seed of reports n times,
-// opts.Parallel seeds at a time, each seed's replays one after another.
+// opts.Parallel seeds at a time, each seed's replays one after another;
+// none if a seed halted (the server stopped answering: the run stops).
 func RerunFailures(ctx context.Context, target Target, opts Options, reports []SeedReport, n int, fresh func() (Target, func(), error)) {
 	opts.defaults()
+	for _, r := range reports {
+		if r.Halt != "" {
+			return
+		}
+	}
 	slots := make(chan struct{}, opts.Parallel)
 	var wg sync.WaitGroup
 	for i := range reports {

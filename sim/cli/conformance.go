@@ -173,6 +173,9 @@ func rerunFailures(ctx context.Context, stderr io.Writer, tgt sim.Target, fresh 
 	opts sim.Options, n int, reports []sim.SeedReport) {
 	failing := 0
 	for _, r := range reports {
+		if r.Halt != "" {
+			return // the server stopped answering: the run stops (sim.RerunFailures)
+		}
 		if r.Err == "" && r.Failed() {
 			failing++
 		}
