@@ -63,7 +63,7 @@ for v in $variants; do
 	took=$(($(date +%s) - start))s
 	block=$(sed -n '/^shrunk seed /,/^  replay: /p' "$log")
 	if [ -z "$block" ]; then
-		why=$(grep -m1 'shrink:\|could not run' "$log" || echo "no failing seed")
+		why=$(grep -m1 'shrink:\|does not recur\|could not run' "$log" || echo "no failing seed")
 		printf '%-24s %4s %-16s %s (%s)\n' "$v" - - "not shrunk: $why" "$took"
 		continue
 	fi

@@ -2,7 +2,9 @@ package sim
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
@@ -120,18 +122,63 @@ type ChoiceFile struct {
 	Choices []int `json:"choices"`
 }
 
-// WriteChoices writes the choices of a seed run under opts to path.
+// WriteChoices writes the choices of a seed run under opts to path, a
+// file that must not exist: a choice file is never overwritten, since a
+// replay line printed earlier names it (an error wrapping fs.ErrExist).
 func WriteChoices(path string, opts Options, seed int64, choices []int) error {
-	opts.defaults()
-	b, err := json.Marshal(ChoiceFile{Seed: seed, Steps: opts.Steps, Windows: opts.Windows, Pages: opts.Pages,
-		Devices: opts.Devices, Faults: opts.Faults, Choices: choices})
+	b, err := choiceFile(opts, seed, choices)
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return writeNew(path, b)
+}
+
+// WriteChoicesIn writes the choices of a seed run under opts into dir as
+// name.choices.json, or, if a file of that name exists (another run's),
+// name-2.choices.json, name-3..., and returns the path written: two runs
+// writing into one directory never replace each other's files.
+func WriteChoicesIn(dir, name string, opts Options, seed int64, choices []int) (string, error) {
+	b, err := choiceFile(opts, seed, choices)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for i := 1; ; i++ {
+		path := filepath.Join(dir, name+".choices.json")
+		if i > 1 {
+			path = filepath.Join(dir, fmt.Sprintf("%s-%d.choices.json", name, i))
+		}
+		err := writeNew(path, b)
+		if !errors.Is(err, fs.ErrExist) {
+			return path, err
+		}
+	}
+}
+
+func choiceFile(opts Options, seed int64, choices []int) ([]byte, error) {
+	opts.defaults()
+	b, err := json.Marshal(ChoiceFile{Seed: seed, Steps: opts.Steps, Windows: opts.Windows, Pages: opts.Pages,
+		Devices: opts.Devices, Faults: opts.Faults, Choices: choices})
+	return append(b, '\n'), err
+}
+
+// writeNew writes b to path, which it creates (fs.ErrExist if it exists).
+func writeNew(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	return f.Close()
 }
 
 // ReadChoices reads a file WriteChoices wrote. An empty list is an error:

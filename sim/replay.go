@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -103,4 +105,77 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Rerun replays the recorded choices of rep, a failing seed run under
+// opts, n times, one run at a time, and sets rep.Runs (the first run and
+// the replays that ran) and rep.FailedRuns (those that failed a checker
+// rep failed). Each replay drives target, or a target of its own when
+// fresh is set (a broken server whose breakage depends on what it saw
+// before must start over, as a replay's does). A replay that could not
+// run is not counted; one that halts (Halt: the server stopped answering)
+// ends the replays. A passing seed, one that could not run and one that
+// halted are left as they are (a halted seed's replays would each wait
+// out their deadline). The replays write no timeline or Porcupine page:
+// the seed's own stay.
+func Rerun(ctx context.Context, target Target, opts Options, rep *SeedReport, n int, fresh func() (Target, func(), error)) {
+	if n <= 0 || rep.Err != "" || rep.Halt != "" || !rep.Failed() {
+		return
+	}
+	o := opts
+	o.Seeds, o.Parallel, o.Trace, o.Progress, o.Logf = 1, 1, false, nil, nil
+	o.HTMLDir, o.HTMLAll, o.OutDir = "", false, ""
+	o.Choices = rep.Choices
+	rep.Runs, rep.FailedRuns = 1, 1
+	for range n {
+		if ctx.Err() != nil {
+			return
+		}
+		t, stop := target, func() {}
+		if fresh != nil {
+			var err error
+			if t, stop, err = fresh(); err != nil {
+				return
+			}
+		}
+		r := RunSeed(ctx, t, o, rep.Seed)
+		stop()
+		if r.Err != "" {
+			continue
+		}
+		rep.Runs++
+		if len(bothFailed(*rep, r).Checks) > 0 {
+			rep.FailedRuns++
+		}
+		if r.Halt != "" {
+			return
+		}
+	}
+}
+
+// RerunFailures reruns (Rerun) every failing seed of reports n times,
+// opts.Parallel seeds at a time, each seed's replays one after another;
+// none if a seed halted (the server stopped answering: the run stops).
+func RerunFailures(ctx context.Context, target Target, opts Options, reports []SeedReport, n int, fresh func() (Target, func(), error)) {
+	opts.defaults()
+	for _, r := range reports {
+		if r.Halt != "" {
+			return
+		}
+	}
+	slots := make(chan struct{}, opts.Parallel)
+	var wg sync.WaitGroup
+	for i := range reports {
+		if n <= 0 || reports[i].Err != "" || !reports[i].Failed() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			Rerun(ctx, target, opts, &reports[i], n, fresh)
+		}()
+	}
+	wg.Wait()
 }

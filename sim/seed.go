@@ -55,6 +55,10 @@ type Options struct {
 	// Where is the target the run drives, as the replay command must name
 	// it (the CLI fills it in; replay.go).
 	Where Where
+	// Reruns is how often a failing seed is replayed from its recorded
+	// choices before it is reported (Rerun; 0: not replayed): its report
+	// says in how many of the runs it failed (SeedReport.Recurrence).
+	Reruns int
 	// Trace sends every history line to Logf as it happens.
 	Trace bool
 	// Logf receives progress and history lines (nil = silent).
@@ -189,6 +193,28 @@ type SeedReport struct {
 	StepStarts []int `json:"-"`
 	// Shrunk is the outcome of shrinking this seed, if it was shrunk.
 	Shrunk *ShrinkSummary `json:"shrunk,omitempty"`
+	// Runs and FailedRuns: a failing seed replayed from its choices
+	// (Rerun) ran Runs times, the first run included, and FailedRuns of
+	// them failed a checker the first run failed (0 Runs: not replayed).
+	Runs       int `json:"runs,omitempty"`
+	FailedRuns int `json:"failed_runs,omitempty"`
+}
+
+// Recurrence says how often a replayed failing seed failed: "failed 3 of
+// 3", "failed 2 of 3: timing-dependent", "failed 1 of 3: not
+// reproducible, timing-dependent"; "" if it was not replayed.
+func (r SeedReport) Recurrence() string {
+	if r.Runs == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("failed %d of %d", r.FailedRuns, r.Runs)
+	switch {
+	case r.FailedRuns <= 1 && r.Runs > 1:
+		s += ": not reproducible, timing-dependent"
+	case r.FailedRuns < r.Runs:
+		s += ": timing-dependent"
+	}
+	return s
 }
 
 // ShrinkSummary is what a report says of a seed's shrink (Shrunk.Summary).
@@ -201,6 +227,9 @@ type ShrinkSummary struct {
 	Replays  int    `json:"replays"`
 	Replay   string `json:"replay"`
 	Timeline string `json:"timeline,omitempty"`
+	// NotShrunk is why the seed was not shrunk (the failure did not
+	// recur under replay); the other fields but Checker are then empty.
+	NotShrunk string `json:"not_shrunk,omitempty"`
 }
 
 // Shape is the size of a seed's history: the scheduler steps it ran,

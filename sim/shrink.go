@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"time"
 )
@@ -13,13 +14,18 @@ type ShrinkOptions struct {
 	// Budget bounds the search (default 2m): what is found by then is the
 	// result, replayed Runs times after it (each within SeedTimeout).
 	Budget time.Duration
-	// Runs is how often a candidate is run before it is taken to pass
-	// (default 2): a failure that depends on timing may need a second
-	// chance. The shrunk history is replayed as often at the end.
+	// Runs is how often a candidate is run (default 2): it is taken only
+	// if it fails the checker in every run, so that a shrink of a failure
+	// that depends on timing ends on a history that fails each time, not
+	// on one that failed once. The shrunk history is replayed as often at
+	// the end.
 	Runs int
-	// ChoicesFile is where the shrunk history's choices are written
-	// (WriteChoices; "" = nowhere); the replay command names it.
-	ChoicesFile string
+	// ChoicesFile is where the shrunk history's choices are written, a
+	// file that must not exist (WriteChoices); ChoicesDir, if ChoicesFile
+	// is "", a directory they are written into under a name no other file
+	// there has (WriteChoicesIn; both "": nowhere). The replay command
+	// names the file.
+	ChoicesFile, ChoicesDir string
 	// Fresh, if set, gives each run a target of its own (and the func
 	// that stops it), as a replay gets: a broken server whose breakage
 	// depends on what it saw before (no-answer counts calls) must not
@@ -31,7 +37,8 @@ type ShrinkOptions struct {
 }
 
 // ErrNotReproduced: the seed to shrink failed no checker again when
-// replayed alone, so there is no failure to hold fixed.
+// replayed alone (or its reruns, Rerun, failed none), so there is no
+// failure to hold fixed; Shrunk.NotShrunk says so.
 var ErrNotReproduced = errors.New("conformance: the failure did not recur")
 
 // Shrunk is the outcome of a Shrink.
@@ -54,6 +61,9 @@ type Shrunk struct {
 	// Exhausted: the budget ended the shrink before no candidate was
 	// left to try; the result is smaller than the seed, not minimal.
 	Exhausted bool
+	// NotShrunk is why the seed was not shrunk (with ErrNotReproduced):
+	// its failure does not recur under replay.
+	NotShrunk string
 }
 
 // Replay is the command line that replays the shrunk history.
@@ -61,6 +71,9 @@ func (s Shrunk) Replay() string { return ReplayCommand(s.Options, s.Seed) }
 
 // Summary is the shrink as a seed's report states it.
 func (s Shrunk) Summary() *ShrinkSummary {
+	if s.NotShrunk != "" {
+		return &ShrinkSummary{Checker: s.Checker, NotShrunk: s.NotShrunk}
+	}
 	return &ShrinkSummary{Checker: s.Checker, Before: s.Before, After: s.After, Failed: s.Failed, Replays: s.Replays,
 		Replay: s.Replay(), Timeline: s.Report.Timeline}
 }
@@ -92,11 +105,13 @@ func ShrinkChecker(rep SeedReport) string {
 // ones, then blocks of steps with their choices), pages and devices, no
 // faults, then single choices set to their simplest, as Hypothesis
 // shrinks its choice sequence, so every candidate is a history the
-// scheduler could draw. A candidate is taken when one of its
-// ShrinkOptions.Runs runs fails the checker and it is simpler (see
+// scheduler could draw. A candidate is taken when it fails the checker in
+// every one of its ShrinkOptions.Runs runs and it is simpler (see
 // simpler); candidates run one at a time against the same target (or a
-// fresh one each, ShrinkOptions.Fresh). A seed that fails nothing again
-// alone is ErrNotReproduced.
+// fresh one each, ShrinkOptions.Fresh). A seed whose failure does not
+// recur is ErrNotReproduced at once, its budget unspent: one whose reruns
+// (rep.Runs, Rerun) all passed, or that fails nothing again when replayed
+// alone once.
 func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so ShrinkOptions) (Shrunk, error) {
 	opts.defaults()
 	if so.Budget <= 0 {
@@ -135,14 +150,19 @@ func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so
 		return RunSeed(ctx, t, o, rep.Seed)
 	}
 	// Hold fixed a checker the seed fails again when replayed alone: one
-	// that failed only by timing (beside other seeds) would not recur.
-	replays := 0
-	for checker = ""; checker == "" && replays < so.Runs && bctx.Err() == nil; replays++ {
-		checker = ShrinkChecker(bothFailed(rep, run(bctx, cur)))
+	// that failed only by timing (beside other seeds) would not recur, and
+	// a search for a smaller history that fails would spend the budget on
+	// chance.
+	if rep.Runs > 1 && rep.FailedRuns <= 1 {
+		why := fmt.Sprintf("does not recur under replay (%s); not shrunk", rep.Recurrence())
+		return Shrunk{Seed: rep.Seed, Checker: checker, NotShrunk: why, Took: time.Since(start)},
+			fmt.Errorf("%w: seed %d %s", ErrNotReproduced, rep.Seed, why)
 	}
-	if checker == "" {
-		return Shrunk{Seed: rep.Seed, Runs: replays, Took: time.Since(start)},
-			fmt.Errorf("%w: seed %d passed %d replays alone (it failed beside other seeds, or by timing)", ErrNotReproduced, rep.Seed, replays)
+	replays := 1
+	if checker = ShrinkChecker(bothFailed(rep, run(bctx, cur))); checker == "" {
+		why := "does not recur under replay (it passed a replay alone); not shrunk"
+		return Shrunk{Seed: rep.Seed, Checker: ShrinkChecker(rep), NotShrunk: why, Runs: replays, Took: time.Since(start)},
+			fmt.Errorf("%w: seed %d %s", ErrNotReproduced, rep.Seed, why)
 	}
 	// Two searches from the seed, windows first (half the budget) and
 	// steps first: neither order finds the smaller history for every
@@ -166,11 +186,21 @@ func Shrink(ctx context.Context, target Target, opts Options, rep SeedReport, so
 	for k.round(true) {
 	}
 	out := Shrunk{Seed: rep.Seed, Checker: checker, Before: rep.Shape, Options: k.cur, Runs: k.n, Exhausted: bctx.Err() != nil}
-	if so.ChoicesFile != "" {
+	switch {
+	case so.ChoicesFile != "":
 		if err := WriteChoices(so.ChoicesFile, k.cur, rep.Seed, k.cur.Choices); err != nil {
 			return out, fmt.Errorf("write the shrunk choices: %w", err)
 		}
 		out.Options.ChoicesFile = so.ChoicesFile
+	case so.ChoicesDir != "":
+		path, err := WriteChoicesIn(so.ChoicesDir, fmt.Sprintf("seed-%d", rep.Seed), k.cur, rep.Seed, k.cur.Choices)
+		if err != nil {
+			return out, fmt.Errorf("write the shrunk choices: %w", err)
+		}
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs // the replay line runs from any directory
+		}
+		out.Options.ChoicesFile = path
 	}
 	// The replays run under the caller's context: the budget may be spent.
 	final := out.Options
@@ -231,30 +261,34 @@ type shrinker struct {
 	windowsFirst bool
 }
 
-// try runs candidate c up to k.runs times; if one run fails the checker,
-// c (with the choices that run made) becomes the current history.
+// try runs candidate c k.runs times; if every run fails the checker and
+// the first is simpler than the current history, c (with the choices its
+// first run made) becomes the current history. The first run that does
+// not fail ends the try: a candidate that fails only sometimes is not
+// taken.
 func (k *shrinker) try(c Options, what string) bool {
-	for range k.runs {
+	var first SeedReport
+	for i := range k.runs {
 		if k.ctx.Err() != nil {
 			return false
 		}
 		r := k.run(k.ctx, c)
 		k.n++
-		if r.Err != "" {
-			return false // could not run (or the budget ended it): not a failure
+		if r.Err != "" || !failedChecker(r, k.checker) {
+			return false // passed, or could not run (or the budget ended it): not a failure
 		}
-		if failedChecker(r, k.checker) {
+		if i == 0 {
 			if !simpler(r, k.best) {
 				return false // fails, but is no smaller (e.g. a simpler choice made a command)
 			}
-			c.Choices = r.Choices
-			k.cur, k.best = c, r
-			k.logf("shrink seed %d: %s: %s still fails (%d steps, %d windows, %d commands, %d choices)",
-				k.seed, what, k.checker, r.Shape.Steps, r.Shape.Windows, r.Shape.Commands, r.Shape.Choices)
-			return true
+			first = r
 		}
 	}
-	return false
+	c.Choices = first.Choices
+	k.cur, k.best = c, first
+	k.logf("shrink seed %d: %s: %s still fails, %d of %d runs (%d steps, %d windows, %d commands, %d choices)",
+		k.seed, what, k.checker, k.runs, k.runs, first.Shape.Steps, first.Shape.Windows, first.Shape.Commands, first.Shape.Choices)
+	return true
 }
 
 // simpler orders histories as the shrink reduces them: by steps, windows,

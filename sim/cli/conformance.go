@@ -49,6 +49,9 @@ func runConformance(c *cobra.Command, f conformanceFlags, broken BrokenServers) 
 	if err != nil && len(reports) == 0 { // nothing ran: no table of zeros
 		return errored(stderr, cliutil.CannotRun(err))
 	}
+	if err == nil {
+		rerunFailures(ctx, stderr, tgt, fresh, opts, f.reruns, reports)
+	}
 	out := c.OutOrStdout()
 	table := out
 	if f.jsonOut == "-" {
@@ -96,6 +99,10 @@ func (f *conformanceFlags) settle(fl *pflag.FlagSet) error {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
+	if f.reruns < 0 {
+		return errors.New("--reruns cannot be negative")
+	}
+	f.choicesDir = f.outDir
 	f.outDir = porcupineDir(*f)
 	if f.server == "" && (f.restartCmd != "" || f.pgRestartCmd != "") {
 		return errors.New("--restart-command and --postgres-restart-command need --server (the embedded server restarts itself)")
@@ -157,6 +164,27 @@ func runSeeds(ctx context.Context, stderr io.Writer, tgt sim.Target, opts *sim.O
 	stopTicker()
 	progress.clear()
 	return reports, err
+}
+
+// rerunFailures replays each failing seed's choices n times (sim.Rerun)
+// so that its report says how often it fails; a broken server gets a
+// fresh proxy per replay, as a replay line's run does.
+func rerunFailures(ctx context.Context, stderr io.Writer, tgt sim.Target, fresh func() (sim.Target, func(), error),
+	opts sim.Options, n int, reports []sim.SeedReport) {
+	failing := 0
+	for _, r := range reports {
+		if r.Halt != "" {
+			return // the server stopped answering: the run stops (sim.RerunFailures)
+		}
+		if r.Err == "" && r.Failed() {
+			failing++
+		}
+	}
+	if n <= 0 || failing == 0 {
+		return
+	}
+	fmt.Fprintf(stderr, "kbkit conformance run: replaying the choices of %d failing seeds %d more times each (--reruns)\n", failing, n)
+	sim.RerunFailures(ctx, tgt, opts, reports, n, fresh)
 }
 
 // printReports prints the table (summarize) and the clients' coverage to

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -120,10 +121,12 @@ func TestConformanceReplayLineParsesBack(t *testing.T) {
 }
 
 // A failing seed's printed replay, run as printed, draws the same seed
-// again (the same faults, shape and failing checkers); the run shrinks
-// the seed, and the printed replay of the shrunk history (--choices) fails
-// the same checker again. Every output offers the same line: the text,
-// JSON ("replay"), JUnit and the timeline page.
+// again (the same faults, shape and failing checkers); the run replays
+// the deterministic failure twice more (failed 3 of 3), shrinks the seed,
+// and the printed replay of the shrunk history (--choices, a file in
+// --out) fails the same checker again, in each of its runs. Every output
+// offers the same line: the text, JSON ("replay"), JUnit and the timeline
+// page.
 func TestConformanceRunReplaysAndShrinks(t *testing.T) {
 	dir := t.TempDir()
 	jsonl, junit := filepath.Join(dir, "run.jsonl"), filepath.Join(dir, "run.xml")
@@ -140,6 +143,12 @@ func TestConformanceRunReplaysAndShrinks(t *testing.T) {
 	}
 	seedLine, shrunkLine, checker := replays[0][1], replays[1][1], shrunk[1]
 	t.Logf("seed: %s\nshrunk (%s): %s", seedLine, checker, shrunkLine)
+	if !strings.Contains(out, "\nseed 1 FAILED, failed 3 of 3 (faults: ") {
+		t.Errorf("the report does not say the seed failed 3 of 3:\n%s", out)
+	}
+	if m := regexp.MustCompile(`--choices (\S+)`).FindStringSubmatch(shrunkLine); m == nil || filepath.Dir(m[1]) != dir {
+		t.Errorf("the shrunk replay's choice file is not in --out %s: %s", dir, shrunkLine)
+	}
 	for _, want := range []string{"--seed 1 ", "--steps 40 ", "--windows 3 ", "--faults", "--broken-server reorder", "--instances 1", "--echo-timeout 1s"} {
 		if !strings.Contains(seedLine, want) {
 			t.Errorf("the replay lacks %q: %s", want, seedLine)
@@ -149,11 +158,15 @@ func TestConformanceRunReplaysAndShrinks(t *testing.T) {
 	if first.Replay != seedLine {
 		t.Errorf("JSON replay %q, text %q", first.Replay, seedLine)
 	}
+	if first.Runs != 3 || first.FailedRuns != 3 {
+		t.Errorf("JSON runs %d, failed_runs %d; want 3 and 3", first.Runs, first.FailedRuns)
+	}
 	if first.Shrunk == nil || first.Shrunk.Replay != shrunkLine || first.Shrunk.Checker != checker {
 		t.Errorf("the JSON line lacks the shrink (%+v)", first.Shrunk)
 	}
-	if b, _ := os.ReadFile(junit); !strings.Contains(string(b), "replay: "+seedLine) || !strings.Contains(string(b), shrunkLine) {
-		t.Errorf("the JUnit failure lacks the replay lines")
+	if b, _ := os.ReadFile(junit); !strings.Contains(string(b), "replay: "+seedLine) || !strings.Contains(string(b), shrunkLine) ||
+		!strings.Contains(string(b), "failed (failed 3 of 3)") {
+		t.Errorf("the JUnit failure lacks the replay lines or the recurrence")
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "seed-1.html")); !strings.Contains(string(b), html.EscapeString(seedLine)) {
 		t.Errorf("the timeline lacks the replay line")
@@ -181,8 +194,8 @@ func TestConformanceRunReplaysAndShrinks(t *testing.T) {
 	out2 := t.TempDir()
 	t.Chdir(out2) // a replay line writes Porcupine's pages to the working directory
 	code, out, errs = kbkit(t, "", append([]string{"conformance", "run"}, shellWords(t, shrunkLine, env)...)...)
-	if code != exitFailed || !checkerFailed(out, checker) {
-		t.Errorf("the shrunk replay: exit %d, want %d with %s failing\n%s\n%s", code, exitFailed, checker, out, errs)
+	if code != exitFailed || !checkerFailed(out, checker) || !strings.Contains(out, "FAILED, failed 3 of 3") {
+		t.Errorf("the shrunk replay: exit %d, want %d with %s failing 3 of 3\n%s\n%s", code, exitFailed, checker, out, errs)
 	}
 	if strings.Contains(out, "shrunk seed") {
 		t.Errorf("a --choices replay shrank again without --shrink")
@@ -222,4 +235,84 @@ func failing(r sim.SeedReport) []string {
 func checkerFailed(out, checker string) bool {
 	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(checker) + `\s+\d+\s+\d+\s+([1-9]\d*)`).FindStringSubmatch(out)
 	return m != nil
+}
+
+// Choice files are per run: two runs into one --out keep each other's
+// files (each replay line names its own), and a run without --out writes
+// its file into a new directory of its own, never the working directory.
+func TestConformanceRunChoiceFilesPerRun(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"conformance", "run", "--broken-server", "reorder", "--instances", "1", "--seed", "1",
+		"--faults", "--steps", "40", "--windows", "3", "--echo-timeout", "1s", "--shrink-budget", "15s", "--reruns", "0"}
+	choiceFile := func(out, errs string) string {
+		t.Helper()
+		m := regexp.MustCompile(`(?m)^shrunk seed 1: [\s\S]*?^  replay: .* --choices (\S+)`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no shrunk replay with a choice file:\n%s\nstderr:\n%s", out, errs)
+		}
+		return m[1]
+	}
+	_, out, errs := kbkit(t, "", append(args, "--out", dir)...)
+	first := choiceFile(out, errs)
+	before, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out, errs = kbkit(t, "", append(args, "--out", dir)...)
+	second := choiceFile(out, errs)
+	if second == first || filepath.Dir(second) != dir {
+		t.Errorf("the second run's choice file is %s, the first's %s (--out %s)", second, first, dir)
+	}
+	if after, err := os.ReadFile(first); err != nil || string(after) != string(before) {
+		t.Errorf("the second run changed the first run's choice file %s (%v)", first, err)
+	}
+
+	wd := t.TempDir()
+	t.Chdir(wd)
+	_, out, errs = kbkit(t, "", args...)
+	third := choiceFile(out, errs)
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(third)) })
+	if rel, err := filepath.Rel(os.TempDir(), third); err != nil || strings.HasPrefix(rel, "..") || filepath.Dir(third) == dir {
+		t.Errorf("without --out the choice file is %s, not in a new directory under %s", third, os.TempDir())
+	}
+	if _, err := sim.ReadChoices(third); err != nil {
+		t.Error(err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(wd, "*.choices.json")); len(m) > 0 {
+		t.Errorf("choice files in the working directory: %v", m)
+	}
+}
+
+// A failure that did not recur under replay is reported as such in the
+// text, JSON and JUnit, with the shrink's note.
+func TestReportSaysNotReproducible(t *testing.T) {
+	rep := sim.SeedReport{Seed: 7, Runs: 3, FailedRuns: 1, Replay: "kbkit conformance run --seed 7",
+		Checks:  []sim.CheckResult{{Name: sim.CheckRollback, Detail: "w1 (node a.mjs) still holds rejected command ab12cd34"}},
+		History: []string{"0.1s w0 echo 3", "0.2s w1 (node a.mjs) intent edit-text ab12cd34", "0.3s FINDING rollback: w1 (node a.mjs) still holds rejected command ab12cd34"},
+		Shrunk:  &sim.ShrinkSummary{Checker: sim.CheckRollback, NotShrunk: "does not recur under replay (failed 1 of 3: not reproducible, timing-dependent); not shrunk"}}
+	var b strings.Builder
+	summarize(&b, []sim.SeedReport{rep}, time.Second)
+	for _, want := range []string{"seed 7 FAILED, failed 1 of 3: not reproducible, timing-dependent (faults: ",
+		"history of w1 around its finding (2 events", "0.2s w1 (node a.mjs) intent"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the text lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "w0 echo") {
+		t.Errorf("the history shows another window's events:\n%s", b.String())
+	}
+	dir := t.TempDir()
+	jsonl, junit := filepath.Join(dir, "r.jsonl"), filepath.Join(dir, "r.xml")
+	if err := writeOutputs(conformanceFlags{jsonOut: jsonl, junit: junit}, nil, []sim.SeedReport{rep}); err != nil {
+		t.Fatal(err)
+	}
+	back := readSeedJSON(t, jsonl)
+	if back.Runs != 3 || back.FailedRuns != 1 || back.Shrunk == nil || back.Shrunk.NotShrunk != rep.Shrunk.NotShrunk {
+		t.Errorf("the JSON line: runs %d, failed_runs %d, shrunk %+v", back.Runs, back.FailedRuns, back.Shrunk)
+	}
+	x, _ := os.ReadFile(junit)
+	if !strings.Contains(string(x), "rollback failed (failed 1 of 3: not reproducible, timing-dependent)") ||
+		!strings.Contains(string(x), "does not recur under replay") {
+		t.Errorf("the JUnit report lacks the recurrence or the shrink's note:\n%s", x)
+	}
 }

@@ -99,7 +99,11 @@ func summarize(w io.Writer, reports []sim.SeedReport, took time.Duration) {
 		if !r.Failed() {
 			continue
 		}
-		fmt.Fprintf(w, "\nseed %d FAILED (faults: %s)\n", r.Seed, r.Faults)
+		if rec := r.Recurrence(); rec != "" {
+			fmt.Fprintf(w, "\nseed %d FAILED, %s (faults: %s)\n", r.Seed, rec, r.Faults)
+		} else {
+			fmt.Fprintf(w, "\nseed %d FAILED (faults: %s)\n", r.Seed, r.Faults)
+		}
 		for _, c := range r.Checks {
 			if !c.Passed {
 				fmt.Fprintf(w, "  %s:\n    %s\n", c.Name, strings.ReplaceAll(c.Detail, "\n", "\n    "))
@@ -111,11 +115,8 @@ func summarize(w io.Writer, reports []sim.SeedReport, took time.Duration) {
 		if r.Timeline != "" {
 			fmt.Fprintf(w, "  timeline: %s\n", r.Timeline)
 		}
-		h := r.History
-		if len(h) > 40 {
-			h = h[len(h)-40:]
-		}
-		fmt.Fprintf(w, "  history (last %d events):\n    %s\n", len(h), strings.Join(h, "\n    "))
+		h, what := sim.FailureHistory(r, 40)
+		fmt.Fprintf(w, "  %s:\n    %s\n", what, strings.Join(h, "\n    "))
 		fmt.Fprintf(w, "  replay: %s\n", r.Replay)
 	}
 }
@@ -154,7 +155,11 @@ func writeSeedJUnit(path string, reports []sim.SeedReport) error {
 			}
 			for _, c := range r.Checks {
 				if c.Name == name && !c.Passed {
-					jc.Failure = &report.JUnitMsg{Message: name + " failed",
+					msg := name + " failed"
+					if rec := r.Recurrence(); rec != "" {
+						msg += " (" + rec + ")"
+					}
+					jc.Failure = &report.JUnitMsg{Message: msg,
 						Body: report.XMLText(c.Detail + "\n\nreplay: " + r.Replay + shrunkReplay(r) + "\n\nhistory:\n" + strings.Join(r.History, "\n"))}
 					s.Failures++
 				}

@@ -62,16 +62,23 @@ stderr every few seconds.
 
 --seed S replays one seed exactly. Every failing seed is printed with the
 complete command that replays it (text, JSON "replay", JUnit, timeline),
-tokens as placeholders ($KBKIT_TOKEN; several: $KBKIT_TOKEN_1, ...).
+tokens as placeholders ($KBKIT_TOKEN; several: $KBKIT_TOKEN_1, ...), and
+with how often it failed: before it is reported, it is replayed from its
+recorded choices --reruns times ("failed 3 of 3"; "failed 1 of 3: not
+reproducible, timing-dependent" is still a failure). Its history is that
+of the window its findings name, around the finding (else the last 40
+events).
 
 The first failing seed is shrunk (--shrink, on unless --choices is given;
 --shrink=false: off): its history (steps, windows, pages, devices, faults,
 the scheduler's choices) is reduced to a small one that still fails the
-same checker, within --shrink-budget, each candidate run up to
---shrink-runs times. It prints the before/after counts and the command
-that replays the shrunk history (--choices FILE, written beside the
-timelines in --html DIR, else in --out DIR), and with --html its timeline
-(seed-N-choices.html).
+same checker, within --shrink-budget, a candidate taken only if it fails
+in each of its --shrink-runs runs. A failure that does not recur under
+replay is not shrunk (the report says so). It prints the before/after
+counts and the command that replays the shrunk history (--choices FILE,
+written into --out DIR, else into a new directory of the run's in the
+OS's temporary directory, never over another file), and with --html its
+timeline (seed-N-choices.html).
 
 --client "CMD ARGS" (repeatable) drives another team's client through the
 client suite of the adapter protocol (spec/ADAPTER.md section 7): one
@@ -137,7 +144,7 @@ func addConformanceRunFlags(fl *pflag.FlagSet, f *conformanceFlags, brokenVarian
 	fl.StringVar(&f.pgRestartCmd, "postgres-restart-command", "", "with --server: shell command that restarts the server's Postgres; lets --faults draw Postgres restarts")
 	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to this file")
 	fl.StringVar(&f.jsonOut, "json", "", "write one JSON line per seed to this file (- = stdout; the table then goes to stderr)")
-	fl.StringVar(&f.outDir, "out", "", "directory for Porcupine visualisations of failures (default: the --html directory, else that of --junit or --json, else the current one)")
+	fl.StringVar(&f.outDir, "out", "", "directory for Porcupine visualisations of failures (default: the --html directory, else that of --junit or --json, else the current one) and a shrink's choice files (default: a new directory in the OS's temporary directory)")
 	fl.DurationVar(&f.echoTimeout, "echo-timeout", 10*time.Second, "how long to wait for an echo the server owes")
 	fl.DurationVar(&f.seedTimeout, "seed-timeout", sim.DefaultSeedTimeout, "deadline of one seed, checks included")
 	fl.BoolVar(&f.strict, "strict", false, "a checker skipped by every seed fails the run (exit 1)")

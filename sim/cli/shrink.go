@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
+	"os"
 	"strings"
 	"time"
 
@@ -20,14 +20,19 @@ type shrinkFlags struct {
 	shrink, shrinkSet bool
 	shrinkBudget      time.Duration
 	shrinkRuns        int
+	reruns            int
 	choicesFile       string
 	choices           []int // read from choicesFile
+	// choicesDir is --out as given ("": the shrink makes a directory of
+	// the run's own in the OS's temporary directory).
+	choicesDir string
 }
 
 func addShrinkFlags(fl *pflag.FlagSet, f *shrinkFlags) {
 	fl.BoolVar(&f.shrink, "shrink", true, "shrink the first failing seed to a small history that fails the same checker (a --choices replay only when given)")
 	fl.DurationVar(&f.shrinkBudget, "shrink-budget", 2*time.Minute, "time bound of the shrink's search, after which the shrunk history is replayed --shrink-runs times (0: no shrink)")
-	fl.IntVar(&f.shrinkRuns, "shrink-runs", 2, "runs of a shrink candidate before it counts as passing (failures that depend on timing)")
+	fl.IntVar(&f.shrinkRuns, "shrink-runs", 2, "runs of a shrink candidate: it is taken only if it fails in every one (failures that depend on timing)")
+	fl.IntVar(&f.reruns, "reruns", 2, "replays of a failing seed's choices before it is reported: the report says in how many of the runs it failed (0: none)")
 	fl.StringVar(&f.choicesFile, "choices", "", "replay the scheduler's choices from FILE (a shrink writes it) instead of drawing them from --seed")
 }
 
@@ -60,6 +65,12 @@ func shrinkFirstFailure(ctx context.Context, w, stderr io.Writer, target sim.Tar
 	// beside the others, e.g. by another seed's restart, cannot be shrunk),
 	// within the one budget.
 	deadline := time.Now().Add(f.shrinkBudget)
+	dir, made := f.choicesDir, false
+	defer func() {
+		if made {
+			os.Remove(dir) // only if no shrink wrote into it
+		}
+	}()
 	for i := range reports {
 		if reports[i].Err != "" || !reports[i].Failed() || ctx.Err() != nil {
 			continue
@@ -68,24 +79,36 @@ func shrinkFirstFailure(ctx context.Context, w, stderr io.Writer, target sim.Tar
 		if left <= 0 {
 			return
 		}
-		err := shrinkSeed(ctx, w, stderr, target, fresh, opts, f, left, &reports[i])
+		if dir == "" {
+			var err error
+			if dir, err = runDir(); err != nil {
+				fmt.Fprintf(stderr, "kbkit conformance run: shrink: %v\n", err)
+				return
+			}
+			made = true
+		}
+		err := shrinkSeed(ctx, w, stderr, target, fresh, opts, f, dir, left, &reports[i])
 		if !errors.Is(err, sim.ErrNotReproduced) {
 			return
 		}
 	}
 }
 
-// shrinkSeed shrinks one failing seed within budget (shrinkFirstFailure).
+// runDir makes the directory of a run's choice files when --out is not
+// given: new, in the OS's temporary directory, named by the run's start
+// (never the working directory, where another run's files would be).
+func runDir() (string, error) {
+	dir, err := os.MkdirTemp("", "kbkit-run-"+time.Now().UTC().Format("20060102T150405")+"-")
+	if err != nil {
+		return "", fmt.Errorf("a directory for the choice files: %w", err)
+	}
+	return dir, nil
+}
+
+// shrinkSeed shrinks one failing seed within budget (shrinkFirstFailure),
+// its choice file written into dir under a name no file there has.
 func shrinkSeed(ctx context.Context, w, stderr io.Writer, target sim.Target, fresh func() (sim.Target, func(), error),
-	opts sim.Options, f shrinkFlags, budget time.Duration, rep *sim.SeedReport) error {
-	dir := opts.HTMLDir
-	if dir == "" {
-		dir = opts.OutDir
-	}
-	file := filepath.Join(dir, fmt.Sprintf("seed-%d.choices.json", rep.Seed))
-	if abs, err := filepath.Abs(file); err == nil {
-		file = abs // the replay line runs from any directory
-	}
+	opts sim.Options, f shrinkFlags, dir string, budget time.Duration, rep *sim.SeedReport) error {
 	var failed []string
 	for _, c := range rep.Checks {
 		if !c.Passed {
@@ -95,9 +118,14 @@ func shrinkSeed(ctx context.Context, w, stderr io.Writer, target sim.Target, fre
 	fmt.Fprintf(stderr, "kbkit conformance run: shrinking seed %d (failed: %s) for at most %s\n",
 		rep.Seed, strings.Join(failed, ", "), budget.Round(time.Second))
 	res, err := sim.Shrink(ctx, target, opts, *rep, sim.ShrinkOptions{
-		Budget: budget, Runs: f.shrinkRuns, ChoicesFile: file, Fresh: fresh,
+		Budget: budget, Runs: f.shrinkRuns, ChoicesDir: dir, Fresh: fresh,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "kbkit conformance run: "+format+"\n", args...) },
 	})
+	if res.NotShrunk != "" {
+		rep.Shrunk = res.Summary()
+		fmt.Fprintf(w, "\nshrink seed %d: %s %s\n", rep.Seed, res.Checker, res.NotShrunk)
+		return err
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "kbkit conformance run: shrink: %v\n", err)
 		return err
@@ -134,6 +162,9 @@ func printShrunk(w io.Writer, res sim.Shrunk) {
 func shrunkReplay(r sim.SeedReport) string {
 	if r.Shrunk == nil {
 		return ""
+	}
+	if r.Shrunk.NotShrunk != "" {
+		return fmt.Sprintf("\nshrink (%s): %s", r.Shrunk.Checker, r.Shrunk.NotShrunk)
 	}
 	return fmt.Sprintf("\nshrunk (%s, %d steps, %d windows): %s", r.Shrunk.Checker, r.Shrunk.After.Steps, r.Shrunk.After.Windows, r.Shrunk.Replay)
 }
