@@ -152,6 +152,10 @@ type CheckResult struct {
 	// a whole run skipped.
 	Skipped bool   `json:"skipped,omitempty"`
 	Detail  string `json:"detail,omitempty"`
+	// Evidence is how much the checker had to check in the seed, in
+	// Unit ("rejections" for rollback): 0 with no finding is Skipped.
+	Evidence int    `json:"evidence"`
+	Unit     string `json:"unit,omitempty"`
 }
 
 // SeedReport is the outcome of one seed.
