@@ -43,3 +43,33 @@ func TestVerdictNeedsEvidence(t *testing.T) {
 		t.Errorf("Skipped = %v, want [rollback]", got)
 	}
 }
+
+// The README's client row (one client, faults, no window of the kit's
+// own): the kit acts as the other users of the client's page, so over a
+// handful of seeds every checker has evidence (the server rejects the
+// client's commands, refetches owe outcomes, retries are deduplicated),
+// and the correct example client passes every one.
+func TestSingleClientRunExercisesEveryChecker(t *testing.T) {
+	cl := exampleClient(t)
+	evidence := map[string]int{}
+	for _, r := range runForeign(t, Options{Clients: []string{cl}, Faults: true}, 0, 1, 2, 3) {
+		if r.Err != "" {
+			t.Fatalf("seed %d could not run: %s", r.Seed, r.Err)
+		}
+		for _, c := range r.Checks {
+			evidence[c.Name] += c.Evidence
+			if !c.Passed {
+				t.Errorf("seed %d: %s failed:\n%s\n%s", r.Seed, c.Name, c.Detail, tail(r.History, 40))
+			}
+			if c.Skipped && c.Evidence != 0 {
+				t.Errorf("seed %d: %s skipped with %d %s", r.Seed, c.Name, c.Evidence, c.Unit)
+			}
+		}
+	}
+	for _, name := range Checkers {
+		if evidence[name] == 0 {
+			t.Errorf("%s had no evidence in 4 single-client seeds", name)
+		}
+	}
+	t.Logf("evidence: %v", evidence)
+}
