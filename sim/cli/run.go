@@ -142,7 +142,7 @@ func addConformanceRunFlags(fl *pflag.FlagSet, f *conformanceFlags, brokenVarian
 	fl.BoolVar(&f.bursts, "bursts", false, "also post several windows' commands at once (exercises group commit; such seeds do not replay exactly)")
 	fl.StringVar(&f.topology, "topology", "", "embedded Postgres: single, sync-standby or async-standby (default $"+pgprovider.EnvTopology+" or single); with a standby, every seed with --faults fails over once at mid-seed")
 	fl.StringVar(&f.server, "server", "", "URL of a server speaking spec/PROTOCOL.md (default $KBKIT_URL, else the embedded reference server)")
-	fl.StringArrayVar(&f.clients, "client", nil, "a client adapter's command line (spec/ADAPTER.md section 7; repeat for more): each opens one window per seed, with its own networking, through a fault proxy; without --windows, the kit opens no windows of its own")
+	fl.StringArrayVar(&f.clients, "client", nil, "a client adapter's command line (spec/ADAPTER.md section 7; repeat for more): each opens one window per seed, with its own networking, through a fault proxy; without --windows, the kit opens no windows of its own but the --others on its page")
 	fl.IntVar(&f.others, "others", 1, "with --client: kit windows acting as the other users on each client's page, beside --windows (concurrent edits, deletes and merges under its commands, lost answers; 0: none)")
 	fl.StringArrayVar(&f.tokens, "token", nil, "device token for --server (repeat: one device per token; default $KBKIT_TOKEN)")
 	fl.StringVar(&f.restartCmd, "restart-command", "", "with --server: shell command that kills and restarts the server instance ($KBKIT_INSTANCE_URL); lets --faults draw instance restarts")
