@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"slices"
+	"sync"
 )
 
 // What the kit, acting as another user of a foreign window's page
@@ -17,8 +18,11 @@ type proxyArms struct {
 }
 
 type heldPost struct {
-	held, release chan struct{}
+	held, release         chan struct{}
+	heldOnce, releaseOnce sync.Once
 }
+
+func (h *heldPost) free() { h.releaseOnce.Do(func() { close(h.release) }) }
 
 type lostPost struct {
 	block bool          // then block its retries until a kb.page (or unblock)
@@ -41,11 +45,7 @@ func (p *clientProxy) armHold(id string) (held <-chan struct{}, release func()) 
 		if p.adv.hold[id] == h {
 			delete(p.adv.hold, id)
 		}
-		select {
-		case <-h.release:
-		default:
-			close(h.release)
-		}
+		h.free()
 	}
 }
 
@@ -57,11 +57,7 @@ func (p *clientProxy) holdIfArmed(ctx context.Context, id string) {
 	if h == nil {
 		return
 	}
-	select {
-	case <-h.held:
-	default:
-		close(h.held)
-	}
+	h.heldOnce.Do(func() { close(h.held) })
 	select {
 	case <-h.release:
 	case <-ctx.Done():
@@ -151,10 +147,6 @@ func (p *clientProxy) disarm() {
 	p.adv = proxyArms{}
 	p.mu.Unlock()
 	for _, h := range holds {
-		select {
-		case <-h.release:
-		default:
-			close(h.release)
-		}
+		h.free()
 	}
 }
