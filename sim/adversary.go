@@ -25,6 +25,9 @@ import (
 //     kit's first (rendered = fold(server, pending) while it is pending).
 //   - merge (late in a seed): the client's held edit lands on a page the
 //     kit merged meanwhile (page-merged).
+//   - rename (a client that declared rename-page): the client's held
+//     rename asks for a title the kit gave another page meanwhile
+//     (title-taken).
 //
 // With faults, the answer to the client's post is then lost and its
 // retries are refused (503) until it calls kb.page, sometimes across a
@@ -47,6 +50,7 @@ const (
 	advInsert
 	advUndecided
 	advMerge
+	advRename
 )
 
 // adversary runs one adversary step against fw through kit window a (on
@@ -66,6 +70,9 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 	if kind == advMerge && (s.steps < s.opts.Steps*2/3 || len(s.pages) < 2 || !fw.intents[kbcore.TypeEditText]) {
 		kind = advConflict
 	}
+	if kind == advConflict && fw.intents[kbcore.TypeRenamePage] && len(s.pages) > 1 && s.rng.OneIn(4) {
+		kind = advRename
+	}
 	var shared []kbcore.Node // nodes the client and the kit window both show
 	fw.doc.Walk(func(n kbcore.Node) bool {
 		if _, ok := a.w.Rendered().Node(n.ID); ok {
@@ -78,6 +85,7 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 	}
 	node := shared[s.rng.IntN(min(3, len(shared)))]
 	var mine, theirs kbcore.Command // the client's command, the kit's
+	var renameOther func() error    // the kit's rename of another page
 	switch kind {
 	case advConflict, advMerge, advUndecided:
 		if !fw.intents[kbcore.TypeEditText] {
@@ -93,6 +101,28 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 				return false, nil
 			}
 			theirs = kbcore.Command{ID: s.newID(), Type: kbcore.TypeMergePage, Payload: mustJSON(map[string]any{"into": s.pages[into]})}
+		}
+	case advRename:
+		// The kit gives another page the title the client renames its
+		// page to, while the client's rename is held: title-taken.
+		other := (fw.page + 1 + s.rng.IntN(len(s.pages)-1)) % len(s.pages)
+		if s.merged[other] {
+			return false, nil
+		}
+		title := fmt.Sprintf("S%d-%s P%d t%d", s.seed, s.nonce, fw.page, s.idSeq)
+		mine = kbcore.Command{ID: s.newID(), Type: kbcore.TypeRenamePage, Payload: mustJSON(map[string]any{"title": title})}
+		renameOther = func() error {
+			rej, err := s.directCommand(0, s.pages[other], kbcore.TypeRenamePage, map[string]any{"title": title})
+			if err != nil {
+				return err
+			}
+			if rej != nil {
+				s.logf("adversary: rename of page %s rejected %s", shortID(s.pages[other]), rej.Code)
+				return nil
+			}
+			s.titles[other] = title
+			s.refreshHeads(s.kitClient()) // a rename rewrites links on other pages
+			return nil
 		}
 	case advInsert:
 		if !fw.intents[kbcore.TypeCreateAfter] {
@@ -120,6 +150,11 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 		return true, nil
 	}
 	s.wait(held)
+	if renameOther != nil {
+		if err := renameOther(); err != nil {
+			return true, err
+		}
+	}
 	if theirs.ID != "" {
 		if err := s.handle(a, a.w.Local(theirs)); err != nil {
 			return true, err
@@ -156,7 +191,7 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 }
 
 func advName(kind int) string {
-	return [...]string{"conflict", "concurrent insert", "undecided", "merge"}[kind]
+	return [...]string{"conflict", "concurrent insert", "undecided", "merge", "rename"}[kind]
 }
 
 // giveIntent has the user of fw perform command c; false if the client

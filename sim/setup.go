@@ -90,6 +90,16 @@ func (s *sim) openWindow(k int) error {
 
 // direct sends a setup command outside any window, retrying until decided.
 func (s *sim) direct(dev int, page, typ string, payload any) error {
+	rej, err := s.directCommand(dev, page, typ, payload)
+	if err == nil && rej != nil {
+		return fmt.Errorf("%w: setup %s rejected: %s", target.ErrCannotRun, typ, rej.Message)
+	}
+	return err
+}
+
+// directCommand sends a command outside any window, retrying until
+// decided; a rejection is its answer, not an error.
+func (s *sim) directCommand(dev int, page, typ string, payload any) (*kbcore.Rejection, error) {
 	b, _ := json.Marshal(payload)
 	env := kbcore.Envelope{ID: s.newID(), DeviceID: s.devices[dev].deviceID, PageID: page, Type: typ, Payload: b}
 	s.setupIDs = append(s.setupIDs, env.ID)
@@ -101,11 +111,11 @@ func (s *sim) direct(dev int, page, typ string, payload any) error {
 			if seq > s.known[page] {
 				s.known[page] = seq
 			}
-			return nil
+			return nil, nil
 		case err == nil:
-			return fmt.Errorf("%w: setup %s rejected: %s", target.ErrCannotRun, typ, rej.Message)
+			return rej, nil
 		case !client.IsRetryable(err) || attempt > 50 || s.ctx.Err() != nil:
-			return fmt.Errorf("%w: setup %s: %v", target.ErrCannotRun, typ, err)
+			return nil, fmt.Errorf("%w: setup %s: %v", target.ErrCannotRun, typ, err)
 		}
 		s.pause(attempt)
 	}
