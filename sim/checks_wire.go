@@ -37,6 +37,7 @@ type verdict struct {
 	known    bool
 	seq      int64
 	rejected string
+	at       int64 // when it was known (ns since the seed began)
 }
 
 func (v verdict) String() string {
@@ -57,9 +58,13 @@ func (s *sim) find(checker, format string, args ...any) {
 func (s *sim) exercise(checker string) { s.exercised[checker]++ }
 
 // learn records the server's verdict on id if none was known.
-func (s *sim) learn(id string, v verdict) {
+func (s *sim) learn(id string, v verdict) { s.learnAt(id, v, s.now()) }
+
+// learnAt records the server's verdict on id, known since at (ns since
+// the seed began), if none was known.
+func (s *sim) learnAt(id string, v verdict, at int64) {
 	if o := s.ops[id]; o != nil && !o.srv.known {
-		v.known = true
+		v.known, v.at = true, at
 		o.srv = v
 	}
 }
@@ -167,33 +172,52 @@ func (s *sim) expectOutcomes(ids []string) map[string]verdict {
 
 // checkOutcomes compares a refetch's outcomes with the verdicts owed.
 func (s *sim) checkOutcomes(w *win, want map[string]verdict, snap client.Snapshot) {
+	s.compareOutcomes(fmt.Sprintf("w%d", w.idx), s.pages[w.page], want, snap.Seq, snap.Outcomes, s.now())
+}
+
+// compareOutcomes compares the outcomes of a refetch of page by who, at
+// seq, with the verdicts owed; the verdicts it reports are known from at.
+func (s *sim) compareOutcomes(who, pageID string, want map[string]verdict, seq int64, outcomes map[string]kbcore.Outcome, at int64) {
 	if len(want) > 0 {
 		s.exercise(CheckOutcomes)
 	}
-	page := shortID(s.pages[w.page])
+	page := shortID(pageID)
 	for id, v := range want {
-		got, ok := snap.Outcomes[id]
+		got, ok := outcomes[id]
 		switch {
 		case !ok:
-			s.find(CheckOutcomes, "w%d refetch of page %s (seq %d) has no outcome for pending %s, which the server had %s", w.idx, page, snap.Seq, shortID(id), v)
+			s.find(CheckOutcomes, "%s refetch of page %s (seq %d) has no outcome for pending %s, which the server had %s", who, page, seq, shortID(id), v)
 		case v.rejected != "" && (got.Rejected == nil || got.Rejected.Code != v.rejected):
-			s.find(CheckOutcomes, "w%d refetch of page %s: outcome of %s is %s, the server had rejected it (%s)", w.idx, page, shortID(id), outcomeString(got), v.rejected)
+			s.find(CheckOutcomes, "%s refetch of page %s: outcome of %s is %s, the server had rejected it (%s)", who, page, shortID(id), outcomeString(got), v.rejected)
 		case v.rejected == "" && (got.Rejected != nil || got.Seq != v.seq):
-			s.find(CheckOutcomes, "w%d refetch of page %s: outcome of %s is %s, the server had committed it at seq %d", w.idx, page, shortID(id), outcomeString(got), v.seq)
+			s.find(CheckOutcomes, "%s refetch of page %s: outcome of %s is %s, the server had committed it at seq %d", who, page, shortID(id), outcomeString(got), v.seq)
 		case v.rejected != "":
 			s.stats.RejectedOutcomes++
 		}
 	}
-	for id, got := range snap.Outcomes {
-		if got.Rejected == nil && got.Seq > snap.Seq {
-			s.find(CheckOutcomes, "w%d refetch of page %s at seq %d reports %s committed at seq %d, past the snapshot", w.idx, page, snap.Seq, shortID(id), got.Seq)
+	for id, got := range outcomes {
+		if got.Rejected == nil && got.Seq > seq {
+			s.find(CheckOutcomes, "%s refetch of page %s at seq %d reports %s committed at seq %d, past the snapshot", who, page, seq, shortID(id), got.Seq)
 		}
 		if got.Rejected != nil {
-			s.learn(id, verdict{rejected: got.Rejected.Code})
+			s.learnAt(id, verdict{rejected: got.Rejected.Code}, at)
 		} else {
-			s.learn(id, verdict{seq: got.Seq})
+			s.learnAt(id, verdict{seq: got.Seq}, at)
 		}
 	}
+}
+
+// checkForeignOutcomes checks the outcomes of a foreign window's refetch
+// (the proxy's record of its kb.page answer): every pending id whose
+// verdict the kit knew before the request arrived must be reported.
+func (s *sim) checkForeignOutcomes(fw *foreignWin, r proxyRec) {
+	want := map[string]verdict{}
+	for _, id := range r.pending {
+		if o := s.ops[id]; o != nil && o.srv.known && o.srv.at < r.reqAt {
+			want[id] = o.srv
+		}
+	}
+	s.compareOutcomes(fw.name(), r.page, want, r.seq, r.outcomes, r.at)
 }
 
 func outcomeString(o kbcore.Outcome) string {

@@ -43,6 +43,7 @@ type clientProxy struct {
 	quiet  bool // quiesce: no more faults
 	recs   []proxyRec
 	socks  map[*websocket.Conn]bool
+	adv    proxyArms // what the kit, as another user, armed (clientproxy_arms.go)
 }
 
 // What a proxy record is.
@@ -74,6 +75,9 @@ type proxyRec struct {
 	after    int64
 	hasAfter bool
 	cmdID    string
+	// A kb.page answer's outcomes, and when its request arrived.
+	outcomes map[string]kbcore.Outcome
+	reqAt    int64
 }
 
 func newClientProxy(t Target, inst int, start time.Time, seed int64, k int, faults Faults) *clientProxy {
@@ -129,6 +133,7 @@ func (p *clientProxy) setQuiet() {
 	p.mu.Lock()
 	p.quiet = true
 	p.mu.Unlock()
+	p.disarm()
 }
 
 // cut closes the client's WebSockets (a fault, or quiesce's poke of a
@@ -167,14 +172,25 @@ func (p *clientProxy) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "proxy: "+err.Error(), http.StatusBadGateway)
 		return
 	}
+	reqAt := p.now()
 	procs, inputs := trpcCalls(r, body)
 	watched := false
+	var ids []string // the kb.command ids posted
 	for i, proc := range procs {
 		switch proc {
 		case "kb.command":
 			var env kbcore.Envelope
 			if json.Unmarshal(inputs[i], &env) == nil && env.ID != "" {
 				p.record(proxyRec{kind: recPost, env: env, id: env.ID})
+				if p.blocked(env.ID) {
+					// The answer to its last post was lost and the
+					// instance is "restarting": not decided, retryable.
+					p.record(proxyRec{kind: recAnswer, id: env.ID, err: "proxy: instance unavailable (fault)"})
+					http.Error(w, "proxy: instance unavailable (fault)", http.StatusServiceUnavailable)
+					return
+				}
+				p.holdIfArmed(r.Context(), env.ID)
+				ids = append(ids, env.ID)
 			}
 			watched = true
 		case "kb.page":
@@ -184,6 +200,7 @@ func (p *clientProxy) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			_ = json.Unmarshal(inputs[i], &in)
 			p.record(proxyRec{kind: recPage, page: in.PageID, pending: in.Pending})
+			p.unblock()
 			watched = true
 		}
 	}
@@ -197,20 +214,25 @@ func (p *clientProxy) serve(w http.ResponseWriter, r *http.Request) {
 	req.Header = r.Header.Clone()
 	resp, err := p.transport.RoundTrip(req)
 	if err != nil {
-		p.answers(procs, inputs, nil, "upstream: "+err.Error(), false)
+		p.answers(reqAt, procs, inputs, nil, "upstream: "+err.Error(), false)
 		http.Error(w, "proxy: "+err.Error(), http.StatusBadGateway) // an instance restarting: retryable
 		return
 	}
 	answer, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
-		p.answers(procs, inputs, nil, "upstream: "+err.Error(), false)
+		p.answers(reqAt, procs, inputs, nil, "upstream: "+err.Error(), false)
 		http.Error(w, "proxy: "+err.Error(), http.StatusBadGateway)
 		return
 	}
-	lose := watched && p.chance(p.faults.LoseResponse)
+	drawn := watched && p.chance(p.faults.LoseResponse)
+	forced := p.forcedLoss(ids)
+	lose := drawn || forced
 	if watched {
-		p.answers(procs, inputs, answer, "", lose)
+		p.answers(reqAt, procs, inputs, answer, "", lose)
+	}
+	if forced {
+		p.lostNow(ids)
 	}
 	if lose {
 		// The server decided; the client never hears it: the connection
@@ -258,7 +280,7 @@ func itoa(i int) string {
 }
 
 // answers records the answer to each watched call of a request.
-func (p *clientProxy) answers(procs []string, inputs []json.RawMessage, body []byte, failure string, lost bool) {
+func (p *clientProxy) answers(reqAt int64, procs []string, inputs []json.RawMessage, body []byte, failure string, lost bool) {
 	parts := []json.RawMessage{body}
 	if len(procs) > 1 || (failure == "" && bytes.HasPrefix(bytes.TrimSpace(body), []byte("["))) {
 		parts = make([]json.RawMessage, len(procs))
@@ -315,16 +337,18 @@ func (p *clientProxy) answers(procs []string, inputs []json.RawMessage, body []b
 			}
 		case "kb.page":
 			var in struct {
-				PageID string `json:"page_id"`
+				PageID  string   `json:"page_id"`
+				Pending []string `json:"pending"`
 			}
 			_ = json.Unmarshal(inputs[i], &in)
-			rec.kind, rec.page = recSnapshot, in.PageID
+			rec.kind, rec.page, rec.pending, rec.reqAt = recSnapshot, in.PageID, in.Pending, reqAt
 			if rec.err == "" && ans.Result != nil {
 				var d struct {
-					Seq int64 `json:"seq"`
+					Seq      int64                     `json:"seq"`
+					Outcomes map[string]kbcore.Outcome `json:"outcomes"`
 				}
 				_ = json.Unmarshal(ans.Result.Data, &d)
-				rec.seq = d.Seq
+				rec.seq, rec.outcomes = d.Seq, d.Outcomes
 			} else if rec.err == "" {
 				rec.err = "no snapshot"
 			}

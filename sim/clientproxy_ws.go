@@ -91,6 +91,8 @@ func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 				if !flush() || down.Write(ctx, websocket.MessageText, b) != nil {
 					return
 				}
+			case p.dropArmed(ev.CmdID):
+				p.record(proxyRec{kind: recDrop, page: pageOf(ev), seq: ev.Seq, cmdID: ev.CmdID})
 			case held != nil:
 				h := *held
 				held = nil

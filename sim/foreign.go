@@ -264,6 +264,7 @@ func (s *sim) stepForeign(fw *foreignWin) error {
 	if fw.dead != "" {
 		return nil
 	}
+	fw.proxy.unblock() // an instance the kit "restarted" is back
 	switch r := s.rng.IntN(100); {
 	case r < 4 && s.opts.Faults:
 		s.logf("%s sockets cut (fault)", fw.name())
@@ -276,14 +277,17 @@ func (s *sim) stepForeign(fw *foreignWin) error {
 		}
 		s.observe(fw, st)
 	default:
-		req, ok, err := s.foreignRace(fw, r < 31)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			if req, ok = s.drawIntent(fw); !ok {
-				return nil
+		if a := s.kitWindowOn(fw); r < 40 && a != nil {
+			// The kit as another user of the page acts against the
+			// client (adversary.go).
+			if acted, err := s.adversary(fw, a); acted || err != nil {
+				s.drainForeign()
+				return err
 			}
+		}
+		req, ok := s.drawIntent(fw)
+		if !ok {
+			return nil
 		}
 		fw.coverage.Intents[req.Intent]++
 		st, err := fw.ad.Intent(s.ctx, req)
@@ -299,48 +303,14 @@ func (s *sim) stepForeign(fw *foreignWin) error {
 	return nil
 }
 
-// foreignRace makes the server reject a command of fw (when race is
-// drawn and a reference window shares its page): that window deletes a
-// node both show and its delete is decided; then fw's user, who has not
-// seen that echo yet, edits the node.
-func (s *sim) foreignRace(fw *foreignWin, race bool) (adapter.IntentRequest, bool, error) {
-	req := adapter.IntentRequest{Window: fmt.Sprintf("w%d", fw.idx), Intent: kbcore.TypeEditText}
-	if !race || !fw.intents[kbcore.TypeEditText] || s.merged[fw.page] {
-		return req, false, nil
-	}
-	var a *win
+// kitWindowOn is the first kit window on fw's page (nil: none).
+func (s *sim) kitWindowOn(fw *foreignWin) *win {
 	for _, w := range s.wins {
 		if w.page == fw.page {
-			a = w
-			break
+			return w
 		}
 	}
-	if a == nil {
-		return req, false, nil
-	}
-	var target kbcore.Node
-	fw.doc.Walk(func(n kbcore.Node) bool {
-		if _, ok := a.w.Rendered().Node(n.ID); ok {
-			target = n
-			return false
-		}
-		return true
-	})
-	if target.ID == "" {
-		return req, false, nil
-	}
-	del := kbcore.Command{ID: s.newID(), Type: kbcore.TypeDelete, Payload: mustJSON(map[string]any{"node": target.ID})}
-	s.logf("w%d race: delete %s, then %s edits it", a.idx, shortID(target.ID), fw.name())
-	if err := s.handle(a, a.w.Local(del)); err != nil {
-		return req, false, err
-	}
-	if err := s.flush(a, del.ID); err != nil {
-		return req, false, err
-	}
-	c := kbcore.Command{ID: s.newID(), Type: kbcore.TypeEditText, Payload: mustJSON(map[string]any{"node": target.ID, "text": target.Text + "!"})}
-	fw.given[c.ID] = c
-	req.ID, req.Payload = c.ID, c.Payload
-	return req, true, nil
+	return nil
 }
 
 // drawIntent draws what the user of fw does, among the intents it
@@ -446,6 +416,9 @@ func (s *sim) foreignRecord(fw *foreignWin, r proxyRec) {
 			fw.gapOpen = false
 		}
 	case recSnapshot:
+		if r.page == page && r.err == "" {
+			s.checkForeignOutcomes(fw, r)
+		}
 		if r.page == page && r.err == "" && r.seq > fw.covered {
 			fw.covered = r.seq
 			fw.advance()
@@ -578,9 +551,9 @@ func (s *sim) foreignAnswer(fw *foreignWin, r proxyRec) {
 		case o.srv.known && r.rej != nil && o.srv.rejected != r.rej.Code:
 			s.find(CheckExactlyOnce, "%s: %s (%s) answered rejected %s, but the server had %s", fw.name(), shortID(r.id), o.cmd.Type, r.rej.Code, o.srv)
 		case r.rej != nil:
-			s.learn(r.id, verdict{rejected: r.rej.Code})
+			s.learnAt(r.id, verdict{rejected: r.rej.Code}, r.at)
 		default:
-			s.learn(r.id, verdict{seq: r.seq})
+			s.learnAt(r.id, verdict{seq: r.seq}, r.at)
 		}
 	} else {
 		sc := &sendCall{w: &win{idx: fw.idx, page: fw.page}, c: o.cmd, rej: r.rej}

@@ -244,7 +244,7 @@ func TestForeignClientThatStopsAnswering(t *testing.T) {
 	marker := fmt.Sprintf("kbkit-hang-%d", time.Now().UnixNano())
 	// Answers init, then never again (the open times out).
 	script := `read l; echo '{"type":"init_ok","in_reply_to":1,"suites":["client"],"intents":["edit-text"]}'; sleep 600; : ` + marker
-	opts := Options{Windows: 1, Clients: []string{"sh -c " + shellQuote(script)}, EchoTimeout: time.Second, Steps: 20}
+	opts := Options{Windows: 1, Others: -1, Clients: []string{"sh -c " + shellQuote(script)}, EchoTimeout: time.Second, Steps: 20}
 	start := time.Now()
 	r := runForeign(t, opts, 0)[0]
 	var protocol string

@@ -60,6 +60,9 @@ func ReplayCommand(opts Options, seed int64) string {
 	if opts.Bursts {
 		args = append(args, "--bursts")
 	}
+	if o := opts.others(); len(opts.Clients) > 0 && o != 1 {
+		args = append(args, "--others", fmt.Sprint(o))
+	}
 	for _, c := range opts.Clients {
 		args = append(args, "--client", shellQuote(c))
 	}

@@ -40,6 +40,10 @@ type Options struct {
 	// section 7): each opens one foreign window per seed, on page k mod
 	// Pages, beside the Windows of the kit (foreign.go).
 	Clients []string
+	// Others is how many kit windows act as the other users of each
+	// client's page (adversary.go), beside the Windows: 0 is the default,
+	// one per client; negative, none.
+	Others int
 	// ClientStderr receives the client adapters' stderr (nil: os.Stderr).
 	ClientStderr io.Writer
 	// ClientFaults, when set, are the fault rates of the foreign windows'
@@ -65,6 +69,17 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Progress is called after each seed.
 	Progress func(done, total int, r SeedReport)
+}
+
+// others is the number of kit windows on each client's page.
+func (o *Options) others() int {
+	switch {
+	case o.Others < 0:
+		return 0
+	case o.Others == 0:
+		return 1
+	}
+	return o.Others
 }
 
 func (o *Options) defaults() {
@@ -156,6 +171,10 @@ type CheckResult struct {
 	// a whole run skipped.
 	Skipped bool   `json:"skipped,omitempty"`
 	Detail  string `json:"detail,omitempty"`
+	// Evidence is how much the checker had to check in the seed, in
+	// Unit ("rejections" for rollback): 0 with no finding is Skipped.
+	Evidence int    `json:"evidence"`
+	Unit     string `json:"unit,omitempty"`
 }
 
 // SeedReport is the outcome of one seed.

@@ -54,23 +54,52 @@ func (s *sim) setup() error {
 		}
 	}
 	for i := 0; i < s.opts.Windows; i++ {
-		w := &win{idx: i, page: i % len(s.pages), dev: i % len(s.devices), acked: map[string]bool{}}
-		w.c = s.devices[w.dev].clients[i%len(eps)]
-		snap, err := s.retryPage(w.c, s.pages[w.page], nil)
-		if err != nil {
-			return fmt.Errorf("%w: open window %d: %v", target.ErrCannotRun, i, err)
+		if err := s.openWindow(i % len(s.pages)); err != nil {
+			return err
 		}
-		w.w = kbcore.NewWindow(snap.Doc, snap.Seq)
-		w.recv = snap.Seq
-		s.wins = append(s.wins, w)
+	}
+	// The other users of each client's page (adversary.go), after the
+	// kit's own windows.
+	for k := range s.opts.Clients {
+		for range s.opts.others() {
+			if err := s.openWindow(k % len(s.pages)); err != nil {
+				return err
+			}
+		}
 	}
 	s.logf("setup: %d devices, %d pages, %d windows, faults: %s", len(s.devices), len(s.pages), len(s.wins), s.faults)
 	s.startRecording()
 	return nil
 }
 
+// openWindow opens the next kit window, on page k.
+func (s *sim) openWindow(k int) error {
+	eps := s.target.Endpoints()
+	i := len(s.wins)
+	w := &win{idx: i, page: k, dev: i % len(s.devices), acked: map[string]bool{}}
+	w.c = s.devices[w.dev].clients[i%len(eps)]
+	snap, err := s.retryPage(w.c, s.pages[w.page], nil)
+	if err != nil {
+		return fmt.Errorf("%w: open window %d: %v", target.ErrCannotRun, i, err)
+	}
+	w.w = kbcore.NewWindow(snap.Doc, snap.Seq)
+	w.recv = snap.Seq
+	s.wins = append(s.wins, w)
+	return nil
+}
+
 // direct sends a setup command outside any window, retrying until decided.
 func (s *sim) direct(dev int, page, typ string, payload any) error {
+	rej, err := s.directCommand(dev, page, typ, payload)
+	if err == nil && rej != nil {
+		return fmt.Errorf("%w: setup %s rejected: %s", target.ErrCannotRun, typ, rej.Message)
+	}
+	return err
+}
+
+// directCommand sends a command outside any window, retrying until
+// decided; a rejection is its answer, not an error.
+func (s *sim) directCommand(dev int, page, typ string, payload any) (*kbcore.Rejection, error) {
 	b, _ := json.Marshal(payload)
 	env := kbcore.Envelope{ID: s.newID(), DeviceID: s.devices[dev].deviceID, PageID: page, Type: typ, Payload: b}
 	s.setupIDs = append(s.setupIDs, env.ID)
@@ -82,11 +111,11 @@ func (s *sim) direct(dev int, page, typ string, payload any) error {
 			if seq > s.known[page] {
 				s.known[page] = seq
 			}
-			return nil
+			return nil, nil
 		case err == nil:
-			return fmt.Errorf("%w: setup %s rejected: %s", target.ErrCannotRun, typ, rej.Message)
+			return rej, nil
 		case !client.IsRetryable(err) || attempt > 50 || s.ctx.Err() != nil:
-			return fmt.Errorf("%w: setup %s: %v", target.ErrCannotRun, typ, err)
+			return nil, fmt.Errorf("%w: setup %s: %v", target.ErrCannotRun, typ, err)
 		}
 		s.pause(attempt)
 	}

@@ -50,11 +50,12 @@ func htmlNote(f conformanceFlags, reports []sim.SeedReport) string {
 
 // summarize prints a table per checker, then every failure with its seed.
 func summarize(w io.Writer, reports []sim.SeedReport, took time.Duration) {
-	passed, skipped := map[string]int{}, map[string]int{}
+	passed, skipped, evidence := map[string]int{}, map[string]int{}, map[string]int{}
 	failed := map[string][]int64{}
 	var commands, committed, rejected, refetches, gaps int
 	for _, r := range reports {
 		for _, c := range r.Checks {
+			evidence[c.Name] += c.Evidence
 			switch {
 			case c.Passed && c.Skipped: // vacuous: nothing to check is not a pass
 				skipped[c.Name]++
@@ -70,13 +71,17 @@ func summarize(w io.Writer, reports []sim.SeedReport, took time.Duration) {
 		refetches += r.Stats.Refetches
 		gaps += r.Stats.Gaps
 	}
-	fmt.Fprintf(w, "%-16s %6s %7s %6s  %s\n", "checker", "passed", "skipped", "failed", "failing seeds")
-	for _, name := range sim.Checkers {
+	// The evidence column: how much each checker had to check, over
+	// every seed (a pass with none is a skip).
+	fmt.Fprintf(w, "%-16s %6s %7s %6s  %-28s %s\n", "checker", "passed", "skipped", "failed", "evidence", "failing seeds")
+	for _, ch := range sim.Checks {
+		name := ch.Name
 		seeds := make([]string, 0, len(failed[name]))
 		for _, s := range failed[name] {
 			seeds = append(seeds, fmt.Sprint(s))
 		}
-		fmt.Fprintf(w, "%-16s %6d %7d %6d  %s\n", name, passed[name], skipped[name], len(failed[name]), strings.Join(seeds, " "))
+		ev := fmt.Sprintf("%d %s", evidence[name], ch.Unit)
+		fmt.Fprintf(w, "%-16s %6d %7d %6d  %-28s %s\n", name, passed[name], skipped[name], len(failed[name]), ev, strings.Join(seeds, " "))
 	}
 	fmt.Fprintf(w, "%d seeds in %s: %d commands (%d committed, %d rejected), %d gaps, %d refetches\n",
 		len(reports), took.Round(time.Millisecond), commands, committed, rejected, gaps, refetches)
@@ -154,6 +159,11 @@ func writeSeedJUnit(path string, reports []sim.SeedReport) error {
 				s.Errors++
 			}
 			for _, c := range r.Checks {
+				if c.Name == name && c.Passed && c.Skipped && jc.Error == nil {
+					// Nothing to check is not a pass.
+					jc.Skipped = &report.JUnitMsg{Message: name + " had nothing to check", Body: report.XMLText(c.Detail)}
+					s.Skipped++
+				}
 				if c.Name == name && !c.Passed {
 					msg := name + " failed"
 					if rec := r.Recurrence(); rec != "" {

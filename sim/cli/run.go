@@ -26,6 +26,7 @@ type BrokenServers struct {
 // conformanceFlags are `conformance run`'s flags.
 type conformanceFlags struct {
 	seeds, windows, pages, steps, devices, instances int
+	others                                           int
 	parallel                                         int
 	seed                                             int64
 	seedSet                                          bool
@@ -83,10 +84,16 @@ timeline (seed-N-choices.html).
 --client "CMD ARGS" (repeatable) drives another team's client through the
 client suite of the adapter protocol (spec/ADAPTER.md section 7): one
 window of it per seed, beside --windows of the kit's own (0 by default
-with --client), on the same pages. The client does its own networking,
-to a fault proxy of the kit in front of the server; every checker runs
-on the merged history, and the report lists the intents and faults each
-client saw:
+with --client), on the same pages. The kit also acts as the other users
+of each client's page (--others, one window per client by default; 0:
+none): it edits beside the client and, through the client's proxy,
+holds the client's post while it deletes or merges what the command
+edits (the server rejects it), loses the answer, refuses retries until
+the client refetches or its instance restarts, and drops echoes, so
+that every checker has something to check. The client does its own
+networking, to a fault proxy of the kit in front of the server; every
+checker runs on the merged history, and the report lists the intents
+and faults each client saw:
 
   kbkit conformance run --client "node examples/client-js/adapter.mjs" --seeds 100 --faults
   kbkit conformance run --windows 2 --client "node a.mjs" --client "node b.mjs" --faults
@@ -105,9 +112,13 @@ Either stops the run: no further seed starts, so against a server that
 stops answering or echoing the run ends within 2 x --seed-timeout
 (4 minutes by default), and a shrink within --shrink-budget after that.
 
-A checker that no seed gave anything to check (e.g. dedup without lost
-responses, refetch without dropped echoes) is named on stderr as skipped;
-with --strict a skipped checker fails the run (exit 1).
+Each checker counts its evidence (rollback: commands rejected; refetch:
+gaps; exactly-once: retried ids; dedup: retries of decided ids;
+outcomes: decided pending ids; resume: resubscribes; ...), shown in the
+table. A checker with no evidence in a seed is skipped there, never
+passed; one that no seed gave anything to check (e.g. dedup without
+lost responses, refetch without dropped echoes) is named on stderr as
+skipped; with --strict a skipped checker fails the run (exit 1).
 
 Exit status: 0 every checker passed, 1 a checker failed (or, with
 --strict, was skipped), 2 the run could not proceed.`,
@@ -138,7 +149,8 @@ func addConformanceRunFlags(fl *pflag.FlagSet, f *conformanceFlags, brokenVarian
 	fl.BoolVar(&f.bursts, "bursts", false, "also post several windows' commands at once (exercises group commit; such seeds do not replay exactly)")
 	fl.StringVar(&f.topology, "topology", "", "embedded Postgres: single, sync-standby or async-standby (default $"+pgprovider.EnvTopology+" or single); with a standby, every seed with --faults fails over once at mid-seed")
 	fl.StringVar(&f.server, "server", "", "URL of a server speaking spec/PROTOCOL.md (default $KBKIT_URL, else the embedded reference server)")
-	fl.StringArrayVar(&f.clients, "client", nil, "a client adapter's command line (spec/ADAPTER.md section 7; repeat for more): each opens one window per seed, with its own networking, through a fault proxy; without --windows, the kit opens no windows of its own")
+	fl.StringArrayVar(&f.clients, "client", nil, "a client adapter's command line (spec/ADAPTER.md section 7; repeat for more): each opens one window per seed, with its own networking, through a fault proxy; without --windows, the kit opens no windows of its own but the --others on its page")
+	fl.IntVar(&f.others, "others", 1, "with --client: kit windows acting as the other users on each client's page, beside --windows (concurrent edits, deletes and merges under its commands, lost answers; 0: none)")
 	fl.StringArrayVar(&f.tokens, "token", nil, "device token for --server (repeat: one device per token; default $KBKIT_TOKEN)")
 	fl.StringVar(&f.restartCmd, "restart-command", "", "with --server: shell command that kills and restarts the server instance ($KBKIT_INSTANCE_URL); lets --faults draw instance restarts")
 	fl.StringVar(&f.pgRestartCmd, "postgres-restart-command", "", "with --server: shell command that restarts the server's Postgres; lets --faults draw Postgres restarts")
@@ -160,10 +172,18 @@ func addConformanceRunFlags(fl *pflag.FlagSet, f *conformanceFlags, brokenVarian
 func (f conformanceFlags) options() sim.Options {
 	return sim.Options{
 		Seed: f.seed, Seeds: f.seeds, Windows: f.windows, Pages: f.pages, Devices: f.devices,
-		Clients: f.clients, Parallel: f.parallel,
+		Clients: f.clients, Others: othersOption(f.others), Parallel: f.parallel,
 		Steps: f.steps, Faults: f.faults, OutDir: f.outDir, HTMLDir: f.htmlDir, HTMLAll: f.htmlAll, EchoTimeout: f.echoTimeout, SeedTimeout: f.seedTimeout, Trace: f.trace, Bursts: f.bursts,
 		Choices: f.choices, ChoicesFile: f.choicesFile,
 		Where: sim.Where{Server: f.server, Tokens: len(f.tokens), Instances: f.instances, Topology: f.topology, Broken: f.broken,
 			RestartCommand: f.restartCmd, PostgresRestartCommand: f.pgRestartCmd},
 	}
+}
+
+// othersOption is sim.Options.Others for --others n (0: none).
+func othersOption(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

@@ -107,7 +107,7 @@ func TestConformanceRunStrict(t *testing.T) {
 	// The table agrees with stderr: a skipped checker is counted as
 	// skipped, not as passed.
 	for _, name := range []string{"refetch", "dedup"} {
-		if !regexp.MustCompile(`(?m)^` + name + `\s+0\s+1\s+0\s*$`).MatchString(out) {
+		if !regexp.MustCompile(`(?m)^` + name + `\s+0\s+1\s+0\s+0 [a-z ]+$`).MatchString(out) {
 			t.Errorf("the table does not count %s as skipped (passed 0, skipped 1, failed 0):\n%s", name, out)
 		}
 	}
@@ -123,19 +123,21 @@ func TestConformanceRunStrict(t *testing.T) {
 	}
 }
 
-// TestSummarizeCountsSkipped: the table's columns are passed, skipped and
-// failed, and a vacuous pass is in the middle one.
+// TestSummarizeCountsSkipped: the table's columns are passed, skipped,
+// failed and the evidence (summed over the seeds, in the checker's unit),
+// and a vacuous pass is in the skipped one.
 func TestSummarizeCountsSkipped(t *testing.T) {
 	reports := []sim.SeedReport{
-		{Seed: 1, Checks: []sim.CheckResult{{Name: "refetch", Passed: true, Skipped: true}, {Name: "gapless", Passed: true}}},
-		{Seed: 2, Checks: []sim.CheckResult{{Name: "refetch", Passed: true}, {Name: "gapless", Passed: false, Detail: "hole"}}},
+		{Seed: 1, Checks: []sim.CheckResult{{Name: "refetch", Passed: true, Skipped: true}, {Name: "gapless", Passed: true, Evidence: 7}}},
+		{Seed: 2, Checks: []sim.CheckResult{{Name: "refetch", Passed: true, Evidence: 2}, {Name: "gapless", Passed: false, Detail: "hole", Evidence: 5}}},
 	}
 	var b strings.Builder
 	summarize(&b, reports, time.Second)
 	for _, want := range []string{
-		"checker          passed skipped failed  failing seeds\n",
-		"refetch               1       1      0  \n",
-		"gapless               1       0      1  2\n",
+		"checker          passed skipped failed  evidence                     failing seeds\n",
+		"refetch               1       1      0  2 gaps                       \n",
+		"gapless               1       0      1  12 events                    2\n",
+		"rollback              0       0      0  0 rejections                 \n",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())

@@ -1,0 +1,152 @@
+package sim
+
+import (
+	"context"
+	"slices"
+	"sync"
+)
+
+// What the kit, acting as another user of a foreign window's page
+// (adversary.go), arms in the window's proxy: faults aimed at one command
+// rather than drawn, so that the server decides against the client and
+// the client is left without the answer when the seed says so.
+type proxyArms struct {
+	hold    map[string]*heldPost // command id -> its next post is held
+	lose    map[string]*lostPost // command id -> the answer to its next post is lost
+	block   map[string]bool      // posts of these ids are answered 503 until a kb.page
+	dropCmd map[string]bool      // the next echo of these command ids is dropped
+}
+
+type heldPost struct {
+	held, release         chan struct{}
+	heldOnce, releaseOnce sync.Once
+}
+
+func (h *heldPost) free() { h.releaseOnce.Do(func() { close(h.release) }) }
+
+type lostPost struct {
+	block bool          // then block its retries until a kb.page (or unblock)
+	lost  chan struct{} // closed once the answer was lost
+}
+
+// armHold holds id's next post at the proxy (recorded, not forwarded)
+// until release is called; held is closed once the post is held.
+func (p *clientProxy) armHold(id string) (held <-chan struct{}, release func()) {
+	h := &heldPost{held: make(chan struct{}), release: make(chan struct{})}
+	p.mu.Lock()
+	if p.adv.hold == nil {
+		p.adv.hold = map[string]*heldPost{}
+	}
+	p.adv.hold[id] = h
+	p.mu.Unlock()
+	return h.held, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.adv.hold[id] == h {
+			delete(p.adv.hold, id)
+		}
+		h.free()
+	}
+}
+
+// holdIfArmed blocks a post of id while a hold on it is armed.
+func (p *clientProxy) holdIfArmed(ctx context.Context, id string) {
+	p.mu.Lock()
+	h := p.adv.hold[id]
+	p.mu.Unlock()
+	if h == nil {
+		return
+	}
+	h.heldOnce.Do(func() { close(h.held) })
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	case <-p.ctx.Done():
+	}
+}
+
+// armLose loses the answer to id's next post (the server decides it; the
+// client never hears); with block, its retries are answered 503 until
+// the client calls kb.page or unblock is called. lost is closed once
+// the answer was lost.
+func (p *clientProxy) armLose(id string, block bool) (lost <-chan struct{}) {
+	l := &lostPost{block: block, lost: make(chan struct{})}
+	p.mu.Lock()
+	if p.adv.lose == nil {
+		p.adv.lose = map[string]*lostPost{}
+	}
+	p.adv.lose[id] = l
+	p.mu.Unlock()
+	return l.lost
+}
+
+// forcedLoss reports whether the answer to a post of one of ids is armed
+// to be lost.
+func (p *clientProxy) forcedLoss(ids []string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.ContainsFunc(ids, func(id string) bool { return p.adv.lose[id] != nil })
+}
+
+// lostNow takes the arms of ids whose answer was just lost.
+func (p *clientProxy) lostNow(ids []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, id := range ids {
+		if l := p.adv.lose[id]; l != nil {
+			delete(p.adv.lose, id)
+			if l.block {
+				if p.adv.block == nil {
+					p.adv.block = map[string]bool{}
+				}
+				p.adv.block[id] = true
+			}
+			close(l.lost)
+		}
+	}
+}
+
+func (p *clientProxy) blocked(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.adv.block[id]
+}
+
+// unblock lets blocked retries through again (a kb.page call: the client
+// learns the outcome; or the kit's next step: the instance is back).
+func (p *clientProxy) unblock() {
+	p.mu.Lock()
+	p.adv.block = nil
+	p.mu.Unlock()
+}
+
+// armDrop drops the next echo of command id on the client's sockets.
+func (p *clientProxy) armDrop(id string) {
+	p.mu.Lock()
+	if p.adv.dropCmd == nil {
+		p.adv.dropCmd = map[string]bool{}
+	}
+	p.adv.dropCmd[id] = true
+	p.mu.Unlock()
+}
+
+func (p *clientProxy) dropArmed(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id == "" || !p.adv.dropCmd[id] {
+		return false
+	}
+	delete(p.adv.dropCmd, id)
+	return true
+}
+
+// disarm clears every arm and releases every held post (quiesce).
+func (p *clientProxy) disarm() {
+	p.mu.Lock()
+	holds := p.adv.hold
+	p.adv = proxyArms{}
+	p.mu.Unlock()
+	for _, h := range holds {
+		h.free()
+	}
+}
