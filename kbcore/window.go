@@ -366,6 +366,21 @@ func (w *Window) Reject(id, code string) []Action {
 	return []Action{{Kind: ActionToast, Code: code}}
 }
 
+// Ack delivers the server's answer that own command id was committed at
+// seq (kb.command's answer, to a send or a resend). At or below the
+// window's seq the command is in the server document already (a snapshot
+// read after it brought it, without an outcome when it was posted after
+// the snapshot's request left): it leaves pending. Above, it waits for
+// its echo. Nothing else changes and no action results.
+func (w *Window) Ack(id string, seq int64) []Action {
+	if seq < 1 || seq > w.seq || !w.isPending(id) {
+		return nil
+	}
+	w.drop(id)
+	w.rebase()
+	return nil
+}
+
 // forget removes undo and redo entries made from command id.
 func (w *Window) forget(id string) {
 	w.undo.forget(id)
