@@ -673,3 +673,45 @@ func TestLimitUndo(t *testing.T) {
 		}
 	}
 }
+
+// TestToastIDs: a toast names the command it rejects (spec/window.md), and
+// the toasts of undo's and redo's checks, which issue nothing, name none.
+func TestToastIDs(t *testing.T) {
+	doc, err := kbcore.ParseDoc([]byte(`{"nodes":[{"id":"a","kind":"text","parent":null,"rank":"a0","text":"A"}],"page":{"aliases":[],"dir":"","id":"00000000-0000-0000-0000-000000000001","merged_into":null,"title":"P"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := func(id, typ, payload string) kbcore.Command {
+		return kbcore.Command{ID: id, Type: typ, Payload: json.RawMessage(payload)}
+	}
+	restore := cmd("c1", "restore", `{"nodes":[{"id":"x","rank":"a1","text":"X"},{"id":"y","rank":"a2","text":"Y"}]}`)
+	toast := func(what string, acts []kbcore.Action, code, id string) {
+		t.Helper()
+		for _, a := range acts {
+			if a.Kind == kbcore.ActionToast {
+				if a.Code != code || a.ID != id {
+					t.Errorf("%s: toast %s naming %q, want %s naming %q", what, a.Code, a.ID, code, id)
+				}
+				return
+			}
+		}
+		t.Errorf("%s: no toast in %v", what, acts)
+	}
+	w := kbcore.NewWindow(doc, 0)
+	toast("undo on an empty stack", w.Undo([]string{"u0"}), kbcore.ToastNothingToUndo, "")
+	toast("redo on an empty stack", w.Redo([]string{"r0"}), kbcore.ToastNothingToRedo, "")
+	toast("local the reducer rejects", w.Local(cmd("c0", kbcore.TypeEditText, `{"node":"ghost","text":"x"}`)), "node-not-found", "c0")
+	if acts := w.Local(restore); len(acts) != 1 || acts[0].Kind != kbcore.ActionSend {
+		t.Fatalf("local c1: %v", acts)
+	}
+	toast("local with a pending id", w.Local(cmd("c1", kbcore.TypeEditText, `{"node":"a","text":"x"}`)), kbcore.ToastDuplicateID, "c1")
+	toast("undo with too few ids", w.Undo([]string{"u1"}), kbcore.ToastMissingIDs, "")
+	toast("undo with a pending id", w.Undo([]string{"u1", "c1"}), kbcore.ToastDuplicateID, "")
+	toast("undo with an id twice", w.Undo([]string{"u1", "u1"}), kbcore.ToastDuplicateID, "")
+	w.Echo(1, restore)
+	w.Echo(2, cmd("f1", kbcore.TypeDelete, `{"node":"y"}`))
+	toast("undo stopped by the reducer", w.Undo([]string{"u1", "u2"}), "node-not-found", "u2")
+	toast("reject", w.Reject("u1", "page-not-found"), "page-not-found", "u1")
+	w.Local(cmd("c2", kbcore.TypeEditText, `{"node":"a","text":"x"}`))
+	toast("snapshot rejection", w.Snapshot(doc, 2, map[string]kbcore.Outcome{"c2": {Rejected: &kbcore.Rejection{Code: "node-not-found"}}}), "node-not-found", "c2")
+}
