@@ -11,3 +11,11 @@ func EventBuffer(w *Window) int {
 	defer w.mu.Unlock()
 	return cap(w.sub.events)
 }
+
+// DropEvents makes w lose the events drop returns true for, as a stream
+// that lost them would (drop runs under the window's lock).
+func DropEvents(w *Window, drop func(Event) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.dropEvent = drop
+}

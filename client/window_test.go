@@ -622,3 +622,60 @@ func TestWindowsOfAPageApplyEachEventOnce(t *testing.T) {
 		t.Errorf("%d comparisons of whole documents by windows in step, want none", n)
 	}
 }
+
+// TestWindowResubscribesForALostEcho: the echo of an acknowledged command
+// is lost and no later event comes; after EchoWait the window
+// resubscribes after its seq and applies the echo (spec/window.md).
+func TestWindowResubscribesForALostEcho(t *testing.T) {
+	f := setup(t)
+	w := f.openWith(t, 0, client.WindowOptions{EchoWait: 100 * time.Millisecond})
+	id := uuid.NewString()
+	dropped := false
+	client.DropEvents(w, func(ev client.Event) bool {
+		if ev.Cmd.ID == id && !dropped {
+			dropped = true
+			return true
+		}
+		return false
+	})
+	seq, rej := do(t, w, cmd(id, kbcore.TypeEditText, map[string]any{"node": "n", "text": "lost once"}))
+	if rej != nil {
+		t.Fatalf("rejected: %v", rej)
+	}
+	converge(t, w, seq)
+	if !dropped {
+		t.Fatal("the echo was not dropped")
+	}
+	if got := text(t, w.Rendered(), "n"); got != "lost once" {
+		t.Fatalf("rendered %q", got)
+	}
+}
+
+// TestWindowSettlesARefusedCommand: a 4xx answer other than 408, 409 and
+// 429 (here 403: the envelope names another device) is final: Send
+// reports it, and the window rolls the command back with code refused.
+func TestWindowSettlesARefusedCommand(t *testing.T) {
+	f := setup(t)
+	w, err := client.OpenWindow(context.Background(), f.clients[0], f.page, client.WindowOptions{DeviceID: f.devices[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	env, code, ok := w.Local(func(kbcore.Doc) kbcore.Command {
+		return cmd(uuid.NewString(), kbcore.TypeEditText, map[string]any{"node": "n", "text": "not mine"})
+	})
+	if !ok {
+		t.Fatalf("refused by the window: %s", code)
+	}
+	var rej *kbcore.Rejection
+	_, rej, err = w.Send(context.Background(), env)
+	if err == nil || rej != nil || !client.Refused(err) {
+		t.Fatalf("Send: rej %v, err %v; want a refusal", rej, err)
+	}
+	if ids, _ := w.Pending(); len(ids) != 0 {
+		t.Fatalf("still pending: %v", ids)
+	}
+	if got := text(t, w.Rendered(), "n"); got != "seed" {
+		t.Fatalf("rendered %q, want the rollback to seed", got)
+	}
+}
