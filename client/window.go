@@ -53,6 +53,12 @@ type Window struct {
 	// applied an event alone); false once it takes another's.
 	apart bool
 
+	// owed is the highest seq the server acknowledged a command of this
+	// window at; watching: a timer checks, EchoWait after it was armed,
+	// that the window reached the owed seq it was armed for (one timer a
+	// window, not one a command).
+	owed     int64
+	watching bool
 	// dropEvent, when set (tests), loses the events it returns true for,
 	// as a stream that lost one would: see EchoWait.
 	dropEvent func(Event) bool
@@ -146,7 +152,8 @@ type WindowOptions struct {
 	CommandsOnSocket bool
 	// EchoWait bounds the wait for the echo of a command the server
 	// acknowledged above the window's seq: if the window's seq is still
-	// below the command's seq that long after the answer, the event was
+	// below the command's seq that long after the answer (or up to twice
+	// that: one timer watches a window's acknowledged seqs), the event was
 	// lost (a live subscription has none missing, spec/PROTOCOL.md 4.4)
 	// and the window resubscribes after its seq (spec/window.md). 0: 5 s.
 	EchoWait time.Duration
@@ -434,14 +441,24 @@ func (w *Window) answered(id string, seq int64, rej *kbcore.Rejection, err error
 		delete(w.envs, id)
 		return true
 	}
-	if seq > w.w.Seq() {
-		wait := w.opts.EchoWait
-		if wait <= 0 {
-			wait = 5 * time.Second
-		}
-		time.AfterFunc(wait, func() { w.echoOverdue(seq) })
-	}
+	w.owed = max(w.owed, seq)
+	w.watchEchoes()
 	return false
+}
+
+// watchEchoes arms the window's echo timer for the owed seq, unless it is
+// armed or nothing is owed. Called with w.mu held.
+func (w *Window) watchEchoes() {
+	if w.watching || w.closing || w.owed <= w.w.Seq() {
+		return
+	}
+	wait := w.opts.EchoWait
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	w.watching = true
+	owed := w.owed
+	time.AfterFunc(wait, func() { w.echoOverdue(owed) })
 }
 
 func (w *Window) isPending(id string) bool {
@@ -454,16 +471,22 @@ func (w *Window) isPending(id string) bool {
 }
 
 // echoOverdue resubscribes after the window's seq if it is still below
-// seq, the seq of an acknowledged command: its echo was lost.
+// seq, the seq of an acknowledged command EchoWait ago: its echo was lost.
+// Else it watches for the seqs acknowledged since.
 func (w *Window) echoOverdue(seq int64) {
 	w.mu.Lock()
+	w.watching = false
 	if w.closing || w.w.Seq() >= seq {
+		w.watchEchoes()
 		w.mu.Unlock()
 		return
 	}
 	sub := w.sub
 	w.mu.Unlock()
 	sub.Close() // the reader resubscribes after the window's seq
+	w.mu.Lock()
+	w.watchEchoes() // the resubscription must bring them: watch again
+	w.mu.Unlock()
 }
 
 // attempt makes one kb.command call of env (bounded by AttemptTimeout)
