@@ -19,3 +19,11 @@ func DropEvents(w *Window, drop func(Event) bool) {
 	defer w.mu.Unlock()
 	w.dropEvent = drop
 }
+
+// BeforePage makes f run in each refetch of w after its kb.page request
+// took the pending ids and before it is sent.
+func BeforePage(w *Window, f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.beforePage = f
+}

@@ -62,6 +62,9 @@ type Window struct {
 	// dropEvent, when set (tests), loses the events it returns true for,
 	// as a stream that lost one would: see EchoWait.
 	dropEvent func(Event) bool
+	// beforePage, when set (tests), runs in a refetch once its kb.page
+	// request has its ids and before it is sent, on the reader goroutine.
+	beforePage func()
 
 	changed chan struct{} // a token after every applied event or settled command
 	done    chan struct{} // the reader goroutine ended
@@ -702,7 +705,11 @@ func (w *Window) refetch() {
 	for _, c := range w.w.Pending() {
 		ids = append(ids, c.ID)
 	}
+	before := w.beforePage
 	w.mu.Unlock()
+	if before != nil {
+		before()
+	}
 	var snap Snapshot
 	err := w.retry(ctx, 0, func() error { var err error; snap, err = w.c.Page(ctx, w.page, ids); return err })
 	if err != nil {

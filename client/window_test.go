@@ -679,3 +679,57 @@ func TestWindowSettlesARefusedCommand(t *testing.T) {
 		t.Fatalf("rendered %q, want the rollback to seed", got)
 	}
 }
+
+// TestWindowSettlesACommandPostedDuringARefetch: a command posted after a
+// refetch's kb.page request took its ids commits below the snapshot's
+// seq; no outcome names it and its echo is a duplicate. The ack of the
+// resend the snapshot asks for settles it (spec/window.md).
+func TestWindowSettlesACommandPostedDuringARefetch(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	w := f.open(t, 0, nil)
+	foreign := func(id, text string) int64 {
+		b, _ := json.Marshal(map[string]any{"node": "n", "text": text})
+		seq, rej, err := f.clients[1].Command(ctx, kbcore.Envelope{ID: id, DeviceID: f.devices[1], PageID: f.page, Type: kbcore.TypeEditText, Payload: b})
+		if err != nil || rej != nil {
+			t.Fatalf("foreign command: %v %v", err, rej)
+		}
+		return seq
+	}
+	// Lose the first foreign echo: the second shows a gap, and the
+	// window refetches.
+	lost := uuid.NewString()
+	client.DropEvents(w, func(ev client.Event) bool { return ev.Cmd.ID == lost })
+	foreign(lost, "f1")
+	var own int64
+	posted := make(chan error, 1)
+	client.BeforePage(w, func() {
+		client.BeforePage(w, nil)
+		env, code, ok := w.Local(func(kbcore.Doc) kbcore.Command {
+			return cmd(uuid.NewString(), kbcore.TypeEditText, map[string]any{"node": "n", "text": "mine"})
+		})
+		if !ok {
+			posted <- fmt.Errorf("refused by the window: %s", code)
+			return
+		}
+		var err error
+		var rej *kbcore.Rejection
+		if own, rej, err = w.Send(ctx, env); err == nil && rej != nil {
+			err = fmt.Errorf("rejected: %v", rej)
+		}
+		posted <- err
+	})
+	head := foreign(uuid.NewString(), "f2")
+	select {
+	case err := <-posted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // a hang detector
+		t.Fatal("no refetch after the gap")
+	}
+	converge(t, w, max(head, own))
+	if got := text(t, w.Rendered(), "n"); got != "mine" {
+		t.Fatalf("rendered %q", got)
+	}
+}
