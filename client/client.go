@@ -42,7 +42,7 @@ func (e *Error) Error() string {
 func IsRetryable(err error) bool {
 	var e *Error
 	if errors.As(err, &e) {
-		return e.Retryable || e.HTTPStatus >= 500 || e.HTTPStatus == http.StatusTooManyRequests
+		return e.Retryable || e.HTTPStatus >= 500 || e.HTTPStatus == http.StatusTooManyRequests || e.HTTPStatus == http.StatusRequestTimeout
 	}
 	return err != nil && !errors.Is(err, context.Canceled)
 }

@@ -11,3 +11,19 @@ func EventBuffer(w *Window) int {
 	defer w.mu.Unlock()
 	return cap(w.sub.events)
 }
+
+// DropEvents makes w lose the events drop returns true for, as a stream
+// that lost them would (drop runs under the window's lock).
+func DropEvents(w *Window, drop func(Event) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.dropEvent = drop
+}
+
+// BeforePage makes f run in each refetch of w after its kb.page request
+// took the pending ids and before it is sent.
+func BeforePage(w *Window, f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.beforePage = f
+}

@@ -53,6 +53,19 @@ type Window struct {
 	// applied an event alone); false once it takes another's.
 	apart bool
 
+	// owed is the highest seq the server acknowledged a command of this
+	// window at; watching: a timer checks, EchoWait after it was armed,
+	// that the window reached the owed seq it was armed for (one timer a
+	// window, not one a command).
+	owed     int64
+	watching bool
+	// dropEvent, when set (tests), loses the events it returns true for,
+	// as a stream that lost one would: see EchoWait.
+	dropEvent func(Event) bool
+	// beforePage, when set (tests), runs in a refetch once its kb.page
+	// request has its ids and before it is sent, on the reader goroutine.
+	beforePage func()
+
 	changed chan struct{} // a token after every applied event or settled command
 	done    chan struct{} // the reader goroutine ended
 	ctx     context.Context
@@ -140,6 +153,13 @@ type WindowOptions struct {
 	// Resends after a refetch go over HTTP too: they are made on the
 	// socket's reader, which must stay free to read their answers.
 	CommandsOnSocket bool
+	// EchoWait bounds the wait for the echo of a command the server
+	// acknowledged above the window's seq: if the window's seq is still
+	// below the command's seq that long after the answer (or up to twice
+	// that: one timer watches a window's acknowledged seqs), the event was
+	// lost (a live subscription has none missing, spec/PROTOCOL.md 4.4)
+	// and the window resubscribes after its seq (spec/window.md). 0: 5 s.
+	EchoWait time.Duration
 	// UndoDepth bounds the window's undo and redo histories
 	// (kbcore.Window.LimitUndo): 0 keeps them without bound, as
 	// spec/window.md; n > 0 keeps the last n steps each; NoUndoHistory
@@ -349,10 +369,12 @@ func (w *Window) issued(acts []kbcore.Action, cmds []kbcore.Command, before ...k
 }
 
 // Send posts a command the window issued until the server decides it,
-// resending with the same id while it does not (5xx, 429, network), and
-// settles the window: a rejection (rej set, err nil) rolls it back; an
-// error (not decided within ctx, or refused) does too, so that the window
-// does not wait for it. A commit is applied by its echo.
+// resending with the same id while it does not (5xx, 408, 429, network),
+// and settles the window (spec/window.md): a commit is an ack (the command
+// leaves pending at once if a snapshot brought it, else with its echo); a
+// rejection (rej set, err nil) rolls it back; a refusal (another 4xx) is
+// a rejection with code refused; an error (not decided within ctx) rolls
+// it back too, so that the window does not wait for it.
 func (w *Window) Send(ctx context.Context, env kbcore.Envelope) (seq int64, rej *kbcore.Rejection, err error) {
 	w.mu.Lock()
 	if _, ok := w.envs[env.ID]; !ok {
@@ -378,19 +400,96 @@ func (w *Window) Send(ctx context.Context, env kbcore.Envelope) (seq int64, rej 
 	if w.sending == env.ID {
 		w.sending = ""
 	}
-	switch {
-	case err != nil:
-		w.w.Reject(env.ID, "error")
-		delete(w.envs, env.ID)
-	case rej != nil:
-		w.w.Reject(env.ID, rej.Code)
-		delete(w.envs, env.ID)
-	}
+	settled := w.answered(env.ID, seq, rej, err)
 	w.mu.Unlock()
-	if err != nil || rej != nil {
+	if settled {
 		w.notify()
 	}
 	return seq, rej, err
+}
+
+// CodeRefused is the rejection code a window settles a command with when
+// the server refused its envelope (a 4xx other than 408, 409 and 429:
+// final, nothing logged; spec/window.md).
+const CodeRefused = "refused"
+
+// Refused reports whether err is such a refusal.
+func Refused(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && !IsRetryable(err) && e.HTTPStatus >= 400 && e.HTTPStatus < 500
+}
+
+// answered settles command id in the window after the last answer to a
+// send or a resend: an ack; a rejection; a refusal; any other error is
+// the caller giving up (Send's context ended), and the command is rolled
+// back too. It reports whether the command left pending. Called with
+// w.mu held.
+func (w *Window) answered(id string, seq int64, rej *kbcore.Rejection, err error) bool {
+	code := ""
+	switch {
+	case err == nil && rej != nil:
+		code = rej.Code
+	case err != nil && Refused(err):
+		code = CodeRefused
+	case err != nil:
+		code = "error"
+	}
+	if code != "" {
+		w.w.Reject(id, code)
+		delete(w.envs, id)
+		return true
+	}
+	w.w.Ack(id, seq)
+	if _, pending := w.envs[id]; pending && !w.isPending(id) {
+		delete(w.envs, id)
+		return true
+	}
+	w.owed = max(w.owed, seq)
+	w.watchEchoes()
+	return false
+}
+
+// watchEchoes arms the window's echo timer for the owed seq, unless it is
+// armed or nothing is owed. Called with w.mu held.
+func (w *Window) watchEchoes() {
+	if w.watching || w.closing || w.owed <= w.w.Seq() {
+		return
+	}
+	wait := w.opts.EchoWait
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	w.watching = true
+	owed := w.owed
+	time.AfterFunc(wait, func() { w.echoOverdue(owed) })
+}
+
+func (w *Window) isPending(id string) bool {
+	for _, c := range w.w.Pending() {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// echoOverdue resubscribes after the window's seq if it is still below
+// seq, the seq of an acknowledged command EchoWait ago: its echo was lost.
+// Else it watches for the seqs acknowledged since.
+func (w *Window) echoOverdue(seq int64) {
+	w.mu.Lock()
+	w.watching = false
+	if w.closing || w.w.Seq() >= seq {
+		w.watchEchoes()
+		w.mu.Unlock()
+		return
+	}
+	sub := w.sub
+	w.mu.Unlock()
+	sub.Close() // the reader resubscribes after the window's seq
+	w.mu.Lock()
+	w.watchEchoes() // the resubscription must bring them: watch again
+	w.mu.Unlock()
 }
 
 // attempt makes one kb.command call of env (bounded by AttemptTimeout)
@@ -547,6 +646,10 @@ var docComparisonsInStep atomic.Int64
 func (w *Window) echo(ev Event) {
 	now := time.Now()
 	w.mu.Lock()
+	if w.dropEvent != nil && w.dropEvent(ev) {
+		w.mu.Unlock()
+		return
+	}
 	before := w.w.Seq()
 	var acts []kbcore.Action
 	if sh := ev.shared; sh != nil && ev.Seq == before+1 && !w.w.Awaiting() {
@@ -602,7 +705,11 @@ func (w *Window) refetch() {
 	for _, c := range w.w.Pending() {
 		ids = append(ids, c.ID)
 	}
+	before := w.beforePage
 	w.mu.Unlock()
+	if before != nil {
+		before()
+	}
 	var snap Snapshot
 	err := w.retry(ctx, 0, func() error { var err error; snap, err = w.c.Page(ctx, w.page, ids); return err })
 	if err != nil {
@@ -635,13 +742,20 @@ func (w *Window) refetch() {
 	}
 	for _, env := range resend {
 		w.obs.Retry()
-		_, rej, err := w.attempt(ctx, env, true)
-		if err == nil && rej != nil {
-			w.mu.Lock()
-			w.w.Reject(env.ID, rej.Code)
-			delete(w.envs, env.ID)
-			w.mu.Unlock()
+		ack, rej, err := w.attempt(ctx, env, true)
+		if err != nil && !Refused(err) {
+			continue // undecided: the caller's Send, or the next refetch, sends it again
+		}
+		w.mu.Lock()
+		settled := w.answered(env.ID, ack.Seq, rej, err)
+		w.mu.Unlock()
+		if rej != nil {
 			w.obs.Rejected(env.ID, rej.Code)
+		} else if err != nil {
+			w.obs.Rejected(env.ID, CodeRefused)
+		}
+		if settled {
+			w.notify()
 		}
 	}
 }

@@ -622,3 +622,114 @@ func TestWindowsOfAPageApplyEachEventOnce(t *testing.T) {
 		t.Errorf("%d comparisons of whole documents by windows in step, want none", n)
 	}
 }
+
+// TestWindowResubscribesForALostEcho: the echo of an acknowledged command
+// is lost and no later event comes; after EchoWait the window
+// resubscribes after its seq and applies the echo (spec/window.md).
+func TestWindowResubscribesForALostEcho(t *testing.T) {
+	f := setup(t)
+	w := f.openWith(t, 0, client.WindowOptions{EchoWait: 100 * time.Millisecond})
+	id := uuid.NewString()
+	dropped := false
+	client.DropEvents(w, func(ev client.Event) bool {
+		if ev.Cmd.ID == id && !dropped {
+			dropped = true
+			return true
+		}
+		return false
+	})
+	seq, rej := do(t, w, cmd(id, kbcore.TypeEditText, map[string]any{"node": "n", "text": "lost once"}))
+	if rej != nil {
+		t.Fatalf("rejected: %v", rej)
+	}
+	converge(t, w, seq)
+	if !dropped {
+		t.Fatal("the echo was not dropped")
+	}
+	if got := text(t, w.Rendered(), "n"); got != "lost once" {
+		t.Fatalf("rendered %q", got)
+	}
+}
+
+// TestWindowSettlesARefusedCommand: a 4xx answer other than 408, 409 and
+// 429 (here 403: the envelope names another device) is final: Send
+// reports it, and the window rolls the command back with code refused.
+func TestWindowSettlesARefusedCommand(t *testing.T) {
+	f := setup(t)
+	w, err := client.OpenWindow(context.Background(), f.clients[0], f.page, client.WindowOptions{DeviceID: f.devices[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	env, code, ok := w.Local(func(kbcore.Doc) kbcore.Command {
+		return cmd(uuid.NewString(), kbcore.TypeEditText, map[string]any{"node": "n", "text": "not mine"})
+	})
+	if !ok {
+		t.Fatalf("refused by the window: %s", code)
+	}
+	var rej *kbcore.Rejection
+	_, rej, err = w.Send(context.Background(), env)
+	if err == nil || rej != nil || !client.Refused(err) {
+		t.Fatalf("Send: rej %v, err %v; want a refusal", rej, err)
+	}
+	if ids, _ := w.Pending(); len(ids) != 0 {
+		t.Fatalf("still pending: %v", ids)
+	}
+	if got := text(t, w.Rendered(), "n"); got != "seed" {
+		t.Fatalf("rendered %q, want the rollback to seed", got)
+	}
+}
+
+// TestWindowSettlesACommandPostedDuringARefetch: a command posted after a
+// refetch's kb.page request took its ids commits below the snapshot's
+// seq; no outcome names it and its echo is a duplicate. The ack of the
+// resend the snapshot asks for settles it (spec/window.md).
+func TestWindowSettlesACommandPostedDuringARefetch(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	w := f.open(t, 0, nil)
+	foreign := func(id, text string) int64 {
+		b, _ := json.Marshal(map[string]any{"node": "n", "text": text})
+		seq, rej, err := f.clients[1].Command(ctx, kbcore.Envelope{ID: id, DeviceID: f.devices[1], PageID: f.page, Type: kbcore.TypeEditText, Payload: b})
+		if err != nil || rej != nil {
+			t.Fatalf("foreign command: %v %v", err, rej)
+		}
+		return seq
+	}
+	// Lose the first foreign echo: the second shows a gap, and the
+	// window refetches.
+	lost := uuid.NewString()
+	client.DropEvents(w, func(ev client.Event) bool { return ev.Cmd.ID == lost })
+	foreign(lost, "f1")
+	var own int64
+	posted := make(chan error, 1)
+	client.BeforePage(w, func() {
+		client.BeforePage(w, nil)
+		env, code, ok := w.Local(func(kbcore.Doc) kbcore.Command {
+			return cmd(uuid.NewString(), kbcore.TypeEditText, map[string]any{"node": "n", "text": "mine"})
+		})
+		if !ok {
+			posted <- fmt.Errorf("refused by the window: %s", code)
+			return
+		}
+		var err error
+		var rej *kbcore.Rejection
+		if own, rej, err = w.Send(ctx, env); err == nil && rej != nil {
+			err = fmt.Errorf("rejected: %v", rej)
+		}
+		posted <- err
+	})
+	head := foreign(uuid.NewString(), "f2")
+	select {
+	case err := <-posted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // a hang detector
+		t.Fatal("no refetch after the gap")
+	}
+	converge(t, w, max(head, own))
+	if got := text(t, w.Rendered(), "n"); got != "mine" {
+		t.Fatalf("rendered %q", got)
+	}
+}

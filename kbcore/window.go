@@ -125,7 +125,9 @@ func (s *undoStack) forget(id string) {
 type Action struct {
 	// Kind is ActionSend (post command ID to the server, retrying with the
 	// same id), ActionRefetch (fetch a snapshot of the page with the outcomes
-	// of the pending ids) or ActionToast (tell the user Code).
+	// of the pending ids) or ActionToast (tell the user Code; ID is the
+	// command it rejects, empty for the toasts of undo's and redo's checks,
+	// which reject none: spec/window.md).
 	Kind string
 	ID   string
 	Code string
@@ -224,7 +226,7 @@ func (w *Window) issue(cmds []Command, stack *undoStack) ([]Action, bool) {
 	ok := true
 	for _, c := range cmds {
 		if w.isPending(c.ID) {
-			acts = append(acts, Action{Kind: ActionToast, Code: ToastDuplicateID})
+			acts = append(acts, Action{Kind: ActionToast, Code: ToastDuplicateID, ID: c.ID})
 			ok = false
 			break
 		}
@@ -233,7 +235,7 @@ func (w *Window) issue(cmds []Command, stack *undoStack) ([]Action, bool) {
 			// No history: the inverse would be thrown away.
 			d, rej := applyLocal(w.Rendered(), c)
 			if rej != nil {
-				acts = append(acts, Action{Kind: ActionToast, Code: rej.Code})
+				acts = append(acts, Action{Kind: ActionToast, Code: rej.Code, ID: c.ID})
 				ok = false
 				break
 			}
@@ -241,7 +243,7 @@ func (w *Window) issue(cmds []Command, stack *undoStack) ([]Action, bool) {
 		} else {
 			res := Apply(w.Rendered(), c)
 			if res.Rejected != nil {
-				acts = append(acts, Action{Kind: ActionToast, Code: res.Rejected.Code})
+				acts = append(acts, Action{Kind: ActionToast, Code: res.Rejected.Code, ID: c.ID})
 				ok = false
 				break
 			}
@@ -363,7 +365,22 @@ func (w *Window) Reject(id, code string) []Action {
 	w.forget(id)
 	w.dropReverting(map[string]bool{id: true})
 	w.rebase()
-	return []Action{{Kind: ActionToast, Code: code}}
+	return []Action{{Kind: ActionToast, Code: code, ID: id}}
+}
+
+// Ack delivers the server's answer that own command id was committed at
+// seq (kb.command's answer, to a send or a resend). At or below the
+// window's seq the command is in the server document already (a snapshot
+// read after it brought it, without an outcome when it was posted after
+// the snapshot's request left): it leaves pending. Above, it waits for
+// its echo. Nothing else changes and no action results.
+func (w *Window) Ack(id string, seq int64) []Action {
+	if seq < 1 || seq > w.seq || !w.isPending(id) {
+		return nil
+	}
+	w.drop(id)
+	w.rebase()
+	return nil
 }
 
 // forget removes undo and redo entries made from command id.
@@ -391,7 +408,7 @@ func (w *Window) Snapshot(doc Doc, seq int64, outcomes map[string]Outcome) []Act
 		case ok && o.Rejected != nil:
 			w.forget(c.ID)
 			rejected[c.ID] = true
-			acts = append(acts, Action{Kind: ActionToast, Code: o.Rejected.Code})
+			acts = append(acts, Action{Kind: ActionToast, Code: o.Rejected.Code, ID: c.ID})
 		case ok && o.Seq > 0 && o.Seq <= seq:
 			// committed and folded into doc
 		default:

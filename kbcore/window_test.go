@@ -16,13 +16,15 @@ import (
 // order, rejections of its own commands) in order but at random times, and
 // some echoes are dropped, which forces gap -> refetch -> snapshot.
 
-// winMsg is one message from the server to a window: an echo (seq > 0) or a
-// rejection of one of the window's commands.
+// winMsg is one message from the server to a window: an echo (seq > 0), a
+// rejection of one of the window's commands (code), or the answer that
+// one was committed at seq (ack).
 type winMsg struct {
 	seq  int64
 	cmd  kbcore.Command
 	id   string
 	code string
+	ack  bool
 }
 
 type winServer struct {
@@ -42,10 +44,14 @@ type winClient struct {
 	inbox   []winMsg
 	// asked is set by a refetch until the server reads the snapshot, which
 	// then travels in inflight until delivered (possibly after a newer one).
+	// askedIDs are the ids the refetch's request lists: the window's
+	// pending ids when it asked (commands posted later are not in it).
 	asked    bool
+	askedIDs []string
 	inflight []winSnap
 	lastSeq  int64
 	sent     map[string]bool // every id the window ever sent
+	acked    map[string]bool // ids whose commit answer the window has had
 }
 
 // winSnap is a snapshot read by the server: the page at seq and the
@@ -75,8 +81,15 @@ func (s *winSim) id(ci int) string {
 
 // receive is the server taking one command from window ci. A command id it
 // has seen before is a retry and is deduplicated.
+// Each send is answered (a commit as an ack, a rejection as one), in the
+// window's inbox with its echoes.
 func (s *winSim) receive(ci int, c kbcore.Command) {
-	if _, seen := s.srv.outcomes[c.ID]; seen {
+	if o, seen := s.srv.outcomes[c.ID]; seen {
+		m := winMsg{id: c.ID, seq: o.Seq, ack: true}
+		if o.Rejected != nil {
+			m = winMsg{id: c.ID, code: o.Rejected.Code}
+		}
+		s.clients[ci].inbox = append(s.clients[ci].inbox, m)
 		return
 	}
 	res := kbcore.Apply(s.srv.doc(), c)
@@ -88,8 +101,16 @@ func (s *winSim) receive(ci int, c kbcore.Command) {
 	s.srv.log = append(s.srv.log, c)
 	s.srv.docs = append(s.srv.docs, res.Doc)
 	s.srv.outcomes[c.ID] = kbcore.Outcome{Seq: s.srv.seq()}
-	for _, cl := range s.clients {
+	ack := winMsg{id: c.ID, seq: s.srv.seq(), ack: true}
+	ackFirst := rapid.Bool().Draw(s.t, "ack-first")
+	for i, cl := range s.clients {
+		if i == ci && ackFirst {
+			cl.inbox = append(cl.inbox, ack)
+		}
 		cl.inbox = append(cl.inbox, winMsg{seq: s.srv.seq(), cmd: c})
+		if i == ci && !ackFirst {
+			cl.inbox = append(cl.inbox, ack)
+		}
 	}
 }
 
@@ -99,7 +120,7 @@ func (s *winSim) receive(ci int, c kbcore.Command) {
 // dropped before they could be sent (undos of a rejected command).
 func (s *winSim) sendNext(ci int) bool {
 	cl := s.clients[ci]
-	if cl.waiting != "" && s.isPending(ci, cl.waiting) {
+	if cl.waiting != "" && s.isPending(ci, cl.waiting) && !cl.acked[cl.waiting] {
 		return false
 	}
 	for len(cl.outbox) > 0 {
@@ -150,6 +171,10 @@ func (s *winSim) handle(ci int, what string, wasAwaiting bool, acts []kbcore.Act
 				s.t.Fatalf("window %d after %s: refetch but not awaiting", ci, what)
 			}
 			cl.asked = true
+			cl.askedIDs = cl.askedIDs[:0]
+			for _, p := range cl.w.Pending() {
+				cl.askedIDs = append(cl.askedIDs, p.ID)
+			}
 		case kbcore.ActionToast:
 			if a.Code == "" {
 				s.t.Fatalf("window %d after %s: toast without code", ci, what)
@@ -202,14 +227,21 @@ func (s *winSim) check(ci int, what string) {
 
 // read is the server reading a snapshot for window ci: the page lag
 // commands ago (the page and the outcomes are read one after the other, so
-// an outcome may be newer than the page), with the outcomes it knows of the
-// window's pending ids now.
-func (s *winSim) read(ci int, lag int64) winSnap {
+// an outcome may be newer than the page), with the outcomes it knows of
+// ids: those the refetch's request listed, or (nil) the window's pending
+// ids now. A command posted after the request left is not listed, and
+// may be in the page (spec/window.md: the ack of its resend settles it).
+func (s *winSim) read(ci int, lag int64, ids []string) winSnap {
 	seq := max(s.srv.seq()-lag, 0)
 	outcomes := map[string]kbcore.Outcome{}
-	for _, p := range s.clients[ci].w.Pending() {
-		if o, ok := s.srv.outcomes[p.ID]; ok {
-			outcomes[p.ID] = o
+	if ids == nil {
+		for _, p := range s.clients[ci].w.Pending() {
+			ids = append(ids, p.ID)
+		}
+	}
+	for _, id := range ids {
+		if o, ok := s.srv.outcomes[id]; ok {
+			outcomes[id] = o
 		}
 	}
 	return winSnap{doc: s.srv.docs[seq], seq: seq, outcomes: outcomes}
@@ -238,7 +270,7 @@ func (s *winSim) snapshot(ci int, sn winSnap) {
 func (s *winSim) reconnect(ci int) {
 	cl := s.clients[ci]
 	cl.outbox, cl.inbox, cl.asked = nil, nil, false
-	s.snapshot(ci, s.read(ci, 0))
+	s.snapshot(ci, s.read(ci, 0, nil))
 }
 
 // deliver hands window ci its next message from the server.
@@ -247,6 +279,13 @@ func (s *winSim) deliver(ci int, drop bool) {
 	m := cl.inbox[0]
 	cl.inbox = cl.inbox[1:]
 	aw := cl.w.Awaiting()
+	if m.ack {
+		if m.id == cl.waiting {
+			cl.acked[m.id] = true
+		}
+		s.handle(ci, fmt.Sprintf("ack %s at %d", m.id, m.seq), aw, cl.w.Ack(m.id, m.seq))
+		return
+	}
 	if m.seq == 0 {
 		s.handle(ci, "reject "+m.id, aw, cl.w.Reject(m.id, m.code))
 		return
@@ -392,7 +431,7 @@ func TestRapidWindowsConverge(t *testing.T) {
 			known: []string{"a", "b", "k"}}
 		n := rapid.IntRange(2, 3).Draw(t, "windows")
 		for range n {
-			s.clients = append(s.clients, &winClient{w: kbcore.NewWindow(start, 0), sent: map[string]bool{}})
+			s.clients = append(s.clients, &winClient{w: kbcore.NewWindow(start, 0), sent: map[string]bool{}, acked: map[string]bool{}})
 		}
 		steps := rapid.IntRange(1, 120).Draw(t, "steps")
 		for range steps {
@@ -415,7 +454,7 @@ func TestRapidWindowsConverge(t *testing.T) {
 				if cl.asked {
 					cl.asked = false
 					lag := int64(rapid.IntRange(0, 2).Draw(t, "lag"))
-					cl.inflight = append(cl.inflight, s.read(ci, lag))
+					cl.inflight = append(cl.inflight, s.read(ci, lag, append([]string{}, cl.askedIDs...)))
 				}
 			case op == 13:
 				if len(cl.inflight) > 0 {
@@ -432,7 +471,10 @@ func TestRapidWindowsConverge(t *testing.T) {
 		}
 		// Quiescence: deliver everything, without drops; a window that
 		// missed trailing echoes (no later echo showed it a gap) catches up
-		// with a snapshot, as a reconnect would.
+		// with a snapshot, as a reconnect would. A refetch still asked for
+		// lists the ids it listed when asked: a command posted since, and
+		// committed in the snapshot, must leave pending by the ack of its
+		// resend (spec/window.md), or the window ends with it pending.
 		for round := 0; ; round++ {
 			if round > 100 {
 				t.Fatalf("no quiescence after %d rounds", round)
@@ -455,9 +497,13 @@ func TestRapidWindowsConverge(t *testing.T) {
 					progress = true
 				}
 				cl.inflight = nil
-				if cl.asked || (len(cl.inbox) == 0 && cl.w.Seq() < s.srv.seq()) {
+				switch {
+				case cl.asked:
 					cl.asked = false
-					s.snapshot(ci, s.read(ci, 0))
+					s.snapshot(ci, s.read(ci, 0, append([]string{}, cl.askedIDs...)))
+					progress = true
+				case len(cl.inbox) == 0 && cl.w.Seq() < s.srv.seq():
+					s.snapshot(ci, s.read(ci, 0, nil))
 					progress = true
 				}
 			}
@@ -626,4 +672,46 @@ func TestLimitUndo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestToastIDs: a toast names the command it rejects (spec/window.md), and
+// the toasts of undo's and redo's checks, which issue nothing, name none.
+func TestToastIDs(t *testing.T) {
+	doc, err := kbcore.ParseDoc([]byte(`{"nodes":[{"id":"a","kind":"text","parent":null,"rank":"a0","text":"A"}],"page":{"aliases":[],"dir":"","id":"00000000-0000-0000-0000-000000000001","merged_into":null,"title":"P"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := func(id, typ, payload string) kbcore.Command {
+		return kbcore.Command{ID: id, Type: typ, Payload: json.RawMessage(payload)}
+	}
+	restore := cmd("c1", "restore", `{"nodes":[{"id":"x","rank":"a1","text":"X"},{"id":"y","rank":"a2","text":"Y"}]}`)
+	toast := func(what string, acts []kbcore.Action, code, id string) {
+		t.Helper()
+		for _, a := range acts {
+			if a.Kind == kbcore.ActionToast {
+				if a.Code != code || a.ID != id {
+					t.Errorf("%s: toast %s naming %q, want %s naming %q", what, a.Code, a.ID, code, id)
+				}
+				return
+			}
+		}
+		t.Errorf("%s: no toast in %v", what, acts)
+	}
+	w := kbcore.NewWindow(doc, 0)
+	toast("undo on an empty stack", w.Undo([]string{"u0"}), kbcore.ToastNothingToUndo, "")
+	toast("redo on an empty stack", w.Redo([]string{"r0"}), kbcore.ToastNothingToRedo, "")
+	toast("local the reducer rejects", w.Local(cmd("c0", kbcore.TypeEditText, `{"node":"ghost","text":"x"}`)), "node-not-found", "c0")
+	if acts := w.Local(restore); len(acts) != 1 || acts[0].Kind != kbcore.ActionSend {
+		t.Fatalf("local c1: %v", acts)
+	}
+	toast("local with a pending id", w.Local(cmd("c1", kbcore.TypeEditText, `{"node":"a","text":"x"}`)), kbcore.ToastDuplicateID, "c1")
+	toast("undo with too few ids", w.Undo([]string{"u1"}), kbcore.ToastMissingIDs, "")
+	toast("undo with a pending id", w.Undo([]string{"u1", "c1"}), kbcore.ToastDuplicateID, "")
+	toast("undo with an id twice", w.Undo([]string{"u1", "u1"}), kbcore.ToastDuplicateID, "")
+	w.Echo(1, restore)
+	w.Echo(2, cmd("f1", kbcore.TypeDelete, `{"node":"y"}`))
+	toast("undo stopped by the reducer", w.Undo([]string{"u1", "u2"}), "node-not-found", "u2")
+	toast("reject", w.Reject("u1", "page-not-found"), "page-not-found", "u1")
+	w.Local(cmd("c2", kbcore.TypeEditText, `{"node":"a","text":"x"}`))
+	toast("snapshot rejection", w.Snapshot(doc, 2, map[string]kbcore.Outcome{"c2": {Rejected: &kbcore.Rejection{Code: "node-not-found"}}}), "node-not-found", "c2")
 }

@@ -30,6 +30,9 @@ export const BROKEN = {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// ECHO_WAIT_MS bounds the wait for the echo of an acknowledged command.
+const ECHO_WAIT_MS = 2000;
+
 export class ClientWindow {
   constructor({ url, token, deviceId, pageId, broken, log }) {
     this.url = url.replace(/\/+$/, "");
@@ -263,14 +266,25 @@ export class ClientWindow {
     this.server = parseDoc(snap.doc);
     this.seq = snap.seq;
     this.awaiting = false;
+    // Outcomes first, in pending order (a rejected undo is toasted even
+    // when the command it reverts is rejected too); then the undecided
+    // undos of rejected commands are dropped (spec/window.md, snapshot).
+    const rejected = new Set();
     for (const c of [...this.pending]) {
       const o = snap.outcomes?.[c.id];
-      if (o?.rejected) this.reject(c.id, o.rejected.code);
-      else if (o && o.seq <= snap.seq) {
+      if (o?.rejected && this.broken === "keep-rejected") this.reject(c.id, o.rejected.code);
+      else if (o?.rejected) {
+        this.toast(o.rejected.code, c.id);
+        this.pending = this.pending.filter((p) => p.id !== c.id);
+        this.acked.delete(c.id);
+        this.forget(c.id);
+        rejected.add(c.id);
+      } else if (o && o.seq >= 1 && o.seq <= snap.seq) {
         this.pending = this.pending.filter((p) => p.id !== c.id);
         this.acked.delete(c.id);
       }
     }
+    this.dropReverting(rejected);
     // Every command still pending is sent again (the server deduplicates).
     for (const c of this.pending) if (this.broken !== "keep-rejected") this.acked.delete(c.id);
     this.rebase();
@@ -346,11 +360,19 @@ export class ClientWindow {
           return;
         }
         this.acked.add(c.id); // committed at res.seq: pending until its echo
+        this.awaitEcho(res.seq);
         return;
       } catch (err) {
         const rej = err?.data?.rejection ?? err?.shape?.data?.rejection;
         if (rej) {
           this.reject(c.id, rej.code);
+          return;
+        }
+        const status = err?.data?.httpStatus ?? err?.shape?.data?.httpStatus;
+        if (status >= 400 && status < 500 && ![408, 409, 429].includes(status)) {
+          // Refused (spec/window.md): final, nothing logged; no resend.
+          this.log(`kb.command ${c.id.slice(0, 8)}: ${err.message}; refused`);
+          this.reject(c.id, "refused");
           return;
         }
         // Not decided (a lost answer, a 5xx, a restarting instance):
@@ -367,6 +389,18 @@ export class ClientWindow {
         await sleep(Math.min(10 * 2 ** attempt, 300));
       }
     }
+  }
+
+  // awaitEcho: the echo of a command committed at seq is owed; if the
+  // window's seq is still below it ECHO_WAIT_MS later, the event was lost
+  // (a live subscription has no gaps) and the window resubscribes after
+  // its seq (spec/window.md).
+  awaitEcho(seq) {
+    setTimeout(() => {
+      if (this.closed || this.seq >= seq) return;
+      this.log(`echo of seq ${seq} overdue at seq ${this.seq}; resubscribing`);
+      this.subscribe(String(this.seq));
+    }, ECHO_WAIT_MS).unref?.();
   }
 
   // refetch asks for the page with the pending ids until a snapshot at or

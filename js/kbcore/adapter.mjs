@@ -26,6 +26,7 @@ function windowScript(given, steps) {
       switch (names[0]) {
         case "local": actions = w.local(e); break;
         case "echo": actions = w.echo(e.seq ?? 0, e.cmd); break;
+        case "ack": actions = w.ack(e.id, e.seq ?? 0); break;
         case "reject": actions = w.reject(e.id, e.code); break;
         case "snapshot": actions = w.snapshot(e.doc, e.seq ?? 0, e.outcomes); break;
         case "undo": actions = w.undo(e.ids ?? []); break;

@@ -39,6 +39,7 @@ export class Window {
   constructor(doc: Doc | string, seq?: number);
   local(cmd: AnyCommand): Action[];
   echo(seq: number, cmd: AnyCommand): Action[];
+  ack(id: string, seq: number): Action[];
   reject(id: string, code: string): Action[];
   snapshot(doc: Doc | string, seq: number, outcomes?: Record<string, Outcome> | null): Action[];
   undo(ids?: string[]): Action[];

@@ -12,7 +12,7 @@
 const OP = {
   apply: 1, tokenize: 2, tokenizeFormula: 3, index: 4, plan: 5, rankBetween: 6, rankNBetween: 7,
   windowOpen: 8, windowLocal: 9, windowEcho: 10, windowReject: 11, windowSnapshot: 12,
-  windowUndo: 13, windowRedo: 14, windowState: 15, windowClose: 16, canonical: 17,
+  windowUndo: 13, windowRedo: 14, windowState: 15, windowClose: 16, canonical: 17, windowAck: 18,
 };
 
 const WASM = new URL("./kbcore.wasm", import.meta.url);
@@ -172,6 +172,7 @@ export class Window {
   }
   local(cmd) { return this.#event(OP.windowLocal, 0, cmd); }
   echo(seq, cmd) { return this.#event(OP.windowEcho, seq, cmd); }
+  ack(id, seq) { return this.#event(OP.windowAck, seq, String(id)); }
   reject(id, code) { return this.#event(OP.windowReject, 0, String(id), String(code)); }
   snapshot(doc, seq, outcomes) { return this.#event(OP.windowSnapshot, seq, doc, outcomes == null ? "" : outcomes); }
   undo(ids = []) { return this.#event(OP.windowUndo, 0, ids); }

@@ -268,6 +268,7 @@ export interface TokenizeOk { type: "tokenize_ok"; in_reply_to: number; refs: Re
 export type WindowEvent =
   | { local: Command }
   | { echo: { seq: number; cmd: Command } }
+  | { ack: { id: string; seq: number } }
   | { reject: { id: string; code: string } }
   | { snapshot: { doc: Doc; seq: number; outcomes?: Record<string, { seq?: number; rejected?: { code: string; message?: string } }> } }
   | { undo: { ids: string[] } }

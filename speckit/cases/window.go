@@ -16,7 +16,7 @@ import (
 const SuiteWindow = "window"
 
 // windowEvents are the event names of spec/window.md, in spec order.
-var windowEvents = []string{"local", "echo", "reject", "snapshot", "undo", "redo"}
+var windowEvents = []string{"local", "echo", "ack", "reject", "snapshot", "undo", "redo"}
 
 // windowExpects are the keys a step's expect may hold.
 var windowExpects = map[string]bool{"seq": true, "pending": true, "rendered": true, "server": true, "actions": true}
@@ -28,6 +28,10 @@ type windowEvent struct {
 		Seq int64           `json:"seq"`
 		Cmd *kbcore.Command `json:"cmd"`
 	} `json:"echo"`
+	Ack *struct {
+		ID  string `json:"id"`
+		Seq int64  `json:"seq"`
+	} `json:"ack"`
 	Reject *struct {
 		ID   string `json:"id"`
 		Code string `json:"code"`
@@ -97,7 +101,7 @@ func windowStep(w *kbcore.Window, raw json.RawMessage) ([]kbcore.Action, error) 
 		return nil, err
 	}
 	set := 0
-	for _, p := range []bool{ev.Local != nil, ev.Echo != nil, ev.Reject != nil, ev.Snapshot != nil, ev.Undo != nil, ev.Redo != nil} {
+	for _, p := range []bool{ev.Local != nil, ev.Echo != nil, ev.Ack != nil, ev.Reject != nil, ev.Snapshot != nil, ev.Undo != nil, ev.Redo != nil} {
 		if p {
 			set++
 		}
@@ -113,6 +117,11 @@ func windowStep(w *kbcore.Window, raw json.RawMessage) ([]kbcore.Action, error) 
 			return nil, errors.New("echo.cmd is missing")
 		}
 		return w.Echo(ev.Echo.Seq, *ev.Echo.Cmd), nil
+	case ev.Ack != nil:
+		if ev.Ack.ID == "" {
+			return nil, errors.New("ack needs id and seq")
+		}
+		return w.Ack(ev.Ack.ID, ev.Ack.Seq), nil
 	case ev.Reject != nil:
 		if ev.Reject.ID == "" || ev.Reject.Code == "" {
 			return nil, errors.New("reject needs id and code")

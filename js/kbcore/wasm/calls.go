@@ -42,6 +42,7 @@ const (
 	opWindowState
 	opWindowClose
 	opCanonical
+	opWindowAck
 )
 
 // session holds the open windows by handle: the Window state machine
@@ -104,7 +105,7 @@ func (s *session) call(op int, ints [2]int64, args [4][]byte) ([]byte, error) {
 		s.next++
 		s.windows[s.next] = kbcore.NewWindow(d, ints[0])
 		return strconv.AppendInt(nil, s.next, 10), nil
-	case opWindowLocal, opWindowEcho, opWindowReject, opWindowSnapshot, opWindowUndo, opWindowRedo, opWindowState, opWindowClose:
+	case opWindowLocal, opWindowEcho, opWindowAck, opWindowReject, opWindowSnapshot, opWindowUndo, opWindowRedo, opWindowState, opWindowClose:
 		w, ok := s.windows[ints[0]]
 		if !ok {
 			return nil, fmt.Errorf("kbcore: no open window %d", ints[0])
@@ -246,7 +247,8 @@ func plan(req []byte) ([]byte, error) {
 }
 
 // windowEvent delivers one event to w. The args of each event: local
-// (cmd), echo (seq in ints[1]; cmd), reject (id, code), snapshot (doc,
+// (cmd), echo (seq in ints[1]; cmd), ack (seq in ints[1]; id), reject
+// (id, code), snapshot (doc,
 // outcomes or empty; seq in ints[1]), undo and redo (ids as a JSON list).
 func windowEvent(w *kbcore.Window, op int, seq int64, args [4][]byte) ([]kbcore.Action, error) {
 	switch op {
@@ -259,6 +261,11 @@ func windowEvent(w *kbcore.Window, op int, seq int64, args [4][]byte) ([]kbcore.
 			return w.Local(c), nil
 		}
 		return w.Echo(seq, c), nil
+	case opWindowAck:
+		if len(args[0]) == 0 {
+			return nil, errors.New("kbcore: ack needs id and seq")
+		}
+		return w.Ack(string(args[0]), seq), nil
 	case opWindowReject:
 		if len(args[0]) == 0 || len(args[1]) == 0 {
 			return nil, errors.New("kbcore: reject needs id and code")
