@@ -108,6 +108,8 @@ var Checks = []Checker{
 	{CheckResume, "PROTOCOL.md 4.4", "a subscription opened with lastEventId N delivers N+1, N+2, ... (nothing <= N, no hole)", exercisedOnly(CheckResume, "no subscription was opened after a seq")},
 	{CheckOutcomes, "PROTOCOL.md 4.2", "a refetch's outcomes list every pending id the server had decided, with that decision", exercisedOnly(CheckOutcomes, "no refetch had a pending id the server had decided")},
 	{CheckDedup, "PROTOCOL.md 4.1", "a retry of a decided id gets the original decision (duplicate: true, the original seq)", exercisedOnly(CheckDedup, "no decided id was sent again")},
+	{CheckLocalRejection, "ADAPTER.md 7; window.md", "a client window toasts an intent its reducer rejects, with its id, and never sends it", exercisedOnly(CheckLocalRejection, "no intent of a client window was rejected locally")},
+	{CheckPending, "window.md; ADAPTER.md 7", "a client window's command leaves `pending` only after its echo, an answer or an outcome reached the client", exercisedOnly(CheckPending, "no command left a client window's pending")},
 }
 
 // Checkers lists every checker's name in report order.

@@ -74,6 +74,8 @@ type proxyRec struct {
 	after    int64
 	hasAfter bool
 	cmdID    string
+	outcomes []string // snapshot: the ids its outcomes name
+	conn     int64    // subscribe: when its WebSocket connection arrived
 }
 
 func newClientProxy(t Target, inst int, start time.Time, seed int64, k int, faults Faults) *clientProxy {
@@ -321,10 +323,14 @@ func (p *clientProxy) answers(procs []string, inputs []json.RawMessage, body []b
 			rec.kind, rec.page = recSnapshot, in.PageID
 			if rec.err == "" && ans.Result != nil {
 				var d struct {
-					Seq int64 `json:"seq"`
+					Seq      int64                      `json:"seq"`
+					Outcomes map[string]json.RawMessage `json:"outcomes"`
 				}
 				_ = json.Unmarshal(ans.Result.Data, &d)
 				rec.seq = d.Seq
+				for id := range d.Outcomes {
+					rec.outcomes = append(rec.outcomes, id)
+				}
 			} else if rec.err == "" {
 				rec.err = "no snapshot"
 			}
