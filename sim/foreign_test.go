@@ -195,7 +195,7 @@ func TestForeignClientBugsAreCaught(t *testing.T) {
 		{"resume-from-zero", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}},
 		{"echo-on-top", CheckConvergence, Options{}},
 		// The client rules (foreign_rules.go).
-		{"duplicate-twice", CheckConvergence, Options{Faults: true, ClientFaults: &Faults{Duplicate: 0.5}}},
+		{"duplicate-twice", CheckConvergence, Options{Faults: true, ClientFaults: &Faults{Duplicate: 0.3}}},
 		{"out-of-order", CheckConvergence, Options{Faults: true, ClientFaults: &Faults{Reorder: 0.3}}},
 		{"give-up", CheckPending, Options{Faults: true, ClientFaults: &Faults{LoseResponse: 0.5, Drop: 0.5}}},
 		{"no-local-toast", CheckLocalRejection, Options{}},

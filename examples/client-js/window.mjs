@@ -26,7 +26,7 @@ export const BROKEN = {
   "drop-pending-on-reconnect": "forgets its pending commands when the socket reconnects",
   "resume-from-zero": "resubscribes without lastEventId after a reconnect and applies old events again",
   "echo-on-top": "applies every echo on top of what it renders, its own echoes too, instead of rebasing",
-  "duplicate-twice": "applies a duplicated event a second time",
+  "duplicate-twice": "applies a duplicated event a second time, as the next seq (it counts events)",
   "out-of-order": "applies an echo past a gap at once, and the missing ones as they come, in arrival order",
   "give-up": "drops a command from pending after two failed sends, with no toast",
   "no-local-toast": "shows no toast when its reducer rejects an intent",
@@ -213,8 +213,11 @@ export class ClientWindow {
       if (seq <= this.seq && !this.missing.delete(seq)) return;
       for (let s = this.seq + 1; s < seq; s++) this.missing.add(s);
     } else if (seq <= this.seq && this.broken === "duplicate-twice" && seq === this.seq) {
-      const r = apply(this.server, cmd); // the bug: a duplicate applied again
+      // The bug: it counts events instead of reading their seq, so a
+      // duplicate is applied again as the next one.
+      const r = apply(this.server, cmd);
       if (r.doc) this.server = r.doc;
+      this.seq++;
       this.rebase();
       return;
     } else if (seq <= this.seq && this.broken !== "resume-from-zero") {
