@@ -203,7 +203,7 @@ func TestForeignClientBugsAreCaught(t *testing.T) {
 		{"resubscribe-wrong-seq", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}},
 		// Others' echoes applied on top, and no server document to
 		// compare with: the kit's own fold of the log catches it.
-		{"no-server-doc", CheckConvergence, Options{Windows: 2, Pages: 1}},
+		{"no-server-doc", CheckConvergence, Options{Windows: 2, Pages: 1, Steps: 200}},
 	} {
 		t.Run(tc.bug, func(t *testing.T) {
 			opts := tc.opts
