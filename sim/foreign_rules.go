@@ -215,8 +215,9 @@ func (s *sim) checkLeftPending(fw *foreignWin, prev, rp *clientReply, lost map[s
 // the reference reducer rejects on what the window rendered: on the fold
 // its previous reply stands for, on the one this reply stands for without
 // the intent (the client applied it somewhere between the two), and on
-// the documents both replies rendered (a client that renders wrong, and
-// so accepts what it should not, is the convergence checker's).
+// the document the previous reply rendered; and this reply renders that
+// fold (the intent skipped). A client that renders wrong, and so accepts
+// what it should not, is the convergence checker's.
 func (s *sim) checkLocalRejection(fw *foreignWin, prev, rp *clientReply, fold func(int64, []string) (kbcore.Doc, bool)) {
 	id := rp.intent.ID
 	c := fw.given[id]
@@ -246,7 +247,7 @@ func (s *sim) checkLocalRejection(fw *foreignWin, prev, rp *clientReply, fold fu
 	}
 	r1, r2 := kbcore.Apply(before, c), kbcore.Apply(earlier, c)
 	if r1.Rejected == nil || r2.Rejected == nil || !prev.ok || !rp.ok ||
-		kbcore.Apply(prev.rendered, c).Rejected == nil || kbcore.Apply(rp.rendered, c).Rejected == nil {
+		kbcore.Apply(prev.rendered, c).Rejected == nil || !rp.rendered.Equal(before) {
 		return
 	}
 	s.exercise(CheckLocalRejection)
