@@ -131,6 +131,10 @@ func prefixDocs(ps *pageState) []kbcore.Doc {
 func (s *sim) checkClientRules(fw *foreignWin, ps *pageState) {
 	r := &fw.rules
 	docs := prefixDocs(ps)
+	logSeq := map[string]int64{}
+	for _, ev := range ps.log {
+		logSeq[ev.Cmd.ID] = ev.Seq
+	}
 	body := func(id string) (kbcore.Command, bool) {
 		if c, ok := fw.given[id]; ok {
 			return c, true
@@ -173,7 +177,7 @@ func (s *sim) checkClientRules(fw *foreignWin, ps *pageState) {
 			s.checkLeftPending(fw, prev, rp, lost)
 		}
 		if rp.intent != nil && rp.intent.ID != "" {
-			s.checkLocalRejection(fw, prev, rp, fold)
+			s.checkLocalRejection(fw, prev, rp, fold, logSeq)
 		}
 		prev = rp
 	}
@@ -215,10 +219,11 @@ func (s *sim) checkLeftPending(fw *foreignWin, prev, rp *clientReply, lost map[s
 // the reference reducer rejects on what the window rendered: on the fold
 // its previous reply stands for, on the one this reply stands for without
 // the intent (the client applied it somewhere between the two), and on
-// the document the previous reply rendered; and this reply renders that
+// the document the previous reply rendered, and on the folds between the
+// two (the log's echoes applied one by one); and this reply renders that
 // fold (the intent skipped). A client that renders wrong, and so accepts
 // what it should not, is the convergence checker's.
-func (s *sim) checkLocalRejection(fw *foreignWin, prev, rp *clientReply, fold func(int64, []string) (kbcore.Doc, bool)) {
+func (s *sim) checkLocalRejection(fw *foreignWin, prev, rp *clientReply, fold func(int64, []string) (kbcore.Doc, bool), logSeq map[string]int64) {
 	id := rp.intent.ID
 	c := fw.given[id]
 	if !slices.Contains(rp.pending, id) {
@@ -249,6 +254,19 @@ func (s *sim) checkLocalRejection(fw *foreignWin, prev, rp *clientReply, fold fu
 	if r1.Rejected == nil || r2.Rejected == nil || !prev.ok || !rp.ok ||
 		kbcore.Apply(prev.rendered, c).Rejected == nil || !rp.rendered.Equal(before) {
 		return
+	}
+	// The states between the two replies: the echoes from prev.seq to
+	// rp.seq applied one by one, each own one leaving pending.
+	for seq := prev.seq + 1; seq < rp.seq; seq++ {
+		var q []string
+		for _, p := range prev.pending {
+			if at := logSeq[p]; slices.Contains(rp.pending, p) || at == 0 || at > seq {
+				q = append(q, p)
+			}
+		}
+		if d, ok := fold(seq, q); !ok || kbcore.Apply(d, c).Rejected == nil {
+			return
+		}
 	}
 	s.exercise(CheckLocalRejection)
 	s.find(CheckLocalRejection, "%s took intent %s (%s %s) as pending at %.3fs, though the reducer rejects it (%s) on what the window rendered (seq %d, %d pending): a local rejection is a toast, nothing is sent (spec/ADAPTER.md 7; spec/window.md, local)",
