@@ -75,7 +75,6 @@ type proxyRec struct {
 	hasAfter bool
 	cmdID    string
 	outcomes []string // snapshot: the ids its outcomes name
-	conn     int64    // subscribe: when its WebSocket connection arrived
 }
 
 func newClientProxy(t Target, inst int, start time.Time, seed int64, k int, faults Faults) *clientProxy {

@@ -17,7 +17,6 @@ import (
 // client's subscriptions are recorded (page, lastEventId) on the way up;
 // the server's tracked events go down through the seed's echo faults.
 func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
-	conn := p.now() // before the client can send anything on it
 	ctx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
 	down, up, ok := wsrelay.Pair(ctx, w, r, *p.upstream())
@@ -47,7 +46,7 @@ func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 			subsMu.Lock()
 			subs[string(m.id)] = m.page
 			subsMu.Unlock()
-			p.record(proxyRec{kind: recSubscribe, page: m.page, after: m.after, hasAfter: m.hasAfter, conn: conn})
+			p.record(proxyRec{kind: recSubscribe, page: m.page, after: m.after, hasAfter: m.hasAfter})
 		}
 		return b
 	})

@@ -30,8 +30,8 @@ import (
 // Timing: the proxy records an event, an answer or a snapshot before it
 // writes it to the client, and the kit notes a reply after it has it, so
 // what the client could have known when it computed a reply was recorded
-// before the reply's time; a subscription is sent after its connection
-// arrived, and after every event the client had received.
+// before the reply's time; a subscription is recorded after every event
+// the client had received when it sent it.
 
 // Checkers of the client rules, beside those of checks.go.
 const (
@@ -61,7 +61,7 @@ type clientReply struct {
 
 // clientSub is a kb.onPage subscription of the window's page.
 type clientSub struct {
-	at, conn int64 // when the proxy had it; when its connection arrived
+	at       int64 // when the proxy had it
 	after    int64
 	hasAfter bool
 	seen     int64 // the highest seq delivered to the client before it
@@ -106,7 +106,7 @@ func (r *clientRules) record(rec proxyRec, page string) {
 		}
 	case recSubscribe:
 		if rec.page == page {
-			r.subs = append(r.subs, clientSub{at: rec.at, conn: rec.conn, after: rec.after, hasAfter: rec.hasAfter, seen: r.seen})
+			r.subs = append(r.subs, clientSub{at: rec.at, after: rec.after, hasAfter: rec.hasAfter, seen: r.seen})
 		}
 	}
 }
