@@ -125,6 +125,10 @@ var Checks = []Checker{
 		"decided pending ids", evidenceOf(CheckOutcomes)},
 	{CheckDedup, "PROTOCOL.md 4.1", "a retry of a decided id gets the original decision (duplicate: true, the original seq)", noRun,
 		"retries of decided ids", evidenceOf(CheckDedup)},
+	{CheckLocalRejection, "ADAPTER.md 7; window.md", "a client window toasts an intent its reducer rejects, with its id, and never sends it", noRun,
+		"local rejections", evidenceOf(CheckLocalRejection)},
+	{CheckPending, "window.md; ADAPTER.md 7", "a client window's command leaves `pending` only after its echo, an answer or an outcome reached the client", noRun,
+		"commands settled", evidenceOf(CheckPending)},
 }
 
 // Checkers lists every checker's name in report order.

@@ -56,6 +56,7 @@ type foreignWin struct {
 	pages    int // kb.page calls for its page
 	subs     int
 	coverage ClientCoverage
+	rules    clientRules // replies and records for the client rules (foreign_rules.go)
 }
 
 type seqDoc struct {
@@ -218,6 +219,7 @@ func (s *sim) observe(fw *foreignWin, st adapter.ClientState) {
 	} else {
 		fw.doc = d
 	}
+	fw.rules.reply(s.now(), st, d, err == nil)
 	for _, id := range st.Pending {
 		fw.accepted[id] = true
 	}
@@ -297,6 +299,7 @@ func (s *sim) stepForeign(fw *foreignWin) error {
 		}
 		s.logf("%s intent %s %s %s -> seq %d, %d pending", fw.name(), req.Intent, shortID(req.ID), req.Payload, st.Seq, len(st.Pending))
 		s.rec.foreignIntent(fw, req)
+		fw.rules.intent = &req
 		s.observe(fw, st)
 	}
 	s.drainForeign()
@@ -397,6 +400,7 @@ func (s *sim) drainForeign() {
 
 func (s *sim) foreignRecord(fw *foreignWin, r proxyRec) {
 	page := s.pages[fw.page]
+	fw.rules.record(r, page)
 	switch r.kind {
 	case recPost:
 		s.foreignPost(fw, r)

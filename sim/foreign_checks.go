@@ -52,6 +52,7 @@ func (s *sim) checkForeign(pages map[string]*pageState) {
 			}
 		}
 		s.checkForeignCommands(fw, ps)
+		s.checkClientRules(fw, ps)
 		if fw.gapOpen {
 			s.stats.Gaps++
 			s.find(CheckRefetch, "%s was delivered seq %d on page %s after a hole at seq %d and never called kb.page after it (spec/window.md: a gap refetches)",

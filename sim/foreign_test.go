@@ -100,10 +100,14 @@ func TestForeignClientPasses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			intents := map[string]int{}
+			ran := map[string]int{}
 			for _, r := range runForeign(t, tc.opts, 0, 1, 2) {
 				for _, c := range r.Checks {
 					if !c.Passed {
 						t.Errorf("seed %d: %s failed:\n%s\n%s", r.Seed, c.Name, c.Detail, tail(r.History, 40))
+					}
+					if !c.Skipped {
+						ran[c.Name]++
 					}
 				}
 				if len(r.Clients) != len(tc.opts.Clients) {
@@ -118,6 +122,12 @@ func TestForeignClientPasses(t *testing.T) {
 			for _, in := range []string{"create-after", "edit-text", "delete", "move-node", "indent", "outdent", "undo"} {
 				if intents[in] == 0 {
 					t.Errorf("no %s intent was drawn in 3 seeds: %v", in, intents)
+				}
+			}
+			// The client rules had something to hold the client to.
+			for _, name := range []string{CheckLocalRejection, CheckPending} {
+				if ran[name] == 0 {
+					t.Errorf("the %s checker was skipped in all 3 seeds", name)
 				}
 			}
 		})
@@ -184,14 +194,32 @@ func TestForeignClientBugsAreCaught(t *testing.T) {
 		{"drop-pending-on-reconnect", CheckExactlyOnce, Options{Faults: true, ClientFaults: &Faults{}}},
 		{"resume-from-zero", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}},
 		{"echo-on-top", CheckConvergence, Options{}},
+		// The client rules (foreign_rules.go).
+		{"duplicate-twice", CheckConvergence, Options{Faults: true, ClientFaults: &Faults{Duplicate: 0.3}}},
+		{"out-of-order", CheckConvergence, Options{Faults: true, ClientFaults: &Faults{Reorder: 0.3}}},
+		{"give-up", CheckPending, Options{Faults: true, ClientFaults: &Faults{LoseResponse: 0.5, Drop: 0.5}}},
+		{"no-local-toast", CheckLocalRejection, Options{}},
+		{"send-local-rejections", CheckLocalRejection, Options{}},
+		{"resubscribe-wrong-seq", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}},
+		// Others' echoes applied on top, and no server document to
+		// compare with: the kit's own fold of the log catches it.
+		{"no-server-doc", CheckConvergence, Options{Windows: 2, Pages: 1, Steps: 200}},
 	} {
 		t.Run(tc.bug, func(t *testing.T) {
 			opts := tc.opts
 			opts.Clients = []string{cl + " --broken " + tc.bug}
 			var caught []int64
 			for _, r := range runForeign(t, opts, 0, 1, 2) {
-				if slices.Contains(failedCheckers(r), tc.checker) {
-					caught = append(caught, r.Seed)
+				if !slices.Contains(failedCheckers(r), tc.checker) {
+					continue
+				}
+				caught = append(caught, r.Seed)
+				if tc.bug == "no-server-doc" {
+					for _, c := range r.Checks {
+						if c.Name == tc.checker && !strings.Contains(c.Detail, "not the fold of the log's first") {
+							t.Errorf("seed %d: %s did not come from the kit's fold of the log:\n%s", r.Seed, tc.checker, c.Detail)
+						}
+					}
 				}
 			}
 			if len(caught) == 0 {

@@ -26,6 +26,13 @@ export const BROKEN = {
   "drop-pending-on-reconnect": "forgets its pending commands when the socket reconnects",
   "resume-from-zero": "resubscribes without lastEventId after a reconnect and applies old events again",
   "echo-on-top": "applies every echo on top of what it renders, its own echoes too, instead of rebasing",
+  "duplicate-twice": "applies a duplicated event a second time, as the next seq (it counts events)",
+  "out-of-order": "applies an echo past a gap at once, and the missing ones as they come, in arrival order",
+  "give-up": "drops a command from pending after two failed sends, with no toast",
+  "no-local-toast": "shows no toast when its reducer rejects an intent",
+  "send-local-rejections": "keeps an intent its reducer rejects pending and sends it",
+  "resubscribe-wrong-seq": "resubscribes after a reconnect with lastEventId one past its seq",
+  "no-server-doc": "reports no server document, and applies others' echoes on top of what it renders",
 };
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -56,6 +63,7 @@ export class ClientWindow {
     this.undoStack = []; // entries {ids, cmds}: the commands that revert one step
     this.redoStack = [];
     this.reverts = new Map(); // pending undo/redo command id -> the ids it reverts
+    this.missing = new Set(); // --broken out-of-order: seqs skipped, applied when they come
   }
 
   // open resolves once the snapshot is shown and the subscription asked
@@ -113,6 +121,7 @@ export class ClientWindow {
       this.rebase();
     }
     if (this.broken === "resume-from-zero") this.subscribe(undefined);
+    if (this.broken === "resubscribe-wrong-seq") this.subscribe(String(this.seq + 1));
   }
 
   close() {
@@ -141,8 +150,13 @@ export class ClientWindow {
         break;
       }
       const r = apply(this.rendered, c);
+      if (!r.doc && this.broken === "send-local-rejections" && r.rejected) {
+        this.pending.push(c); // the bug: sent for the server to reject
+        ids.push(c.id);
+        continue;
+      }
       if (!r.doc) {
-        this.toast(r.rejected ? r.rejected.code : "not-supported", c.id);
+        if (this.broken !== "no-local-toast") this.toast(r.rejected ? r.rejected.code : "not-supported", c.id);
         ok = false;
         break;
       }
@@ -202,8 +216,21 @@ export class ClientWindow {
 
   echo(seq, cmd) {
     if (this.closed) return;
-    if (seq <= this.seq && this.broken !== "resume-from-zero") return; // a duplicate
-    if (seq > this.seq + 1 && this.broken !== "no-refetch") {
+    if (this.broken === "out-of-order") {
+      if (seq <= this.seq && !this.missing.delete(seq)) return;
+      for (let s = this.seq + 1; s < seq; s++) this.missing.add(s);
+    } else if (seq <= this.seq && this.broken === "duplicate-twice" && seq === this.seq) {
+      // The bug: it counts events instead of reading their seq, so a
+      // duplicate is applied again as the next one.
+      const r = apply(this.server, cmd);
+      if (r.doc) this.server = r.doc;
+      this.seq++;
+      this.rebase();
+      return;
+    } else if (seq <= this.seq && this.broken !== "resume-from-zero") {
+      return; // a duplicate
+    }
+    if (seq > this.seq + 1 && this.broken !== "no-refetch" && this.broken !== "out-of-order") {
       this.buffer.set(seq, cmd);
       if (!this.awaiting) {
         this.awaiting = true;
@@ -226,7 +253,7 @@ export class ClientWindow {
       this.pending.splice(own, 1);
       this.acked.delete(cmd.id);
     }
-    if (this.broken === "echo-on-top") {
+    if (this.broken === "echo-on-top" || (this.broken === "no-server-doc" && own < 0)) {
       const t = apply(this.rendered, cmd);
       if (t.doc) this.rendered = t.doc;
     } else {
@@ -318,7 +345,7 @@ export class ClientWindow {
       seq: this.seq,
       pending: this.pending.map((c) => c.id),
       rendered: docJSON(this.rendered),
-      server: docJSON(this.server),
+      server: this.broken === "no-server-doc" ? undefined : docJSON(this.server),
       toasts,
       awaiting: this.awaiting,
     };
@@ -377,6 +404,13 @@ export class ClientWindow {
         }
         // Not decided (a lost answer, a 5xx, a restarting instance):
         // resend the same envelope.
+        if (this.broken === "give-up" && attempt >= 1) {
+          // The bug: the edit is dropped silently after two failed sends.
+          const i = this.pending.indexOf(c);
+          if (i >= 0) this.pending.splice(i, 1);
+          this.rebase();
+          return;
+        }
         this.log(`kb.command ${c.id.slice(0, 8)}: ${err.message}; resending`);
         if (this.broken === "new-id-on-retry") {
           // The bug: the failed command is issued again as a new one.
