@@ -131,6 +131,15 @@ var Checks = []Checker{
 		"commands settled", evidenceOf(CheckPending)},
 }
 
+// clientOnly are the checkers of rules only a foreign client keeps
+// (spec/ADAPTER.md 7): a seed without clients does not report them (they
+// do not apply, rather than having nothing to check).
+var clientOnly = map[string]bool{CheckLocalRejection: true, CheckPending: true}
+
+// ClientRule reports whether the checker name holds a rule only a foreign
+// client keeps, reported by seeds with clients alone.
+func ClientRule(name string) bool { return clientOnly[name] }
+
 // Checkers lists every checker's name in report order.
 var Checkers = func() []string {
 	out := make([]string, len(Checks))
@@ -227,6 +236,9 @@ func (s *sim) check() ([]CheckResult, string) {
 	s.checkForeign(f.pages)
 	var out []CheckResult
 	for _, ch := range Checks {
+		if clientOnly[ch.Name] && len(s.foreign) == 0 {
+			continue
+		}
 		// The findings made while the seed ran come first: they happened
 		// first, and the checks at the end often only see their effects.
 		found := ch.run(s, f)

@@ -47,7 +47,7 @@ func TestExampleClientOpenGivesUpInTime(t *testing.T) {
 func TestForeignClientOpenError(t *testing.T) {
 	script := `read l; echo '{"type":"init_ok","in_reply_to":1,"suites":["client"],"intents":["edit-text"]}'; ` +
 		`read l; echo '{"type":"error","in_reply_to":2,"code":13,"text":"kb.page failed: 503"}'; cat >/dev/null`
-	r := runForeign(t, Options{Windows: 1, Clients: []string{"sh -c " + shellQuote(script)}, Steps: 10}, 0)[0]
+	r := runForeign(t, Options{Windows: 1, Others: -1, Clients: []string{"sh -c " + shellQuote(script)}, Steps: 10}, 0)[0]
 	var protocol string
 	for _, c := range r.Checks {
 		if c.Name == CheckProtocol {

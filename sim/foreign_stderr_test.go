@@ -16,7 +16,7 @@ func TestForeignClientStderrPrefix(t *testing.T) {
 	var stderr syncio.Buffer
 	script := `echo hello from the client >&2; echo second line >&2; read l; ` +
 		`echo '{"type":"init_ok","in_reply_to":1,"suites":["commands"]}'; cat >/dev/null`
-	r := RunSeed(context.Background(), e, Options{Windows: 1, Clients: []string{"sh -c " + shellQuote(script)}, Steps: 5, ClientStderr: &stderr}, 3)
+	r := RunSeed(context.Background(), e, Options{Windows: 1, Others: -1, Clients: []string{"sh -c " + shellQuote(script)}, Steps: 5, ClientStderr: &stderr}, 3)
 	if !strings.Contains(r.Err, "cannot run") {
 		t.Errorf("err %q, want the client to be refused (it lists no client suite)", r.Err)
 	}
