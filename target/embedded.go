@@ -92,26 +92,26 @@ func (e *Embedded) start(ctx context.Context, addr string, i int) (*instance, er
 		dsn = e.opts.DSNs[i]
 	}
 	var ln net.Listener
-	var err error
-	for attempt := 0; ; attempt++ {
-		ln, err = net.Listen("tcp", addr)
-		if err == nil || attempt > 50 {
-			break
+	listen := func() (net.Listener, error) {
+		var err error
+		for attempt := 0; ; attempt++ {
+			ln, err = net.Listen("tcp", addr)
+			if err == nil || attempt > 50 {
+				return ln, err
+			}
+			time.Sleep(50 * time.Millisecond) // the old listener's port is being released
 		}
-		time.Sleep(50 * time.Millisecond) // the old listener's port is being released
 	}
-	if err != nil {
-		return nil, err
-	}
-	in, err := serverinstance.Start(ctx, ln, serverinstance.Config{
+	// The store first, then the port, as before a restart: a connection
+	// is taken only when the instance can serve it.
+	in, err := serverinstance.StartListening(ctx, serverinstance.Config{
 		DSN:   dsn,
 		Store: store.OpenOptions{Fence: e.opts.Fence},
 		Server: server.Options{Logger: e.opts.Logger, Limits: e.opts.Limits, RateLimit: e.opts.RateLimit,
 			WriteTimeout: e.opts.WriteTimeout},
 		Wrap: e.opts.Wrap,
-	})
+	}, listen)
 	if err != nil {
-		ln.Close()
 		return nil, err
 	}
 	return &instance{addr: ln.Addr().String(), Instance: in}, nil

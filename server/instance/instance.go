@@ -52,8 +52,21 @@ type Instance struct {
 // its dispatch hub and serves the server on ln. On an error nothing is
 // left running and ln is left to the caller.
 func Start(ctx context.Context, ln net.Listener, cfg Config) (*Instance, error) {
+	return StartListening(ctx, cfg, func() (net.Listener, error) { return ln, nil })
+}
+
+// StartListening is Start with the listener made by listen once the store
+// is open: a restarted instance takes connections only when it can serve
+// them, as a crashed server brought back by an orchestrator does. On an
+// error nothing is left running.
+func StartListening(ctx context.Context, cfg Config, listen func() (net.Listener, error)) (*Instance, error) {
 	st, err := store.OpenWith(ctx, cfg.DSN, cfg.Store)
 	if err != nil {
+		return nil, err
+	}
+	ln, err := listen()
+	if err != nil {
+		st.Close()
 		return nil, err
 	}
 	hub := dispatch.New(st, dispatch.Logger(cfg.Server.Logger))
