@@ -54,6 +54,17 @@ fuzz:
 conformance:
 	$(GO) run ./cmd/kbkit conformance run --seeds 20 --faults --junit conformance-junit.xml
 
+# The README's client row (the example client alone, --faults) at 20
+# seeds per bug of the example client: the checker named for each bug
+# must fail in the majority of seeds, the correct client in none
+# (sim/foreign_row_test.go; needs node and npm ci in examples/client-js).
+.PHONY: client-row
+client-row:
+	@mkdir -p $(OUT)
+	KBKIT_CLIENT_ROW=$${KBKIT_CLIENT_ROW:-20} KBKIT_REQUIRE_NODE=1 $(GO) test -count=1 -timeout 60m \
+		-run '^TestClientRow$$' -v ./sim/ > $(OUT)/client-row.txt; rc=$$?; \
+		grep -vE '^\s+foreign_test.go:[0-9]+: seed ' $(OUT)/client-row.txt; exit $$rc
+
 # A failing seed against every --broken-server variant, shrunk: the
 # before/after table (steps/windows/pages/devices/faults/commands) and
 # whether each shrunk replay fails again. ~10 minutes on 2 cores.

@@ -29,7 +29,12 @@ import (
 //     rename asks for a title the kit gave another page meanwhile
 //     (title-taken).
 //
-// With faults, the answer to the client's post is then lost and its
+// Once the kit's command reached the client, and while the client's own
+// post is still held, the kit asks the client for its state: it must
+// have rebased its pending command on the other user's echo; with
+// faults that echo is sometimes delivered twice, which it must count
+// once, or (a concurrent insert) after the client's own echo, which it
+// must not apply before the seq it follows. With faults, the answer to the client's post is then lost and its
 // retries are refused (503) until it calls kb.page, sometimes across a
 // restart of its instance: the command stays undecided. Sometimes the
 // echo is dropped too (the conflict's delete, or the client's own
@@ -57,12 +62,14 @@ const (
 // fw's page). It reports false when it had nothing to act on.
 func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 	kind := []int{advConflict, advConflict, advConflict, advInsert, advInsert, advUndecided, advUndecided, advMerge}[s.rng.IntN(8)]
-	lose, dropEcho, restart := false, false, false
+	lose, dropEcho, restart, dup, late := false, false, false, false, false
 	if s.opts.Faults {
 		lose = s.rng.IntN(3) > 0
 		dropEcho = lose && s.rng.IntN(2) == 0
 		_, canRestart := s.target.(Restarter)
 		restart = lose && canRestart && s.faults.RestartInstance && s.rng.OneIn(3)
+		dup = !dropEcho && s.rng.OneIn(3)
+		late = !dropEcho && !dup && s.rng.OneIn(2)
 	}
 	if kind == advUndecided && !lose {
 		kind = advConflict
@@ -146,6 +153,18 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 			fw.proxy.armDrop(mine.ID)
 		}
 	}
+	var seen <-chan int64 // the kit's echo reached the client
+	switch {
+	case theirs.ID == "":
+	case late && kind == advInsert:
+		// Both commit: the kit's echo comes after the client's own.
+		fw.proxy.armLate(theirs.ID)
+	default:
+		seen = fw.proxy.armSeen(theirs.ID)
+		if dup {
+			fw.proxy.armDup(theirs.ID)
+		}
+	}
 	if !s.giveIntent(fw, mine) {
 		return true, nil
 	}
@@ -161,6 +180,9 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 		}
 		if err := s.flush(a, theirs.ID); err != nil {
 			return true, err
+		}
+		if seen != nil {
+			s.lookAfterEcho(fw, seen)
 		}
 	}
 	release()
@@ -188,6 +210,44 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// lookAfterEcho asks fw's client for its state once the kit's echo
+// (its seq comes on seen) was passed to it, until the client reports
+// that seq, a later one or a gap, within adversaryWait: its own post is
+// still held, so its command is pending beside another user's echo, and
+// the reply shows whether it rebased (rendered = fold(server, pending))
+// and counted a duplicated echo once.
+func (s *sim) lookAfterEcho(fw *foreignWin, seen <-chan int64) {
+	t := time.NewTimer(adversaryWait)
+	defer t.Stop()
+	var seq int64
+	select {
+	case seq = <-seen:
+	case <-t.C:
+		return
+	case <-s.ctx.Done():
+		return
+	}
+	for fw.dead == "" {
+		st, err := fw.ad.State(s.ctx, fmt.Sprintf("w%d", fw.idx))
+		if err != nil {
+			s.clientDied(fw, "state", err)
+			return
+		}
+		s.observe(fw, st)
+		if st.Seq >= seq || st.Awaiting {
+			s.logf("%s looked at after the kit's echo (seq %d): seq %d, %d pending", fw.name(), seq, st.Seq, len(st.Pending))
+			return
+		}
+		select {
+		case <-t.C:
+			return
+		case <-s.ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 func advName(kind int) string {

@@ -15,6 +15,9 @@ type proxyArms struct {
 	lose    map[string]*lostPost // command id -> the answer to its next post is lost
 	block   map[string]bool      // posts of these ids are answered 503 until a kb.page
 	dropCmd map[string]bool      // the next echo of these command ids is dropped
+	dupCmd  map[string]bool      // the next echo of these command ids is written twice
+	lateCmd map[string]bool      // the next echo of these command ids is written after the event that follows it
+	seen    map[string]chan int64 // command id -> gets the seq of its next echo, written or dropped
 }
 
 type heldPost struct {
@@ -138,6 +141,77 @@ func (p *clientProxy) dropArmed(id string) bool {
 	}
 	delete(p.adv.dropCmd, id)
 	return true
+}
+
+// armDup writes the next echo of command id to the client twice (a
+// duplicate the kit aims rather than draws).
+func (p *clientProxy) armDup(id string) {
+	p.mu.Lock()
+	if p.adv.dupCmd == nil {
+		p.adv.dupCmd = map[string]bool{}
+	}
+	p.adv.dupCmd[id] = true
+	p.mu.Unlock()
+}
+
+func (p *clientProxy) dupArmed(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id == "" || !p.adv.dupCmd[id] {
+		return false
+	}
+	delete(p.adv.dupCmd, id)
+	return true
+}
+
+// armLate holds the next echo of command id back until the next event
+// on the same socket, then writes the two swapped (a reorder the kit
+// aims rather than draws); with no next event within adversaryWait it
+// is written alone.
+func (p *clientProxy) armLate(id string) {
+	p.mu.Lock()
+	if p.adv.lateCmd == nil {
+		p.adv.lateCmd = map[string]bool{}
+	}
+	p.adv.lateCmd[id] = true
+	p.mu.Unlock()
+}
+
+func (p *clientProxy) lateArmed(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id == "" || !p.adv.lateCmd[id] {
+		return false
+	}
+	delete(p.adv.lateCmd, id)
+	return true
+}
+
+// armSeen reports, on the channel it returns, the seq of the next echo
+// of command id the proxy passes on the client's sockets (written, or
+// dropped by a fault: either way the client has had its chance).
+func (p *clientProxy) armSeen(id string) <-chan int64 {
+	ch := make(chan int64, 1)
+	p.mu.Lock()
+	if p.adv.seen == nil {
+		p.adv.seen = map[string]chan int64{}
+	}
+	p.adv.seen[id] = ch
+	p.mu.Unlock()
+	return ch
+}
+
+// passed notes that an echo of command id at seq went by.
+func (p *clientProxy) passed(id string, seq int64) {
+	if id == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ch := p.adv.seen[id]; ch != nil {
+		delete(p.adv.seen, id)
+		ch <- seq
+	}
 }
 
 // disarm clears every arm and releases every held post (quiesce).

@@ -65,6 +65,7 @@ func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 			if down.Write(ctx, websocket.MessageText, ev.Encode()) != nil {
 				return false
 			}
+			p.passed(ev.CmdID, ev.Seq)
 		}
 		return true
 	}
@@ -76,6 +77,7 @@ func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 		held = nil
 		return write(ev)
 	}
+	hold := wsrelay.FlushAfter // how long a held event waits for the next one
 	idle := time.NewTimer(time.Hour)
 	defer idle.Stop()
 	for {
@@ -93,6 +95,17 @@ func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 				}
 			case p.dropArmed(ev.CmdID):
 				p.record(proxyRec{kind: recDrop, page: pageOf(ev), seq: ev.Seq, cmdID: ev.CmdID})
+				p.passed(ev.CmdID, ev.Seq)
+			case p.lateArmed(ev.CmdID):
+				if !flush() {
+					return
+				}
+				held, hold = &ev, adversaryWait
+			case p.dupArmed(ev.CmdID):
+				p.record(proxyRec{kind: recDup, page: pageOf(ev), seq: ev.Seq})
+				if !flush() || !write(ev, ev) {
+					return
+				}
 			case held != nil:
 				h := *held
 				held = nil
@@ -102,6 +115,7 @@ func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 				}
 			case p.chance(p.faults.Drop):
 				p.record(proxyRec{kind: recDrop, page: pageOf(ev), seq: ev.Seq, cmdID: ev.CmdID})
+				p.passed(ev.CmdID, ev.Seq)
 			case p.chance(p.faults.Reorder):
 				held = &ev
 			case p.chance(p.faults.Duplicate):
@@ -114,7 +128,8 @@ func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 			}
-			idle.Reset(wsrelay.FlushAfter)
+			idle.Reset(hold)
+			hold = wsrelay.FlushAfter
 		case <-idle.C:
 			if !flush() {
 				return

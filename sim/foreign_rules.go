@@ -22,10 +22,13 @@ import (
 //     client (or, unsent, as an undo or redo command reverting a rejected
 //     one): otherwise the user's edit is lost, found the first time.
 //   - resume: no kb.onPage subscription resumes past the highest seq
-//     delivered to the client (it would never be sent the next one).
+//     delivered to the client (it would never be sent the next one), nor
+//     below a seq the client reported before it (its seq never goes
+//     down).
 //   - convergence: every reply's `rendered` is the fold of the log's first
 //     `seq` commands with `pending` applied in order, computed by the kit
-//     (the client need not report `server`).
+//     (the client need not report `server`); no reply's `seq` is past the
+//     highest seq delivered to the client before it.
 //
 // Timing: the proxy records an event, an answer or a snapshot before it
 // writes it to the client, and the kit notes a reply after it has it, so
@@ -46,6 +49,31 @@ type clientRules struct {
 	settled map[string]int64 // command id -> when its echo, an answer or an outcome first went to the client
 	subs    []clientSub
 	seen    int64 // the highest seq of its page delivered to the client (events, snapshots)
+	rises   []seqAt // when seen rose, in record order
+}
+
+// seqAt is the highest seq delivered to the client as of a moment.
+type seqAt struct{ at, seq int64 }
+
+// seenBefore is the highest seq of its page delivered to the client
+// before at.
+func (r *clientRules) seenBefore(at int64) int64 {
+	var seq int64
+	for _, x := range r.rises {
+		if x.at >= at {
+			break
+		}
+		seq = x.seq
+	}
+	return seq
+}
+
+// see notes seq delivered at at.
+func (r *clientRules) see(at, seq int64) {
+	if seq > r.seen {
+		r.seen = seq
+		r.rises = append(r.rises, seqAt{at, seq})
+	}
 }
 
 // clientReply is one state the client reported.
@@ -89,7 +117,7 @@ func (r *clientRules) record(rec proxyRec, page string) {
 	case recDeliver:
 		settle(rec.cmdID)
 		if rec.page == page {
-			r.seen = max(r.seen, rec.seq)
+			r.see(rec.at, rec.seq)
 		}
 	case recAnswer:
 		if !rec.lost && rec.err == "" {
@@ -101,7 +129,7 @@ func (r *clientRules) record(rec proxyRec, page string) {
 				settle(id)
 			}
 			if rec.page == page {
-				r.seen = max(r.seen, rec.seq)
+				r.see(rec.at, rec.seq)
 			}
 		}
 	case recSubscribe:
@@ -163,11 +191,16 @@ func (s *sim) checkClientRules(fw *foreignWin, ps *pageState) {
 		}
 		return d, true
 	}
-	misfold := false
+	misfold, ahead := false, false
 	lost := map[string]bool{}
 	var prev *clientReply
 	for i := range r.replies {
 		rp := &r.replies[i]
+		if had := r.seenBefore(rp.at); rp.seq > had && !ahead {
+			ahead = true // the first one says it
+			s.find(CheckConvergence, "%s at %.3fs reported seq %d, but no seq past %d had been delivered to it (events, snapshots): a window's seq is that of the last event it applied, and a duplicated event is applied once (spec/window.md, State and echo; spec/ADAPTER.md 7)",
+				fw.name(), secs(rp.at), rp.seq, had)
+		}
 		if want, ok := fold(rp.seq, rp.pending); ok && rp.ok && !misfold && !want.Equal(rp.rendered) {
 			misfold = true // the first one says it; the later ones follow from it
 			s.find(CheckConvergence, "%s at %.3fs reported seq %d with %d pending (%s) and renders a document that is not the fold of the log's first %d commands with its pending commands applied in order (spec/window.md, State: rendered = fold(server, pending); spec/ADAPTER.md 7):\n%s",
@@ -182,6 +215,18 @@ func (s *sim) checkClientRules(fw *foreignWin, ps *pageState) {
 		prev = rp
 	}
 	for _, sub := range r.subs {
+		// The window's seq never goes down: a subscription after a reply
+		// resumes at least at the seq that reply reported.
+		var had int64
+		for _, rp := range r.replies {
+			if rp.at < sub.at {
+				had = max(had, rp.seq)
+			}
+		}
+		if sub.hasAfter && sub.after < had {
+			s.find(CheckResume, "%s subscribed to page %s at %.3fs with lastEventId %d, though it had reported seq %d before: it gets events it applied again; a window resubscribes with lastEventId = its seq (spec/window.md; spec/PROTOCOL.md 4.4)",
+				fw.name(), shortID(ps.id), secs(sub.at), sub.after, had)
+		}
 		if sub.hasAfter && sub.after > sub.seen {
 			s.find(CheckResume, "%s subscribed to page %s at %.3fs with lastEventId %d, but no seq past %d had been delivered to it (events, snapshots): the server would never send it seq %d; a window resubscribes after its seq (spec/window.md; spec/PROTOCOL.md 4.4)",
 				fw.name(), shortID(ps.id), secs(sub.at), sub.after, sub.seen, sub.seen+1)

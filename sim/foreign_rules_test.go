@@ -43,6 +43,9 @@ func TestClientRules(t *testing.T) {
 		posted  []string
 		checker string // "" = no finding
 		want    string
+		// unseen: the history is only recs; else the seqs its replies
+		// report were delivered before them (a snapshot at the start).
+		unseen bool
 	}{
 		{name: "settled by an echo before the reply",
 			replies: []clientReply{{at: 10, seq: 2, pending: []string{"a"}, rendered: withA, ok: true}, {at: 30, seq: 3, rendered: docs[3], ok: true}},
@@ -75,8 +78,19 @@ func TestClientRules(t *testing.T) {
 		{name: "rendered is not the fold",
 			replies: []clientReply{{at: 10, seq: 3, rendered: docs[2], ok: true}},
 			checker: CheckConvergence, want: "not the fold of the log's first 3"},
+		{name: "reports a seq delivered to it",
+			recs:    []rec{{kind: recDeliver, at: 5, page: page, seq: 3, cmdID: "a"}},
+			replies: []clientReply{{at: 10, seq: 3, rendered: docs[3], ok: true}}, unseen: true},
+		{name: "reports a seq past what was delivered to it",
+			recs:    []rec{{kind: recDeliver, at: 5, page: page, seq: 2, cmdID: "c1"}, {kind: recDeliver, at: 15, page: page, seq: 3, cmdID: "a"}},
+			replies: []clientReply{{at: 10, seq: 3, rendered: docs[3], ok: true}}, unseen: true,
+			checker: CheckConvergence, want: "reported seq 3, but no seq past 2"},
 		{name: "resumes at what it has",
 			recs: []rec{{kind: recDeliver, at: 5, page: page, seq: 3, cmdID: "a"}, {kind: recSubscribe, at: 6, page: page, after: 3, hasAfter: true}}},
+		{name: "resumes below the seq it reported",
+			recs:    []rec{{kind: recDeliver, at: 5, page: page, seq: 3, cmdID: "a"}, {kind: recSubscribe, at: 12, page: page, after: 2, hasAfter: true}},
+			replies: []clientReply{{at: 10, seq: 3, rendered: docs[3], ok: true}}, unseen: true,
+			checker: CheckResume, want: "lastEventId 2, though it had reported seq 3"},
 		{name: "resumes past what it has",
 			recs:    []rec{{kind: recDeliver, at: 5, page: page, seq: 2, cmdID: "c1"}, {kind: recSubscribe, at: 6, page: page, after: 3, hasAfter: true}},
 			checker: CheckResume, want: "lastEventId 3, but no seq past 2"},
@@ -84,6 +98,13 @@ func TestClientRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &sim{found: map[string][]string{}, exercised: map[string]int{}, ops: map[string]*op{}}
 			fw := &foreignWin{idx: 1, line: "test", given: map[string]kbcore.Command{"a": a, "b": missing}, undoIDs: map[string]bool{}}
+			if !tc.unseen {
+				var seq int64
+				for _, rp := range tc.replies {
+					seq = max(seq, rp.seq)
+				}
+				fw.rules.record(rec{kind: recSnapshot, at: 1, page: page, seq: seq}, page)
+			}
 			for _, r := range tc.recs {
 				fw.rules.record(r, page)
 			}

@@ -53,14 +53,19 @@ func runForeign(t *testing.T, opts Options, seeds ...int64) []SeedReport {
 		opts.EchoTimeout = 3 * time.Second
 	}
 	opts.ClientStderr = &testWriter{t: t}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// At most 4 seeds at once; the deadline is a hang detector only.
+	const parallel = 4
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(3*(len(seeds)+parallel-1)/parallel)*time.Minute)
 	defer cancel()
 	reports := make([]SeedReport, len(seeds))
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, parallel)
 	for i, seed := range seeds {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			reports[i] = RunSeed(ctx, e, opts, seed)
 		}()
 	}
@@ -183,31 +188,36 @@ func TestForeignClientPageIntents(t *testing.T) {
 	}
 }
 
-// Each bug of the example client (examples/client-js/window.mjs, BROKEN)
-// breaks one guarantee; the checker named must catch it in a few seeds.
+// clientBugs are the bugs of the example client
+// (examples/client-js/window.mjs, BROKEN), each with the checker that
+// must catch it and options under which it shows in a few seeds.
+var clientBugs = []struct {
+	bug, checker string
+	opts         Options
+}{
+	{"new-id-on-retry", CheckExactlyOnce, Options{Faults: true, ClientFaults: &Faults{LoseResponse: 0.2}}},
+	{"no-refetch", CheckRefetch, Options{Faults: true, ClientFaults: &Faults{Drop: 0.3}}},
+	{"keep-rejected", CheckRollback, Options{Windows: 2, Pages: 1, Steps: 150}},
+	{"drop-pending-on-reconnect", CheckExactlyOnce, Options{Faults: true, ClientFaults: &Faults{}}},
+	{"resume-from-zero", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}},
+	{"echo-on-top", CheckConvergence, Options{}},
+	// The client rules (foreign_rules.go).
+	{"duplicate-twice", CheckConvergence, Options{Faults: true, ClientFaults: &Faults{Duplicate: 0.3}}},
+	{"out-of-order", CheckConvergence, Options{Faults: true, ClientFaults: &Faults{Reorder: 0.3}}},
+	{"give-up", CheckPending, Options{Faults: true, ClientFaults: &Faults{LoseResponse: 0.5, Drop: 0.5}}},
+	{"no-local-toast", CheckLocalRejection, Options{}},
+	{"send-local-rejections", CheckLocalRejection, Options{}},
+	{"resubscribe-wrong-seq", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}},
+	// Others' echoes applied on top, and no server document to
+	// compare with: the kit's own fold of the log catches it.
+	{"no-server-doc", CheckConvergence, Options{Windows: 2, Pages: 1, Steps: 200}},
+}
+
+// Each bug of the example client breaks one guarantee; the checker named
+// must catch it in a few seeds.
 func TestForeignClientBugsAreCaught(t *testing.T) {
 	cl := exampleClient(t)
-	for _, tc := range []struct {
-		bug, checker string
-		opts         Options
-	}{
-		{"new-id-on-retry", CheckExactlyOnce, Options{Faults: true, ClientFaults: &Faults{LoseResponse: 0.2}}},
-		{"no-refetch", CheckRefetch, Options{Faults: true, ClientFaults: &Faults{Drop: 0.3}}},
-		{"keep-rejected", CheckRollback, Options{Windows: 2, Pages: 1, Steps: 150}},
-		{"drop-pending-on-reconnect", CheckExactlyOnce, Options{Faults: true, ClientFaults: &Faults{}}},
-		{"resume-from-zero", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}},
-		{"echo-on-top", CheckConvergence, Options{}},
-		// The client rules (foreign_rules.go).
-		{"duplicate-twice", CheckConvergence, Options{Faults: true, ClientFaults: &Faults{Duplicate: 0.3}}},
-		{"out-of-order", CheckConvergence, Options{Faults: true, ClientFaults: &Faults{Reorder: 0.3}}},
-		{"give-up", CheckPending, Options{Faults: true, ClientFaults: &Faults{LoseResponse: 0.5, Drop: 0.5}}},
-		{"no-local-toast", CheckLocalRejection, Options{}},
-		{"send-local-rejections", CheckLocalRejection, Options{}},
-		{"resubscribe-wrong-seq", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}},
-		// Others' echoes applied on top, and no server document to
-		// compare with: the kit's own fold of the log catches it.
-		{"no-server-doc", CheckConvergence, Options{Windows: 2, Pages: 1, Steps: 200}},
-	} {
+	for _, tc := range clientBugs {
 		t.Run(tc.bug, func(t *testing.T) {
 			opts := tc.opts
 			opts.Clients = []string{cl + " --broken " + tc.bug}
