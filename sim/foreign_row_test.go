@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestClientRow runs the README's client row, `kbkit conformance run
@@ -23,6 +24,7 @@ func TestClientRow(t *testing.T) {
 		t.Skip("set KBKIT_CLIENT_ROW=20 to run the README's client row for every bug (make client-row)")
 	}
 	cl := exampleClient(t)
+	row := Options{EchoTimeout: 10 * time.Second} // the command's default
 	seeds := make([]int64, n)
 	for i := range seeds {
 		seeds[i] = int64(i)
@@ -35,7 +37,7 @@ func TestClientRow(t *testing.T) {
 			n, "bug", "checker", "caught", strings.Join(rows, "\n"))
 	}()
 	t.Run("correct", func(t *testing.T) {
-		for _, r := range runForeign(t, Options{Faults: true, Clients: []string{cl}}, seeds...) {
+		for _, r := range runForeign(t, Options{Faults: true, Clients: []string{cl}, EchoTimeout: row.EchoTimeout}, seeds...) {
 			for _, c := range r.Checks {
 				if !c.Passed {
 					t.Errorf("seed %d: %s failed:\n%s", r.Seed, c.Name, c.Detail)
@@ -45,7 +47,7 @@ func TestClientRow(t *testing.T) {
 	})
 	for _, tc := range clientBugs {
 		t.Run(tc.bug, func(t *testing.T) {
-			opts := Options{Faults: true, Clients: []string{cl + " --broken " + tc.bug}}
+			opts := Options{Faults: true, Clients: []string{cl + " --broken " + tc.bug}, EchoTimeout: row.EchoTimeout}
 			caught := 0
 			for _, r := range runForeign(t, opts, seeds...) {
 				if slices.Contains(failedCheckers(r), tc.checker) {
