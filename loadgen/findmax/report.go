@@ -225,7 +225,7 @@ var page = template.Must(template.New("findmax").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>kbkit loadgen find-max: {{.R.Run.Workload}}</title>
-<style>{{.CSS}}</style></head><body>
+<style>{{.CSS}} body{max-width:1280px}</style></head><body>
 <h1>kbkit loadgen find-max: {{.R.Run.Workload}}</h1>
 <p class="sub">{{.Describe}}<br>objective: {{range $i, $o := .R.Objective}}{{if $i}}, {{end}}<code>{{$o}}</code>{{end}}</p>
 <h2>Verdict</h2>
