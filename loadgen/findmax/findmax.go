@@ -98,7 +98,8 @@ type MachineCPU struct {
 	// cores, in cores.
 	Steal float64 `json:"steal_cores"`
 	// Others is Busy less the generator's process and, for a server on
-	// this machine, the server's: other processes (and PostgreSQL).
+	// this machine, the server's: other processes, PostgreSQL among them
+	// when it runs here.
 	Others float64 `json:"others_cores"`
 }
 

@@ -101,6 +101,10 @@ func TestLimitedBy(t *testing.T) {
 		{"generator cores", func(s *Step) { s.Generator.Cores = 1.9 }, LimitGenerator},
 		{"generator waits", func(s *Step) { s.Generator.WaitP99Ms = 12 }, LimitGenerator},
 		{"machine busy", func(s *Step) { s.Machine.Busy, s.Machine.Others, s.MachineSaturated = 1.95, 1.05, true }, LimitMachine},
+		{"machine busy with the server itself", func(s *Step) {
+			srv2 := 1.4
+			s.ServerCores, s.Machine.Busy, s.Machine.Others, s.MachineSaturated = &srv2, 1.95, 0.05, true
+		}, LimitServer},
 		{"embedded, all cores", func(s *Step) { s.Generator.Cores, s.Generator.WithServer = 1.95, true }, LimitShared},
 		{"editors", func(s *Step) {
 			s.Dropped, s.PeakInFlight = 40, 8

@@ -92,7 +92,7 @@ func machineWords(s Step) string {
 	} else if s.ServerCores != nil {
 		parts = append(parts, fmt.Sprintf("server %.2f", *s.ServerCores))
 	}
-	parts = append(parts, fmt.Sprintf("others, PostgreSQL among them if local, %.2f", m.Others))
+	parts = append(parts, fmt.Sprintf("others %.2f", m.Others))
 	if m.Steal >= 0.01 {
 		parts = append(parts, fmt.Sprintf("stolen by the hypervisor %.2f", m.Steal))
 	}
