@@ -179,7 +179,8 @@ type Verdict struct {
 	// capacity: something other than the server ran out first.
 	LowerBound bool `json:"lower_bound,omitempty"`
 	// GeneratorRanOut is the lowest rate whose step found the generator
-	// out of CPU or starved of it (0: none did).
+	// out of CPU or starved of it (0: none did); other steps may have
+	// found it so too (each step's Generator.Limit).
 	GeneratorRanOut float64 `json:"generator_ran_out,omitempty"`
 }
 

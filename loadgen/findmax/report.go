@@ -107,11 +107,23 @@ func Text(w io.Writer, r *Result) error {
 		fmt.Fprintf(&b, "%s\n", r.Verdict.Why)
 	}
 	if g := r.Verdict.GeneratorRanOut; g > 0 {
-		fmt.Fprintf(&b, "the generator ran out of CPU from %g/s: figures from that step up measure the generator as much as the server\n", g)
+		fmt.Fprintf(&b, "%s\n", shortWords(r))
 	}
 	fmt.Fprintf(&b, "%d steps in %s\n", len(r.Steps), r.End.Sub(r.Start).Round(time.Second))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// shortWords says in how many steps the generator was short of CPU.
+func shortWords(r *Result) string {
+	n := 0
+	for _, s := range r.Steps {
+		if s.Generator.Limit == LimitGenerator || s.Generator.Limit == LimitShared {
+			n++
+		}
+	}
+	return fmt.Sprintf("the generator was short of CPU in %d of %d steps (the lowest at %g/s): their figures measure the generator as much as the server",
+		n, len(r.Steps), r.Verdict.GeneratorRanOut)
 }
 
 // Write encodes the result as JSON.
@@ -212,13 +224,17 @@ func HTML(w io.Writer, r *Result) error {
 		}),
 	}
 	cpu := lgreport.LineChart("CPU per step (cores)", x, func(v float64) string { return fmt.Sprintf("%.2f", v) }, cpuLines)
+	short := ""
+	if r.Verdict.GeneratorRanOut > 0 {
+		short = shortWords(r)
+	}
 	var rows [][]string
 	for i, s := range r.Steps {
 		rows = append(rows, stepRow(i, s))
 	}
 	return page.Execute(w, map[string]any{"R": r, "Describe": Describe(r), "Headline": Headline(r), "CSS": lgreport.PageCSS(),
 		"Charts": []template.HTML{throughput, latency, cpu}, "Header": stepHeader, "Rows": rows,
-		"Generated": time.Now().UTC().Format(time.RFC3339)})
+		"Generated": time.Now().UTC().Format(time.RFC3339), "Short": short})
 }
 
 var page = template.Must(template.New("findmax").Parse(`<!doctype html>
@@ -231,7 +247,7 @@ var page = template.Must(template.New("findmax").Parse(`<!doctype html>
 <h2>Verdict</h2>
 <p id="headline"><b>{{.Headline}}</b></p>
 <p id="why">{{if .R.Verdict.LimitedBy}}Limited by {{end}}{{.R.Verdict.Why}}.</p>
-{{if .R.Verdict.GeneratorRanOut}}<p class="warn" id="generator-ran-out">The generator ran out of CPU from {{.R.Verdict.GeneratorRanOut}}/s: figures from that step up measure the generator as much as the server.</p>{{end}}
+{{with .Short}}<p class="warn" id="generator-short">{{.}}.</p>{{end}}
 <h2>Steps</h2>
 <div class="wide"><table class="types" id="steps">
 <tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>

@@ -37,7 +37,14 @@ func verdict(steps []Step, out Outcome, p Plan) Verdict {
 	}
 	v.Broken = next.Broken
 	v.LimitedBy, v.Why = limitedBy(*next)
-	v.LowerBound = v.LimitedBy != LimitServer
+	switch {
+	case v.LimitedBy == LimitServer:
+	case out.Sustainable > 0:
+		v.LowerBound = true
+		v.Why += "; the sustainable rate is a lower bound of the server's"
+	default:
+		v.Why += "; what the server alone sustains is not known"
+	}
 	return v
 }
 
@@ -57,20 +64,19 @@ func limitedBy(s Step) (string, string) {
 		wait = fmt.Sprintf("its goroutines waited p99 %s for a CPU", fmtMs(g.WaitP99Ms))
 	}
 	mach := machineWords(s)
-	bound := "the sustainable rate is a lower bound of the server's"
 	switch {
 	case g.Limit == LimitShared:
-		return LimitShared, fmt.Sprintf("the generator and the embedded server, one process, used %s (%s%s): run the server apart (--server) to tell which ran out; %s",
-			cpu, wait, mach, bound)
+		return LimitShared, fmt.Sprintf("the generator and the embedded server, one process, used %s (%s%s): run the server apart (--server) to tell which ran out",
+			cpu, wait, mach)
 	case g.Limit == LimitGenerator && s.MachineSaturated:
-		return LimitMachine, fmt.Sprintf("the machine, not the server alone: %s; the generator used %s and %s; %s", strings.TrimPrefix(mach, "; "), cpu, wait, bound)
+		return LimitMachine, fmt.Sprintf("the machine, not the server alone: %s; the generator used %s and %s", strings.TrimPrefix(mach, "; "), cpu, wait)
 	case g.Limit == LimitGenerator:
-		return LimitGenerator, fmt.Sprintf("the generator, not the server: it used %s and %s%s; %s", cpu, wait, mach, bound)
+		return LimitGenerator, fmt.Sprintf("the generator, not the server: it used %s and %s%s", cpu, wait, mach)
 	case s.MachineSaturated && s.Machine.Others >= OthersShare*float64(s.Machine.Cores):
-		return LimitMachine, fmt.Sprintf("the machine, not the server alone: %s; the generator used %s and %s; %s", strings.TrimPrefix(mach, "; "), cpu, wait, bound)
+		return LimitMachine, fmt.Sprintf("the machine, not the server alone: %s; the generator used %s and %s", strings.TrimPrefix(mach, "; "), cpu, wait)
 	case g.Limit == LimitEditors:
-		return LimitEditors, fmt.Sprintf("the editors: all %d were busy and %d operations were dropped while the latencies held: raise --editors; %s",
-			s.PeakInFlight, s.Dropped, bound)
+		return LimitEditors, fmt.Sprintf("the editors: all %d were busy and %d operations were dropped while the latencies held: raise --editors",
+			s.PeakInFlight, s.Dropped)
 	}
 	srv := ""
 	if s.ServerCores != nil {
