@@ -277,6 +277,7 @@ func (f *finder) run(ctx context.Context, rate float64, stage string) (Step, err
 	cfg := f.cfg.Run
 	cfg.Model, cfg.Pacer, cfg.RunID = loadgen.Open, loadgen.Constant(rate), ""
 	var s0, s1 sample
+	var loaded bool
 	srv0 := make(chan scrape, 1)
 	var srv1 scrape
 	scrapeNow := func() scrape {
@@ -286,6 +287,7 @@ func (f *finder) run(ctx context.Context, rate float64, stage string) (Step, err
 	cfg.Phase = func(p string) {
 		switch p {
 		case "load":
+			loaded = true
 			s0 = takeSample()
 			if f.cfg.ServerMetrics != "" {
 				go func() { srv0 <- scrapeNow() }()
@@ -317,7 +319,7 @@ func (f *finder) run(ctx context.Context, rate float64, stage string) (Step, err
 		st.PeakInFlight = max(st.PeakInFlight, iv.InFlight)
 	}
 	secs := s1.at.Sub(s0.at).Seconds()
-	if secs <= 0 {
+	if !loaded || secs <= 0 {
 		return st, fmt.Errorf("findmax: step at %g/s: no load was measured", rate)
 	}
 	st.Generator = GeneratorCPU{Cores: (s1.proc - s0.proc).Seconds() / secs, Usable: usableCores(), WaitP99Ms: -1,
