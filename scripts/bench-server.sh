@@ -156,6 +156,9 @@ export KBKIT_PG=${KBKIT_PG:-local}
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/bench-server}
 mkdir -p "$OUT"
+# The code measured, for the benchmark page: the commit the run began on.
+BENCH_COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || BENCH_COMMIT+=" (with uncommitted changes)"
 # A run before this one's files, and its rounds' (ROUNDS) directories.
 find "$OUT" -maxdepth 1 -type f -delete
 rm -rf "$OUT"/round-[0-9]*
@@ -454,7 +457,7 @@ fi
 jq --slurpfile s "$OUT/saturation.jsonl" '. + {saturation: ($s | add // {})}' "$OUT/results.json" >"$OUT/results.tmp.json" && mv "$OUT/results.tmp.json" "$OUT/results.json"
 
 # The machine and the code, for the benchmark page (make bench-page).
-jq --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg commit "$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+jq --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg commit "$BENCH_COMMIT" \
   --arg cpu "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)" --argjson cores "$NPROC" \
   --arg kernel "$(uname -sr)" --arg mem "$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo 2>/dev/null)" \
   --arg pg "$(psql "$ADMIN" -Atc 'show server_version' 2>/dev/null)" \

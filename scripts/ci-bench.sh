@@ -67,7 +67,7 @@ scripts/bench-page.sh "$R" "$WORK/page.md" >&2 || die "scripts/bench-page.sh fai
 for want in "## The machine" "## Verdict" "| hot-page rate ÷ its bound | target |" "## Saturation" "| hot-page (" "fdatasync after"; do
   grep -qF "$want" "$WORK/page.md" || die "the benchmark page lacks '$want'"
 done
-grep -Eq '^\| commit \| [0-9a-f]{7,} \|$' "$WORK/page.md" || die "the benchmark page does not name the commit: $(grep '^| commit' "$WORK/page.md")"
+grep -Eq '^\| commit \| [0-9a-f]{7,}( \(with uncommitted changes\))? \|$' "$WORK/page.md" || die "the benchmark page does not name the commit: $(grep '^| commit' "$WORK/page.md")"
 say "saturation: $(jq -r '.saturation["hot-page"] | "\(.sustainable_rate)/s, limited by \(.limited_by // "nothing")"' "$R"); page $(wc -l <"$WORK/page.md") lines"
 jq -e '.run.commands == "ws" and .counts.committed > 0' "$WORK/bench-server/hot-page.json" >/dev/null ||
   die "without COMMANDS, the hot page did not send its commands on the WebSockets: $(jq -c .run "$WORK/bench-server/hot-page.json")"

@@ -9,6 +9,9 @@ def cell: if . == null then "n/a" else tostring end;
 (.host // {}) as $h |
 (.floors // {}) as $f |
 (.rounds // 1) as $rounds |
+# table(head; rows): a Markdown table, or a line saying the run measured
+# nothing of it.
+def table(head; rows): [rows] as $r | if ($r | length) == 0 then "Not measured in this run (PHASES)." else (head, $r[]) end;
 # others(ph): the cores other processes kept busy during a phase.
 def others(ph): $p[ph].machine_cpu | if . == null then "n/a" else "\(.others_cores | r(2)) of \(.cores)" end;
 "# kbkit benchmarks",
@@ -49,31 +52,27 @@ def others(ph): $p[ph].machine_cpu | if . == null then "n/a" else "\(.others_cor
 "",
 "One page is decided by a serial chain (one group transaction at a time); many pages share the store's transaction slot.",
 "",
-"| load | commands/s | commit p50 | commit p99 | commands per transaction | group transaction | others' cores |",
-"|---|---:|---:|---:|---:|---:|---:|",
-(["hot-page", "one page (per page, serial), 8 writers, closed"], ["many-pages", "1,000 pages (aggregate), 8 writers, closed"] | . as [$k, $what] |
+table("| load | commands/s | commit p50 | commit p99 | commands per transaction | group transaction | others' cores |\n|---|---:|---:|---:|---:|---:|---:|";
+  ["hot-page", "one page (per page, serial), 8 writers, closed"], ["many-pages", "1,000 pages (aggregate), 8 writers, closed"] | . as [$k, $what] |
   select($p[$k]) | $p[$k] |
   "| \($what) | \(.rate | r(1)) | \(.commit_p50_ms | r(2)) ms | \(.commit_p99_ms | r(2)) ms | \(.waits.commands_per_transaction | r(1)) | \(.waits.ms_per_transaction.total | r(2)) ms | \(others($k)) |"),
 "",
 "## Fan-out",
 "",
-"| windows on one page | commands/s | echoes/s | fan-out p99 | server CPU per echo | generator CPU per echo | others' cores |",
-"|---:|---:|---:|---:|---:|---:|---:|",
-("fanout", "fanout-2000" | . as $k | select($p[$k]) | $p[$k] |
+table("| windows on one page | commands/s | echoes/s | fan-out p99 | server CPU per echo | generator CPU per echo | others' cores |\n|---:|---:|---:|---:|---:|---:|---:|";
+  "fanout", "fanout-2000" | . as $k | select($p[$k]) | $p[$k] |
   "| \(.windows_per_page) | \(.rate | r(1)) | \(if .seconds > 0 then .counts.echoes / .seconds | int else "n/a" end) | \(.fanout_p99_ms | r(1)) ms | \(.us_per_echo.server | r(1)) µs | \(.us_per_echo.generator | r(1)) µs | \(others($k)) |"),
 "",
 "## Memory per window",
 "",
-"| idle subscribed windows | server RSS per window |",
-"|---:|---:|",
-($p | to_entries[] | select(.key | startswith("idle-")) | .value | "| \(.subscribed // .windows) | \(.kb_per_window | r(1)) KB |"),
+table("| idle subscribed windows | server RSS per window |\n|---:|---:|";
+  $p | to_entries[] | select(.key | startswith("idle-")) | .value | "| \(.subscribed // .windows) | \(.kb_per_window | r(1)) KB |"),
 "",
 "## Saturation",
 "",
 "The highest open-model rate each workload sustained (`kbkit loadgen find-max`): \"at least\" when something other than the server ran out first.",
 "",
-"| workload | objective | sustainable | next step | broke | limited by |",
-"|---|---|---:|---:|---|---|",
-(.saturation // {} | to_entries[] | .key as $w | .value |
+table("| workload | objective | sustainable | next step | broke | limited by |\n|---|---|---:|---:|---|---|";
+  .saturation // {} | to_entries[] | .key as $w | .value |
   "| \($w) (\(.editors) editors, \(.pages) page(s) × \(.windows_per_page) windows, steps of \(.step)) | \(.objective | join(", ")) | \(if .lower_bound then "≥ " else "" end)\(.sustainable_rate | r(1))/s | \(if .next_rate then "\(.next_rate)/s" else "none" end) | \(.broken // "" | gsub("\\|"; "/")) | \(.limited_by // "n/a") |"),
 (.saturation // {} | to_entries[] | select(.value.why) | "", "\(.key): \(.value.why).")
