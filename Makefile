@@ -77,7 +77,7 @@ shrink-broken:
 demo:
 	OUT=$(OUT) scripts/demo.sh
 
-.PHONY: loadgen-smoke bench-server bench-scaling bench-floor
+.PHONY: loadgen-smoke bench-server bench-page bench-scaling bench-floor
 
 # A 10-second open-model run of the load generator against the embedded
 # reference server (hot page, 16 windows, 100 commands/s); any error fails.
@@ -91,6 +91,14 @@ loadgen-smoke:
 # per idle subscribed window (scripts/bench-server.sh; PHASE=seconds).
 bench-server:
 	OUT=$(OUT)/bench-server scripts/bench-server.sh
+
+# The benchmark page, generated from bench-server's results.json: the
+# machine and its floors, the verdict, rates, fan-out, memory per window,
+# each workload's saturation point (scripts/bench-page.sh; PAGE=file,
+# default $(OUT)/bench-server/benchmarks.md).
+PAGE ?=
+bench-page:
+	scripts/bench-page.sh $(OUT)/bench-server/results.json $(PAGE)
 
 # kbkit serve's figures as the load grows, on one local PostgreSQL:
 # many-pages at 1, 2, 4, 8, 16 writers, fan-out at 200, 2,000 and 10,000

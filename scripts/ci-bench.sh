@@ -14,7 +14,13 @@
 #     files and round directories, and its load says how it sent them;
 #     without COMMANDS, many-pages sent them over HTTP (the first run)
 #     and the hot page sends them on the WebSockets (a third run);
-#  3. ATTEMPTS=0, COMMANDS=grpc and an empty COMMANDS are refused (exit
+#  3. the verdict is judged against the machine (each load's rate over
+#     its bound, CPU per command over the HTTP floor: targets; the
+#     ratios to pgbench: context) and results.json names the host;
+#     PHASES="hot-page saturation" finds the hot page's saturation point
+#     (kbkit loadgen find-max, 1 s steps) into results.json, and
+#     scripts/bench-page.sh writes the benchmark page from it;
+#  4. ATTEMPTS=0, COMMANDS=grpc and an empty COMMANDS are refused (exit
 #     2) before anything runs.
 #
 # Needs what make bench-server needs: Go, PostgreSQL 15 and pgbench, jq.
@@ -38,6 +44,11 @@ for r in 1 2; do
 done
 jq -e '.run.commands == "http"' "$WORK/bench-server/round-1/many-pages.json" >/dev/null ||
   die "without COMMANDS, many-pages did not send its commands over HTTP: $(jq -c .run "$WORK/bench-server/round-1/many-pages.json")"
+jq -e '(.checks[] | select(.name == "many-pages ratio") | .kind == "info")
+    and (.checks[] | select(.name == "many-pages rate ÷ its bound") | .kind == "target" and .value > 0 and (.values | length) == 2)
+    and (.checks[] | select(.name == "many-pages CPU per command ÷ HTTP floor") | .kind == "target" and .value > 0)
+    and (.host.cores > 0 and (.host.commit | length) > 0)' "$R" >/dev/null ||
+  die "the verdict against the machine (the load's bound, CPU per command ÷ HTTP floor), the ratio as context or the host is missing: $(jq -c '[.checks[] | {name, kind, value}], .host' "$R")"
 say "two rounds: many-pages ratio $(jq '.checks[] | select(.name == "many-pages ratio") | .value * 1000 | round / 1000' "$R"), ceilings $(jq -c '.checks[] | select(.name == "many-pages ratio") | .ceiling_ratios | map(. * 100 | round / 100)' "$R"), pauses $(jq -c .pauses "$R")"
 
 COMMANDS=ws PHASES=many-pages PHASE=1 WARMUP=1 FLOOR=1 OUT=$WORK make bench-server >"$WORK/run2.log" 2>&1 ||
@@ -47,8 +58,17 @@ jq -e '(.rounds == null) and (.phases["many-pages"].rate > 0)' "$R" >/dev/null |
 jq -e '.run.commands == "ws" and .counts.committed > 0' "$WORK/bench-server/many-pages.json" >/dev/null ||
   die "COMMANDS=ws: the load did not send its commands on the WebSockets: $(jq -c .run "$WORK/bench-server/many-pages.json")"
 
-PHASES=hot-page PHASE=1 WARMUP=1 FLOOR=1 OUT=$WORK make bench-server >"$WORK/run3.log" 2>&1 ||
-  { tail -40 "$WORK/run3.log" >&2; die "make bench-server (hot page) exited non-zero"; }
+PHASES="hot-page saturation" SATURATION_WORKLOADS=hot-page SATURATION_STEP=1s PHASE=1 WARMUP=1 FLOOR=1 OUT=$WORK make bench-server >"$WORK/run3.log" 2>&1 ||
+  { tail -40 "$WORK/run3.log" >&2; die "make bench-server (hot page, saturation) exited non-zero"; }
+jq -e '.saturation["hot-page"] | (.sustainable_rate | type == "number") and .steps > 0 and (.why | length) > 0
+    and (.next_rate == null or .next_rate > .sustainable_rate)' "$R" >/dev/null ||
+  die "no saturation point of the hot page in results.json: $(jq -c .saturation "$R")"
+scripts/bench-page.sh "$R" "$WORK/page.md" >&2 || die "scripts/bench-page.sh failed"
+for want in "## The machine" "## Verdict" "| hot-page rate ÷ its bound | target |" "## Saturation" "| hot-page (" "fdatasync after"; do
+  grep -qF "$want" "$WORK/page.md" || die "the benchmark page lacks '$want'"
+done
+grep -Eq '^\| commit \| [0-9a-f]{7,}( \(with uncommitted changes\))? \|$' "$WORK/page.md" || die "the benchmark page does not name the commit: $(grep '^| commit' "$WORK/page.md")"
+say "saturation: $(jq -r '.saturation["hot-page"] | "\(.sustainable_rate)/s, limited by \(.limited_by // "nothing")"' "$R"); page $(wc -l <"$WORK/page.md") lines"
 jq -e '.run.commands == "ws" and .counts.committed > 0' "$WORK/bench-server/hot-page.json" >/dev/null ||
   die "without COMMANDS, the hot page did not send its commands on the WebSockets: $(jq -c .run "$WORK/bench-server/hot-page.json")"
 grep -q "sent over ws" "$WORK/run3.log" || die "the hot page's load line does not say how it sent its commands: $(grep 'loadgen:' "$WORK/run3.log")"

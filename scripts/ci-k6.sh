@@ -18,6 +18,11 @@
 #     bounds of 1 s: two k6 processes share the cores), and
 #     `kbkit loadgen report` merges their kbkit JSON (it refuses an editor
 #     run twice) into a result where each of the 16 editors ran once
+#  5b. the same with examples/k6/many-pages.js (pagesBySegment: each
+#     page's windows in one process): each process's result has
+#     fan-out samples (none when k6's striped numbering splits a page), its file named from its
+#     segment (KBKIT_JSON with {segment}), and the merge runs each of the
+#     16 editors once
 #  6. a 3-second run with k6's web dashboard exporting its HTML report
 #     (K6_WEB_DASHBOARD=true, K6_WEB_DASHBOARD_EXPORT, port -1): the
 #     report exists and its embedded data holds the kbkit metrics
@@ -107,6 +112,39 @@ cat "$WORK/merged.txt" >&2
 grep -q '^editors      16 of 16 ran$' "$WORK/merged.txt" || die "the two segments did not run each of the 16 editors once"
 grep -q '(shards 0:1/2 1/2:1)' "$WORK/merged.txt" || die "the merged result lacks a segment"
 say "two segments covered 16 editors once in $(( $(date +%s) - t0 ))s"
+
+# 5b. The same with examples/k6/many-pages.js, whose pagesBySegment keeps
+# each page's two windows in one process: each process measures the
+# fan-out to the other window of its pages, and the merge counts every
+# editor once. Each process names
+# its file from its segment (KBKIT_JSON with {segment}, as the runners of
+# a k6-operator TestRun share one environment).
+t0=$(date +%s)
+export KBKIT_RUN_ID=ci-k6-pages-$$-$(date +%s)
+pids=()
+for seg in 0:1/2 1/2:1; do
+	n=${seg%%:*}; n=${n//\//_}
+	KBKIT_EDITORS=16 KBKIT_PAGES=8 KBKIT_RATE=40 KBKIT_JSON="$WORK/pages-{segment}.json" \
+		run_k6 --execution-segment "$seg" --execution-segment-sequence "$SEQ" --no-thresholds \
+		examples/k6/many-pages.js >"$WORK/pages$n.out" 2>&1 &
+	pids+=($!)
+done
+for i in 0 1; do
+	rc=0
+	wait "${pids[$i]}" || rc=$?
+	[ "$rc" = 0 ] || { cat "$WORK"/pages*.out >&2; die "many-pages segment process $i exited $rc"; }
+done
+for f in "$WORK/pages-0-1_2.json" "$WORK/pages-1_2-1.json"; do
+	[ -s "$f" ] || die "no result at $f ({segment} in KBKIT_JSON)"
+	# Split by k6's striped numbering, each page's two windows would be
+	# in two processes, and no process would see a fan-out.
+	jq -e '.counts.committed > 0 and .summary.latency_ms.fanout.count > 0' "$f" >/dev/null ||
+		die "$f: no fan-out measured (a page's windows in two processes?): $(jq -c '{committed: .counts.committed, fanout: .summary.latency_ms.fanout.count}' "$f")"
+done
+"$BIN" loadgen report "$WORK/pages-0-1_2.json" "$WORK/pages-1_2-1.json" --threshold 'errors==0' >"$WORK/pages-merged.txt" ||
+	{ cat "$WORK/pages-merged.txt" >&2; die "kbkit loadgen report refused the many-pages segments' results"; }
+grep -q '^editors      16 of 16 ran$' "$WORK/pages-merged.txt" || { cat "$WORK/pages-merged.txt" >&2; die "the many-pages segments did not run each of the 16 editors once"; }
+say "many-pages over two segments, each page in one process: 16 editors once ($(( $(date +%s) - t0 ))s)"
 
 # 6. k6's web dashboard and its HTML export (K6_WEB_DASHBOARD_PORT=-1:
 # no dashboard server, which would wait for a browser and take a port

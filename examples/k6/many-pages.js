@@ -6,7 +6,9 @@
 //
 // Environment: KBKIT_URL, KBKIT_TOKEN (required); KBKIT_EDITORS (default
 // 32), KBKIT_PAGES (default 32), KBKIT_RATE (peak commands/s, default
-// 150), KBKIT_RUN_ID, KBKIT_JSON.
+// 150), KBKIT_RUN_ID, KBKIT_JSON ({segment} in it names each process's
+// file apart), KBKIT_PAGES_BY_SEGMENT (default on: each page's two windows
+// in one process of a --execution-segment run; 0 turns it off).
 import kbkit from 'k6/x/kbkit';
 
 const editors = Number(__ENV.KBKIT_EDITORS || 32);
@@ -43,6 +45,7 @@ export function setup() {
     workload: 'many-pages',
     pages: Number(__ENV.KBKIT_PAGES || 32),
     runId: __ENV.KBKIT_RUN_ID,
+    pagesBySegment: __ENV.KBKIT_PAGES_BY_SEGMENT !== '0',
   });
 }
 

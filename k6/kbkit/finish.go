@@ -94,10 +94,13 @@ func (mi *ModuleInstance) finish(data, opts sobek.Value) (map[string]any, error)
 	out["committed"] = res.Counts.Committed
 	out["cpuSeconds"] = res.CPUSeconds
 	if o.JSON != "" {
-		if err := res.WriteFile(o.JSON); err != nil {
+		// {segment} names each process's file apart (the runners of a
+		// k6-operator TestRun share their environment).
+		path := strings.ReplaceAll(o.JSON, "{segment}", strings.NewReplacer(":", "-", "/", "_").Replace(seg))
+		if err := res.WriteFile(path); err != nil {
 			return nil, fmt.Errorf("kbkit.finish: %w", err)
 		}
-		out["json"] = o.JSON
+		out["json"] = path
 	}
 	return out, nil
 }

@@ -102,7 +102,7 @@ declare module 'k6/x/kbkit' {
 
   /** A VU's editor of a run: its windows as the plan lays them out. */
   export interface Editor {
-    /** exec.vu.idInTest − 1 */
+    /** exec.vu.idInTest − 1 (with pagesBySegment: its place segment by segment) */
     readonly index: number;
     readonly windows: Window[];
   }
@@ -118,6 +118,8 @@ declare module 'k6/x/kbkit' {
     editors?: number;
     /** required with --execution-segment (the same in every process) */
     runId?: string;
+    /** lay the editors out segment by segment: every page's windows in one process (each segment's editors whole pages) */
+    pagesBySegment?: boolean;
     /** the workload's mix overridden, e.g. "edit=90,create=10" */
     mix?: string;
     pages?: number;
@@ -149,6 +151,7 @@ declare module 'k6/x/kbkit' {
     runId?: string;
     seed?: number;
     tokens?: string[];
+    pagesBySegment?: boolean;
     /** this process's execution segment */
     segment?: string;
   }
@@ -156,7 +159,7 @@ declare module 'k6/x/kbkit' {
   export interface FinishOptions {
     /** how long the windows may take to converge (default 15 s) */
     timeout?: Duration;
-    /** writes kbkit's JSON result there (kbkit loadgen report reads it) */
+    /** writes kbkit's JSON result there (kbkit loadgen report reads it); {segment} is replaced by the process's execution segment (0-1_2 for 0:1/2) */
     json?: string;
   }
 

@@ -237,6 +237,12 @@ type runData struct {
 	Editors        int      `json:"editors,omitempty"`
 	RunID          string   `json:"runId,omitempty"`
 	Seed           int64    `json:"seed,omitempty"`
+	// PagesBySegment lays the editors out segment by segment, so that
+	// every page's windows belong to the VUs of one execution segment
+	// (one k6 process, one k6-operator runner): fan-out is measured to
+	// every window of a page, and each process checks its pages'
+	// convergence whole. Each segment's editors must fill whole pages.
+	PagesBySegment bool `json:"pagesBySegment,omitempty"`
 	// Set by setup.
 	Segment string `json:"segment,omitempty"`
 	// Setup only: pair Devices new devices (Workspace) in DSN.
@@ -310,6 +316,45 @@ func segment(st *lib.State, total int) (string, []int, error) {
 	return name, ids, nil
 }
 
+// editorIndex maps the VUs of the run (global ids, 1-based) to their
+// editors in the plan (0-based). By default editor = id − 1, whatever the
+// segments. With pagesBySegment, the editors go segment by segment in
+// the order of the execution segment sequence (every process computes
+// the same), each segment's VUs in k6's order: a page's consecutive
+// editors then belong to one segment when every segment's count is a
+// multiple of the windows per page, which it checks.
+func editorIndex(st *lib.State, d runData, perPage int) (map[int]int, error) {
+	out := map[int]int{}
+	if !d.PagesBySegment {
+		for id := 1; id <= d.Editors; id++ {
+			out[id] = id - 1
+		}
+		return out, nil
+	}
+	seq := lib.GetFilledExecutionSegmentSequence(st.Options.ExecutionSegmentSequence, st.Options.ExecutionSegment)
+	for _, seg := range seq {
+		et, err := lib.NewExecutionTuple(seg, &seq)
+		if err != nil {
+			return nil, err
+		}
+		idx := lib.NewSegmentedIndex(et)
+		n := 0
+		for {
+			_, global := idx.Next()
+			if global > int64(d.Editors) {
+				break
+			}
+			out[int(global)] = len(out)
+			n++
+		}
+		if perPage > 0 && n%perPage != 0 {
+			return nil, fmt.Errorf("pagesBySegment: segment %s runs %d of the %d editors, not whole pages of %d windows: a page would span two processes (make each segment's editors a multiple of windowsPerPage)",
+				seg, n, d.Editors, perPage)
+		}
+	}
+	return out, nil
+}
+
 // plannedVUs is the most VUs the whole test (every segment) may run.
 func plannedVUs(st *lib.State) int {
 	full, err := lib.NewExecutionTuple(nil, nil)
@@ -378,9 +423,13 @@ func (mi *ModuleInstance) setup(opts sobek.Value) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kbkit.setup: %w", err)
 	}
+	index, err := editorIndex(st, d, p.PerPage)
+	if err != nil {
+		return nil, fmt.Errorf("kbkit.setup: %w", err)
+	}
 	here := map[int]bool{}
 	for _, id := range mine {
-		here[id-1] = true
+		here[index[id]] = true
 	}
 	c := client.New(d.URL, d.Token)
 	var (
@@ -456,8 +505,12 @@ func (mi *ModuleInstance) editor(data sobek.Value) (*Editor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kbkit.editor: %w", err)
 	}
-	e := int(st.VUIDGlobal) - 1
-	if e < 0 || e >= d.Editors {
+	index, err := editorIndex(st, d, p.PerPage)
+	if err != nil {
+		return nil, fmt.Errorf("kbkit.editor: %w", err)
+	}
+	e, ok := index[int(st.VUIDGlobal)]
+	if !ok {
 		return nil, fmt.Errorf("kbkit.editor: VU %d has no editor: the run has %d (editors in kbkit.setup; by default the test's most VUs)", st.VUIDGlobal, d.Editors)
 	}
 	for i := 0; i < p.Pages; i++ {

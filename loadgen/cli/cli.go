@@ -68,12 +68,13 @@ func NewCommand() *cobra.Command {
 Every virtual editor holds real Windows (kbcore.Window) on its pages, each
 with its own WebSocket subscription, so rebase and fan-out cost is real.
 
-  run     generate load (open or closed model) and report its metrics
-  report  summarise, merge (shards) and chart saved results
-  compare two saved results side by side: deltas, the better one marked
-  idle    open and hold idle subscribed windows (server memory per window)`,
+  run      generate load (open or closed model) and report its metrics
+  report   summarise, merge (shards) and chart saved results
+  compare  two saved results side by side: deltas, the better one marked
+  find-max the highest open-model rate that meets an objective (thresholds)
+  idle     open and hold idle subscribed windows (server memory per window)`,
 	}
-	cmd.AddCommand(newRunCmd(), newReportCmd(), newCompareCmd(), newIdleCmd())
+	cmd.AddCommand(newRunCmd(), newReportCmd(), newCompareCmd(), newFindMaxCmd(), newIdleCmd())
 	return cmd
 }
 
@@ -300,28 +301,12 @@ func runLoad(c *cobra.Command, f runFlags) error {
 	}
 	cfg.Logf = logf
 
-	var tgt target.Target
-	f.server, f.tokens = client.ServerFromEnv(f.server, f.tokens)
-	if f.server != "" {
-		if len(f.tokens) == 0 {
-			return errored(stderr, errors.New("--server needs at least one --token (or $KBKIT_TOKEN)"))
-		}
-		tgt = target.Remote(f.server, f.tokens)
-		cfg.Server = f.server
-		// A dead server or a refused token ends the run at once, not after
-		// the setup's retries.
-		if err := target.Preflight(ctx, tgt); err != nil {
-			return errored(stderr, err)
-		}
-	} else {
-		e, stopEmbedded, err := loadgen.StartEmbedded(ctx, loadgen.EmbeddedOptions{DSN: f.dsn, Instances: f.instances, Logf: logf})
-		if err != nil {
-			return errored(stderr, err)
-		}
-		defer stopEmbedded()
-		tgt = e
-		cfg.Server = "embedded"
+	tgt, server, stopTarget, err := openTarget(ctx, &f, logf)
+	if err != nil {
+		return errored(stderr, err)
 	}
+	defer stopTarget()
+	cfg.Server = server
 
 	if f.cpuProfile != "" {
 		prof, err := os.Create(f.cpuProfile)
@@ -358,6 +343,29 @@ func runLoad(c *cobra.Command, f runFlags) error {
 	}
 	res, err := loadgen.Run(ctx, tgt, cfg)
 	return finish(stdout, stderr, res, err, ths, f.jsonOut, f.htmlOut)
+}
+
+// openTarget is the server of --server (checked first: a dead server or
+// a refused token ends the command at once, not after the setup's
+// retries), else the reference server embedded in this process; server
+// names it in results.
+func openTarget(ctx context.Context, f *runFlags, logf func(string, ...any)) (tgt target.Target, server string, stop func(), err error) {
+	f.server, f.tokens = client.ServerFromEnv(f.server, f.tokens)
+	if f.server != "" {
+		if len(f.tokens) == 0 {
+			return nil, "", nil, errors.New("--server needs at least one --token (or $KBKIT_TOKEN)")
+		}
+		tgt = target.Remote(f.server, f.tokens)
+		if err := target.Preflight(ctx, tgt); err != nil {
+			return nil, "", nil, err
+		}
+		return tgt, f.server, func() {}, nil
+	}
+	e, stopEmbedded, err := loadgen.StartEmbedded(ctx, loadgen.EmbeddedOptions{DSN: f.dsn, Instances: f.instances, Logf: logf})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return e, "embedded", stopEmbedded, nil
 }
 
 // finish evaluates thresholds, writes the outputs and picks the exit status.

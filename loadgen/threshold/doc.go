@@ -11,6 +11,7 @@
 // milliseconds), COUNTER OP N for the counters (errors, rejections,
 // retries, refetches, dropped, connects, reconnects, commands, committed,
 // local_rejections, due, echoes), errors.KIND and rejections.CODE for one
-// kind, and rate (committed commands per second). OP is one of
-// < <= > >= == !=.
+// kind, rate (committed commands per second), and achieved (an open-model
+// run's committed commands over the operations its schedule made due: 0.9
+// or 90%; a run with nothing due fails it). OP is one of < <= > >= == !=.
 package threshold

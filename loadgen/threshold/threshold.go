@@ -85,6 +85,14 @@ func Parse(expr string) (Threshold, error) {
 		t.Metric = name
 	case metric == "rate" && stat == "":
 		t.Metric = name
+	case metric == Achieved && stat == "":
+		t.Metric = name
+		f, err := parseRatio(val)
+		if err != nil {
+			return t, fmt.Errorf("threshold %q: %v", expr, err)
+		}
+		t.Value = f
+		return t, nil
 	default:
 		if _, ok := metrics.CounterNames[name]; !ok {
 			return t, fmt.Errorf("threshold %q: unknown metric %q (latencies: %s; counters: %s; rate)",
@@ -101,7 +109,36 @@ func Parse(expr string) (Threshold, error) {
 }
 
 func counterList() string {
-	return "errors, rejections, retries, refetches, dropped, connects, reconnects, commands, committed, local_rejections, due, echoes"
+	return "errors, rejections, retries, refetches, dropped, connects, reconnects, commands, committed, local_rejections, due, echoes; achieved (committed ÷ due)"
+}
+
+// Achieved is the threshold metric of an open-model run's committed
+// commands as a share of the operations its schedule made due (a ratio:
+// 0.9 or 90%): under 1 when operations were dropped, rejected, failed or
+// still undecided at the end of the drain. A run with nothing due (the
+// closed model) has no such share, and a threshold on it fails.
+const Achieved = "achieved"
+
+// parseRatio reads a ratio: 0.9 or 90%.
+func parseRatio(s string) (float64, error) {
+	pct := strings.HasSuffix(s, "%")
+	f, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if err != nil || math.IsNaN(f) || f < 0 {
+		return 0, fmt.Errorf("%q is not a ratio (0.9 or 90%%)", s)
+	}
+	if pct {
+		f /= 100
+	}
+	return f, nil
+}
+
+// AchievedOf is r's committed commands over its due operations, NaN when
+// nothing was due.
+func AchievedOf(r *metrics.Result) float64 {
+	if r.Counts.Due == 0 {
+		return math.NaN()
+	}
+	return float64(r.Counts.Committed) / float64(r.Counts.Due)
 }
 
 // parseDuration reads a Go duration, or a bare number of milliseconds.
@@ -159,6 +196,8 @@ func (t Threshold) Actual(r *metrics.Result) float64 {
 		return v
 	case t.Metric == "rate":
 		return r.Rate()
+	case t.Metric == Achieved:
+		return AchievedOf(r)
 	case strings.HasPrefix(t.Metric, "errors."):
 		return float64(r.Errors[strings.TrimPrefix(t.Metric, "errors.")])
 	case strings.HasPrefix(t.Metric, "rejections."):
@@ -169,6 +208,10 @@ func (t Threshold) Actual(r *metrics.Result) float64 {
 
 func (t Threshold) format(v float64) string {
 	switch {
+	case t.Metric == Achieved && math.IsNaN(v):
+		return "n/a (nothing was due: not an open-model run)"
+	case t.Metric == Achieved:
+		return strconv.FormatFloat(v, 'f', 3, 64)
 	case t.Stat != "" && t.Stat != "count":
 		return time.Duration(v * float64(time.Microsecond)).Round(10 * time.Microsecond).String()
 	case t.Metric == "rate":
@@ -179,8 +222,12 @@ func (t Threshold) format(v float64) string {
 	return strconv.FormatFloat(v, 'g', 6, 64)
 }
 
-// Holds reports whether actual satisfies the threshold.
+// Holds reports whether actual satisfies the threshold (never when
+// actual is NaN: a figure the run cannot give).
 func (t Threshold) Holds(actual float64) bool {
+	if math.IsNaN(actual) {
+		return false
+	}
 	switch t.Op {
 	case "<":
 		return actual < t.Value

@@ -87,3 +87,34 @@ func TestEvaluate(t *testing.T) {
 		t.Error("no threshold: the run passes")
 	}
 }
+
+func TestAchieved(t *testing.T) {
+	res := result() // 1000 committed, nothing due: not an open-model run
+	th, err := Parse("achieved>=0.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := th.Eval(res); c.Pass || c.Actual == "" {
+		t.Errorf("nothing due: %+v, want a failed check that says why", c)
+	}
+	res.Counts.Due = 1100 // 1000 of 1100 committed: 0.909
+	for _, c := range []struct {
+		expr string
+		pass bool
+	}{
+		{"achieved>=0.9", true}, {"achieved>=90%", true}, {"achieved>=91%", false}, {"achieved<0.95", true},
+	} {
+		th, err := Parse(c.expr)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", c.expr, err)
+		}
+		if ch := th.Eval(res); ch.Pass != c.pass || ch.Actual != "0.909" {
+			t.Errorf("%s: %+v, want pass %v, actual 0.909", c.expr, ch, c.pass)
+		}
+	}
+	for _, expr := range []string{"achieved>=x", "achieved>=-1", "achieved.p99>1"} {
+		if _, err := Parse(expr); err == nil {
+			t.Errorf("Parse(%q) should fail", expr)
+		}
+	}
+}
