@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subspace/kbkit/internal/version"
 	"github.com/subspace/kbkit/sim"
 )
 
@@ -134,6 +135,7 @@ func TestSummarizeCountsSkipped(t *testing.T) {
 	var b strings.Builder
 	summarize(&b, reports, time.Second)
 	for _, want := range []string{
+		version.Line() + "\n",
 		"checker          passed skipped failed  evidence                     failing seeds\n",
 		"refetch               1       1      0  2 gaps                       \n",
 		"gapless               1       0      1  12 events                    2\n",
