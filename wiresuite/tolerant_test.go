@@ -2,8 +2,10 @@ package wiresuite
 
 import (
 	"bytes"
+	"io"
 	"io/fs"
 	"maps"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -79,5 +81,66 @@ func TestSpecStatesAssumedLimits(t *testing.T) {
 		if !slices.Contains(limitFields, k) {
 			t.Errorf("assumedLimits names %q, no field of kb.limits", k)
 		}
+	}
+}
+
+// A shared setup step that a server cannot do fails the check about it,
+// and each later check that needs it is skipped naming it: a server
+// without WebSockets fails protocol/ws-auth-header, and no check after it
+// fails for a refused upgrade again; a server whose create-page fails
+// fails protocol/create-page, and no check after it fails in its setup.
+func TestSharedSetupFailsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name, owner, failure string
+		wrap                 func(http.Handler) http.Handler
+	}{
+		{"no WebSockets", "protocol/ws-auth-header", "the WebSocket upgrade was refused", func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Upgrade") != "" {
+					http.Error(w, "no WebSockets here", http.StatusServiceUnavailable)
+					return
+				}
+				h.ServeHTTP(w, r)
+			})
+		}},
+		{"no create-page", "protocol/create-page", "setup: ", func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/trpc/kb.command" && r.Body != nil {
+					b, _ := io.ReadAll(r.Body)
+					if bytes.Contains(b, []byte(`"create-page"`)) {
+						http.Error(w, "create-page is broken", http.StatusInternalServerError)
+						return
+					}
+					r.Body = io.NopCloser(bytes.NewReader(b))
+				}
+				h.ServeHTTP(w, r)
+			})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := startWith(t, tc.wrap, testLimits)
+			results := run(t, env, "")
+			if r := results[tc.owner]; r.Status != Fail {
+				t.Fatalf("%s: %s, want a failure", tc.owner, r.Status)
+			}
+			after, skipped, failed := false, 0, 0
+			for _, c := range Checks() {
+				r := results[c.ID]
+				if r.Status == Fail {
+					failed++
+				}
+				if after && r.Status == Fail && strings.Contains(r.Message, tc.failure) {
+					t.Errorf("%s fails again for what %s is about: %s", c.ID, tc.owner, r.Message)
+				}
+				if r.Status == Skip && strings.Contains(r.Message, tc.owner+" fails for it") {
+					skipped++
+				}
+				after = after || c.ID == tc.owner
+			}
+			if skipped == 0 {
+				t.Errorf("no check was skipped naming %s", tc.owner)
+			}
+			t.Logf("%d checks failed, %d skipped naming %s", failed, skipped, tc.owner)
+		})
 	}
 }
