@@ -67,3 +67,21 @@ func TestVersionOfCheckout(t *testing.T) {
 		}
 	}
 }
+
+// A tagged build whose tag is not kbkit's version (a release cut without
+// changing internal/version) says so.
+func TestVersionTagMismatch(t *testing.T) {
+	for _, tc := range []struct {
+		module string
+		note   bool
+	}{{"(devel)", false}, {"v" + version.Kit, false}, {"v9.9.9", true}} {
+		var b strings.Builder
+		v := versionInfo{Kit: version.Kit, SpecVersion: version.Spec, Protocol: adapter.Protocol, Module: "github.com/subspace/kbkit", Version: tc.module}
+		if err := printVersion(&b, v, false); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "(not the tag v"+version.Kit); got != tc.note {
+			t.Errorf("module version %s: note %v, want %v:\n%s", tc.module, got, tc.note, b.String())
+		}
+	}
+}
