@@ -155,6 +155,9 @@ func (s *sim) startForeign(fw *foreignWin) opened {
 	if !info.Supports(adapter.SuiteClient) {
 		return opened{startErr: fmt.Errorf("init_ok does not list suite %q", adapter.SuiteClient)}
 	}
+	if info.Protocol < adapter.ProtocolClient {
+		return opened{startErr: fmt.Errorf("the client suite needs adapter protocol %d; the adapter took protocol %d (spec/ADAPTER.md section 3, init)", adapter.ProtocolClient, info.Protocol)}
+	}
 	for _, in := range info.Intents {
 		if !slices.Contains(adapter.Intents, in) {
 			return opened{startErr: fmt.Errorf("init_ok lists intent %q, which is none of %s (spec/ADAPTER.md section 7)", in, strings.Join(adapter.Intents, ", "))}

@@ -253,7 +253,7 @@ func checkInvalidateUnknownTopic(ctx context.Context, e *Env) error {
 // ---- max_pending ----
 
 func checkMaxPending(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx)
+	l, err := e.needLimits(ctx, "max_pending")
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func checkPingJumpsQueue(ctx context.Context, e *Env) error {
 }
 
 func checkIdleKeepAlive(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx)
+	l, err := e.needLimits(ctx, "idle_timeout_ms")
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func checkIdleKeepAlive(ctx context.Context, e *Env) error {
 // are refused TOO_MANY_REQUESTS, retryable. A server that answered them
 // all within 10 ms had no queue to bound: nothing to check then.
 func checkSocketQueue(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx)
+	l, err := e.needLimits(ctx, "max_socket_queue")
 	if err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func maskedText(b []byte) []byte {
 // megabytes of events to the page, and expects the server to disconnect
 // it within write_timeout_ms once its writes block (PROTOCOL.md 5.3, 8).
 func checkWriteTimeout(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx)
+	l, err := e.needLimits(ctx, "write_timeout_ms")
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,12 @@ func (rt *roundTrip) kb() kbcore.MemKB {
 
 // newPage makes a page with create-page over the round trip.
 func (rt *roundTrip) newPage(ctx context.Context, dir string) (*page, error) {
+	p, err := rt.createPage(ctx, dir)
+	return p, rt.e.setupFailed(setupPage, err)
+}
+
+// createPage is newPage without the skip of setup.go.
+func (rt *roundTrip) createPage(ctx context.Context, dir string) (*page, error) {
 	id := newID()
 	d, _ := kbcore.NewDoc(kbcore.Page{ID: id}, nil)
 	p := &page{id: id, title: "protocol check " + id, doc: d, cmds: map[int64]kbcore.Command{}}

@@ -3,6 +3,7 @@ package wiresuite
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -16,8 +17,9 @@ import (
 // The hostile group: what a client that means harm (or is merely broken)
 // can do to a server, and what the server must answer (PROTOCOL.md 4.1,
 // 7, 8). The caps and timeouts are read from kb.limits, so the checks stay
-// black-box; a limit the server does not advertise is a failure, since the
-// protocol requires each of them.
+// black-box; a limit the server does not advertise fails
+// protocol/hostile-limits, once, and the check that exercises it is
+// skipped (needLimits).
 
 func hostileChecks() []Check {
 	return []Check{
@@ -62,35 +64,81 @@ func grace(ms int64) time.Duration {
 	return time.Duration(ms)*time.Millisecond + time.Duration(ms)*time.Millisecond/4 + 2*time.Second
 }
 
-func (e *Env) limits(ctx context.Context) (*wire.Limits, *Response, error) {
+// limitsRead is kb.limits as the suite read it: every field the server
+// advertised as a number, and in place of a field it lacks (absent, or not
+// a number) the value assumedLimits gives, with what was wrong in lacks.
+type limitsRead struct {
+	wire.Limits
+	lacks map[string]string // field -> "absent" or "not a number: ..."
+}
+
+// assumedLimits are what a check assumes for a field kb.limits lacks when
+// it needs the field only to pace itself or to size a request
+// (PROTOCOL.md 8): the least a server may advertise, so that the check
+// asks no more than any server allows. A check about the field itself is
+// skipped instead (needLimits), and protocol/hostile-limits fails for it.
+var assumedLimits = map[string]string{
+	"rate_limit_per_second": "0", // the rate limit is off unless advertised
+	"rate_burst":            "1",
+	"max_pending":           "1",
+	"max_socket_queue":      "2",
+}
+
+// lacking names the fields kb.limits lacks, in limitFields order, with
+// what is wrong with each.
+func (l *limitsRead) lacking() string {
+	var out []string
+	for _, k := range limitFields {
+		if why, ok := l.lacks[k]; ok {
+			out = append(out, k+" ("+why+")")
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// errLimits is kb.limits' own failure: no answer, or not an object.
+type errLimits struct{ err error }
+
+func (e errLimits) Error() string { return e.err.Error() }
+func (e errLimits) Unwrap() error { return e.err }
+
+func (e *Env) limits(ctx context.Context) (*limitsRead, *Response, error) {
 	r, err := e.query(ctx, "kb.limits", nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	data, err := expectSuccess(r)
 	if err != nil {
-		return nil, r, step("kb.limits", err)
+		return nil, r, errLimits{step("kb.limits", err)}
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
-		return nil, r, r.fail("an object of limits", excerpt(data, 200), "kb.limits answers an object (PROTOCOL.md 8)")
+		return nil, r, errLimits{r.fail("an object of limits", excerpt(data, 200), "kb.limits answers an object (PROTOCOL.md 8)")}
 	}
+	l := &limitsRead{lacks: map[string]string{}}
 	for _, k := range limitFields {
-		if _, ok := raw[k]; !ok {
-			return nil, r, r.fail(fmt.Sprintf("a field %q", k), excerpt(data, 400), "kb.limits lacks %q (PROTOCOL.md 8)", k)
+		v, ok := raw[k]
+		if !ok {
+			l.lacks[k] = "absent"
+		} else if err := json.Unmarshal([]byte(`{"`+k+`":`+string(v)+`}`), &l.Limits); err != nil || string(v) == "null" {
+			l.lacks[k] = "not a number: " + excerpt(v, 40)
+		} else {
+			continue
+		}
+		if a, ok := assumedLimits[k]; ok {
+			_ = json.Unmarshal([]byte(`{"`+k+`":`+a+`}`), &l.Limits)
 		}
 	}
-	var l wire.Limits
-	if err := json.Unmarshal(data, &l); err != nil {
-		return nil, r, r.fail("numbers", excerpt(data, 400), "kb.limits' fields are numbers: %v", err)
-	}
-	return &l, r, nil
+	return l, r, nil
 }
 
 func checkLimits(ctx context.Context, e *Env) error {
 	l, r, err := e.limits(ctx)
 	if err != nil {
 		return err
+	}
+	if len(l.lacks) > 0 {
+		return r.fail("every field of PROTOCOL.md 8 a number", excerpt(r.Body, 400), "kb.limits lacks %s (PROTOCOL.md 8)", l.lacking())
 	}
 	for _, t := range []struct {
 		name string
@@ -121,10 +169,26 @@ func checkLimits(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// needLimits reads kb.limits for a check that exercises one of them.
-func (e *Env) needLimits(ctx context.Context) (*wire.Limits, error) {
+// needLimits reads kb.limits for a check that exercises the limits named
+// by about. protocol/hostile-limits alone fails for what kb.limits lacks:
+// when kb.limits does not answer an object, or lacks a field of about,
+// the check is skipped naming it; a field it lacks that the check only
+// paces itself or sizes a request by is assumed (assumedLimits).
+func (e *Env) needLimits(ctx context.Context, about ...string) (*wire.Limits, error) {
 	l, _, err := e.limits(ctx)
-	return l, step("kb.limits", err)
+	var bad errLimits
+	if errors.As(err, &bad) {
+		return nil, Skipf("needs kb.limits, which did not answer an object of limits (protocol/hostile-limits fails for it): %s", strings.SplitN(bad.Error(), "\n", 2)[0])
+	}
+	if err != nil {
+		return nil, step("kb.limits", err)
+	}
+	for _, k := range about {
+		if why, ok := l.lacks[k]; ok {
+			return nil, Skipf("needs kb.limits' %s, which is %s (protocol/hostile-limits fails for it)", k, why)
+		}
+	}
+	return &l.Limits, nil
 }
 
 // ---- command ids ----
@@ -346,7 +410,7 @@ func incompressible(rng *rand.Rand, n int, asciiOnly bool) string {
 }
 
 func checkLongText(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx)
+	l, err := e.needLimits(ctx, "max_title_chars")
 	if err != nil {
 		return err
 	}

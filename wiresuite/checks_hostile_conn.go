@@ -118,7 +118,7 @@ func waitAnswerOrClose(c net.Conn, d time.Duration) (status string, took time.Du
 }
 
 func checkSlowBody(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx)
+	l, err := e.needLimits(ctx, "body_timeout_ms")
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func checkSlowBody(ctx context.Context, e *Env) error {
 }
 
 func checkSilentWebSocket(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx)
+	l, err := e.needLimits(ctx, "params_timeout_ms")
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func checkSilentWebSocket(ctx context.Context, e *Env) error {
 }
 
 func checkSubscriptionCap(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx)
+	l, err := e.needLimits(ctx, "max_subscriptions_per_socket", "max_subscriptions_per_device")
 	if err != nil {
 		return err
 	}
@@ -362,7 +362,7 @@ func (e *Env) deviceSubscriptionCap(ctx context.Context, l *wire.Limits, pc *pac
 }
 
 func checkBatchCap(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx)
+	l, err := e.needLimits(ctx, "max_batch")
 	if err != nil {
 		return err
 	}
@@ -434,7 +434,7 @@ func checkBatchCap(ctx context.Context, e *Env) error {
 }
 
 func checkConnectionCap(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx)
+	l, err := e.needLimits(ctx, "max_connections")
 	if err != nil {
 		return err
 	}
@@ -612,7 +612,7 @@ func checkWSStopUnknown(ctx context.Context, e *Env) error {
 }
 
 func checkUnknownTokens(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx)
+	l, err := e.needLimits(ctx, "auth_failures_per_minute")
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 // a device behind the same address (a NAT, a CI runner, loopback) is not
 // locked out by another client's bad tokens.
 func checkLockout(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx)
+	l, err := e.needLimits(ctx, "auth_failures_per_minute")
 	if err != nil {
 		return err
 	}

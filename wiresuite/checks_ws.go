@@ -17,7 +17,7 @@ func (e *Env) ws(ctx context.Context) (*WS, error) {
 	w, r, err := e.dialWS(ctx, wsHeader, "")
 	if err != nil {
 		if r != nil {
-			return nil, r.fail("101 Switching Protocols", fmt.Sprintf("HTTP %d", r.Status), "the WebSocket upgrade was refused")
+			return nil, e.setupFailed(setupSocket, r.fail("101 Switching Protocols", fmt.Sprintf("HTTP %d", r.Status), "the WebSocket upgrade was refused"))
 		}
 		return nil, err
 	}

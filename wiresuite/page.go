@@ -40,6 +40,12 @@ func (p *page) record(seq int64, id, typ string, payload any) {
 
 // newPage creates a page (create-page, seq 1) with a unique title.
 func (e *Env) newPage(ctx context.Context) (*page, error) {
+	p, err := e.createPage(ctx)
+	return p, e.setupFailed(setupPage, err)
+}
+
+// createPage is newPage without the skip of setup.go.
+func (e *Env) createPage(ctx context.Context) (*page, error) {
 	id := newID()
 	d, _ := kbcore.NewDoc(kbcore.Page{ID: id}, nil)
 	p := &page{id: id, title: "protocol check " + id, doc: d, cmds: map[int64]kbcore.Command{}}

@@ -56,10 +56,16 @@ type Env struct {
 	WorkspaceID, DeviceID           string
 	OtherWorkspaceID, OtherDeviceID string
 	Device2ID                       string
+
+	// failed records the checks of the run that failed (setup.go).
+	failed *failedChecks
 }
 
 func (e *Env) defaults() {
 	e.BaseURL = strings.TrimRight(e.BaseURL, "/")
+	if e.failed == nil {
+		e.failed = &failedChecks{ids: map[string]bool{}}
+	}
 	if e.MaxBody <= 0 {
 		e.MaxBody = 256 << 10
 	}
@@ -274,6 +280,7 @@ func RunOne(ctx context.Context, env *Env, c Check, timeout time.Duration) (r Re
 	if r.Status == Fail && cctx.Err() != nil && ctx.Err() == nil {
 		r.Message += fmt.Sprintf(" (the check timed out after %s)", timeout)
 	}
+	env.failed.set(c.ID, r.Status == Fail)
 	return r
 }
 

@@ -12,10 +12,12 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/subspace/kbkit/internal/version"
 	"github.com/subspace/kbkit/target"
 
 	"github.com/subspace/kbkit/server"
@@ -334,7 +336,7 @@ func TestReports(t *testing.T) {
 		}
 	}
 	_ = w.End(Summarize(rs))
-	for _, want := range []string{"TAP version 14\n1..3\n", "ok 1 - protocol/a\n", "not ok 2 - protocol/b\n  ---\n",
+	for _, want := range []string{"TAP version 14\n1..3\n# " + version.Line() + "\n", "ok 1 - protocol/a\n", "not ok 2 - protocol/b\n  ---\n",
 		"  expected: HTTP 409 CONFLICT\n", "  got: HTTP 400\n", "  response: |-\n    HTTP 400 application/json\n",
 		"  ...\n", "ok 3 - protocol/c # SKIP needs --other-token\n", "# 3 checks: 1 passed, 1 failed, 1 skipped\n", "# not ok: protocol/b\n"} {
 		if !strings.Contains(tap.String(), want) {
@@ -346,7 +348,8 @@ func TestReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`tests="3" failures="1" errors="0" skipped="1"`, `<testcase name="protocol/b" classname="protocol"`,
-		`<failure message="wrong HTTP status" type="fail"><![CDATA[b # c`, `<skipped message="needs --other-token">`} {
+		`<failure message="wrong HTTP status" type="fail"><![CDATA[b # c`, `<skipped message="needs --other-token">`,
+		`<property name="kbkit.version" value="` + version.Kit + `"></property>`} {
 		if !strings.Contains(junit.String(), want) {
 			t.Errorf("JUnit lacks %q:\n%s", want, junit.String())
 		}
@@ -356,7 +359,8 @@ func TestReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(js.String()), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[1], `"status":"fail"`) || !strings.Contains(lines[1], `"ok":false`) {
+	if len(lines) != 3 || !strings.Contains(lines[1], `"status":"fail"`) || !strings.Contains(lines[1], `"ok":false`) ||
+		!strings.Contains(lines[0], `{"kbkit":"`+version.Kit+`","spec_version":`+strconv.Itoa(version.Spec)+`,`) {
 		t.Errorf("JSON lines:\n%s", js.String())
 	}
 }

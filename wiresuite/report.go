@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subspace/kbkit/internal/version"
 	"github.com/subspace/kbkit/speckit/report"
 )
 
@@ -97,16 +98,19 @@ func (r Result) details() string {
 	return b.String()
 }
 
-// WriteJSON writes one JSON object per check and line.
+// WriteJSON writes one JSON object per check and line, each naming the
+// kit and the spec_version (kbkit, spec_version).
 func WriteJSON(w io.Writer, rs []Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, r := range rs {
 		rec := struct {
+			Kit         string `json:"kbkit"`
+			SpecVersion int    `json:"spec_version"`
 			Result
 			OK         bool    `json:"ok"`
 			DurationMS float64 `json:"duration_ms"`
-		}{r, r.Status != Fail, float64(r.Duration.Microseconds()) / 1000}
+		}{version.Kit, version.Spec, r, r.Status != Fail, float64(r.Duration.Microseconds()) / 1000}
 		if err := enc.Encode(rec); err != nil {
 			return err
 		}

@@ -3,8 +3,12 @@ package main
 import (
 	"encoding/json"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/subspace/kbkit/internal/version"
+	"github.com/subspace/kbkit/speckit/adapter"
 )
 
 func TestVersion(t *testing.T) {
@@ -12,15 +16,21 @@ func TestVersion(t *testing.T) {
 	if code != exitOK || errs != "" {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
-	for _, want := range []string{"kbkit ", "module        github.com/subspace/kbkit\n", "commit        ", "spec_version  1\n", "go            go1."} {
+	for _, want := range []string{"kbkit " + version.Kit + "\n", "module        github.com/subspace/kbkit ", "commit        ",
+		"spec_version  " + strconv.Itoa(version.Spec) + "\n", "adapter       protocol 1 to " + strconv.Itoa(adapter.Protocol) + "\n", "go            go1."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
 	}
 	code, out, _ = kbkit(t, "", "version", "--json")
 	var v versionInfo
-	if err := json.Unmarshal([]byte(out), &v); code != exitOK || err != nil || v.SpecVersion != 1 || v.Module != "github.com/subspace/kbkit" || v.Version == "" {
+	if err := json.Unmarshal([]byte(out), &v); code != exitOK || err != nil || v.Kit != version.Kit || v.SpecVersion != version.Spec ||
+		v.Protocol != adapter.Protocol || v.Module != "github.com/subspace/kbkit" || v.Version == "" {
 		t.Errorf("--json: exit %d, %v, %+v", code, err, v)
+	}
+	// --short is what scripts read: the version alone.
+	if code, out, _ = kbkit(t, "", "version", "--short"); code != exitOK || out != version.Kit+"\n" {
+		t.Errorf("--short: exit %d, %q, want %q", code, out, version.Kit+"\n")
 	}
 	commit = "0123abc" // what the Makefile's -ldflags sets when the toolchain records no commit
 	defer func() { commit = "" }()
@@ -54,6 +64,24 @@ func TestVersionOfCheckout(t *testing.T) {
 		}
 		if got := versionOf(bi).Version; got != tc.want {
 			t.Errorf("%s (stamped %v): %s, want %s", tc.version, tc.stamped, got, tc.want)
+		}
+	}
+}
+
+// A tagged build whose tag is not kbkit's version (a release cut without
+// changing internal/version) says so.
+func TestVersionTagMismatch(t *testing.T) {
+	for _, tc := range []struct {
+		module string
+		note   bool
+	}{{"(devel)", false}, {"v" + version.Kit, false}, {"v9.9.9", true}} {
+		var b strings.Builder
+		v := versionInfo{Kit: version.Kit, SpecVersion: version.Spec, Protocol: adapter.Protocol, Module: "github.com/subspace/kbkit", Version: tc.module}
+		if err := printVersion(&b, v, false); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "(not the tag v"+version.Kit); got != tc.note {
+			t.Errorf("module version %s: note %v, want %v:\n%s", tc.module, got, tc.note, b.String())
 		}
 	}
 }

@@ -4,5 +4,16 @@
 // toolchain's module version of a tagged build must match it.
 package version
 
+import "strconv"
+
 // Kit is kbkit's semantic version (docs: CHANGELOG.md).
 const Kit = "0.1.0"
+
+// Spec is the spec_version of spec/: the version of the rules the kit
+// checks (cases, protocol checks, simulator checkers). It goes up whenever
+// an implementation conforming to the previous version could fail
+// (CHANGELOG.md, "Versioning"); the case files of spec/ declare it.
+const Spec = 2
+
+// Line is how reports name the kit: "kbkit 0.1.0 spec_version 2".
+func Line() string { return "kbkit " + Kit + " spec_version " + strconv.Itoa(Spec) }

@@ -3,6 +3,9 @@ package broken
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 
 	"github.com/subspace/kbkit/sim/internal/wsrelay"
@@ -26,6 +29,7 @@ var Table = []Broken{
 	{"drop-rejected-outcomes", "leaves rejections out of a refetch's outcomes", mutDropRejectedOutcomes},
 	{"event-id-not-seq", "sends events whose result.id is another than the seq", mutUntracked(true)},
 	{"ignore-last-event-id", "replays a resumed subscription from seq 1", mutIgnoreLastEventID},
+	{"limits-no-rate-burst", "answers kb.limits without rate_burst, as servers written before it was required did", mutLimitsWithout("rate_burst")},
 	{"lose-cells", "serves kb.page without table cells and code outputs", mutLoseCells},
 	{"no-answer", "stops answering kb.command after 20 calls", mutNoAnswer},
 	{"no-duplicate-flag", "answers a retried committed id without duplicate: true", mutNoDuplicateFlag},
@@ -93,4 +97,46 @@ func (m Mutation) Fired() int64 {
 		return 0
 	}
 	return m.fired.Load()
+}
+
+// Wrap returns the named variant as a wrapper of the server's own
+// http.Handler (target.EmbeddedOptions.Wrap) and the count of what it
+// changed. Only a variant that rewrites the answers of one procedure
+// alone can be one (the calls of other procedures reach the server as
+// they are): no
+// proxy stands between the client and the server, so the transport
+// (connections, timeouts, WebSocket frames) stays the server's own, as
+// the wire suite's hostile checks need.
+func Wrap(name string) (func(http.Handler) http.Handler, func() int64, error) {
+	mk, ok := Variant(name)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: no broken-server variant %q (one of %s)", target.ErrCannotRun, name, strings.Join(Variants(), ", "))
+	}
+	m := mk()
+	if m.response == nil || m.answers == "" || m.command != nil || m.upstream != nil || m.stream != nil || m.refuseSockets {
+		return nil, nil, fmt.Errorf("%w: broken-server variant %q needs the proxy (it changes more than HTTP answers)", target.ErrCannotRun, name)
+	}
+	wrap := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			proc := strings.TrimPrefix(r.URL.Path, "/trpc/")
+			if proc != m.answers || r.Method != http.MethodGet {
+				h.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			body := m.response(proc, rec.Body.Bytes())
+			if body == nil {
+				<-r.Context().Done() // a server that never answers
+				return
+			}
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(body)
+		})
+	}
+	return wrap, m.Fired, nil
 }

@@ -33,10 +33,14 @@ type Mutation struct {
 	// and the request's Authorization header (which device posts it)
 	// before it is forwarded, and returns the body to forward.
 	command func(auth string, body []byte) []byte
-	// response sees the body of the server's answer to a kb.command or
-	// kb.page call (proc names which) and returns the body to answer; nil
-	// withholds the answer (the call hangs until the client gives up).
+	// response sees the body of the server's answer to a kb.command,
+	// kb.page or kb.limits call (proc names which) and returns the body to
+	// answer; nil withholds the answer (the call hangs until the client
+	// gives up).
 	response func(proc string, body []byte) []byte
+	// answers, when set, is the one procedure whose answers response
+	// changes: the variant can then break a server in-process (Wrap).
+	answers string
 	// upstream sees every client-to-server WebSocket message (the
 	// subscriptions, with their lastEventId) and returns the message to
 	// forward.
@@ -169,14 +173,14 @@ func (p *Proxy) handler(i int) http.Handler {
 	})
 }
 
-// modifyResponse passes the answer to a kb.command or kb.page call
-// through the Mutation's response hook.
+// modifyResponse passes the answer to a kb.command, kb.page or kb.limits
+// call through the Mutation's response hook.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if p.mut.response == nil || resp.Request == nil || resp.Header.Get("Content-Encoding") != "" {
 		return nil
 	}
 	proc := strings.TrimPrefix(resp.Request.URL.Path, "/trpc/")
-	if proc != "kb.command" && proc != "kb.page" {
+	if proc != "kb.command" && proc != "kb.page" && proc != "kb.limits" {
 		return nil
 	}
 	body, err := io.ReadAll(resp.Body)

@@ -355,6 +355,28 @@ func rewriteData(body []byte, f func(data map[string]json.RawMessage) bool) []by
 	return rawJSON(env)
 }
 
+// mutLimitsWithout: a server whose kb.limits lacks field (an independent
+// server written before the field was required). Only the wire suite's
+// protocol/hostile-limits is about it; every other check goes on.
+func mutLimitsWithout(field string) func() Mutation {
+	return func() Mutation {
+		n := new(atomic.Int64)
+		return Mutation{fired: n, answers: "kb.limits", response: func(proc string, body []byte) []byte {
+			if proc != "kb.limits" {
+				return body
+			}
+			return rewriteData(body, func(data map[string]json.RawMessage) bool {
+				if _, ok := data[field]; !ok {
+					return false
+				}
+				delete(data, field)
+				n.Add(1)
+				return true
+			})
+		}}
+	}
+}
+
 // rawJSON encodes v without escaping <, > and & (what the server wrote
 // inside strings stays as it was).
 func rawJSON(v any) json.RawMessage {

@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/subspace/kbkit/internal/version"
 	"github.com/subspace/kbkit/sim"
 )
 
@@ -310,7 +312,14 @@ func TestReportSaysNotReproducible(t *testing.T) {
 	if back.Runs != 3 || back.FailedRuns != 1 || back.Shrunk == nil || back.Shrunk.NotShrunk != rep.Shrunk.NotShrunk {
 		t.Errorf("the JSON line: runs %d, failed_runs %d, shrunk %+v", back.Runs, back.FailedRuns, back.Shrunk)
 	}
+	// Both name the kit and the spec_version.
+	if line, _ := os.ReadFile(jsonl); !strings.HasPrefix(string(line), `{"kbkit":"`+version.Kit+`","spec_version":`+strconv.Itoa(version.Spec)+`,"seed":7,`) {
+		t.Errorf("the JSON line does not begin with the kit and the spec_version:\n%s", line)
+	}
 	x, _ := os.ReadFile(junit)
+	if !strings.Contains(string(x), `<property name="kbkit.spec_version" value="`+strconv.Itoa(version.Spec)+`">`) {
+		t.Errorf("the JUnit report has no kbkit.spec_version property:\n%s", x)
+	}
 	if !strings.Contains(string(x), "rollback failed (failed 1 of 3: not reproducible, timing-dependent)") ||
 		!strings.Contains(string(x), "does not recur under replay") {
 		t.Errorf("the JUnit report lacks the recurrence or the shrink's note:\n%s", x)

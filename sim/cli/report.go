@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/subspace/kbkit/internal/cliutil"
+	"github.com/subspace/kbkit/internal/version"
 	"github.com/subspace/kbkit/kbcore"
 	"github.com/subspace/kbkit/sim"
 	"github.com/subspace/kbkit/speckit/report"
@@ -72,6 +73,7 @@ func summarize(w io.Writer, reports []sim.SeedReport, took time.Duration) {
 		refetches += r.Stats.Refetches
 		gaps += r.Stats.Gaps
 	}
+	fmt.Fprintln(w, version.Line())
 	// The evidence column: how much each checker had to check, over
 	// every seed (a pass with none is a skip).
 	fmt.Fprintf(w, "%-16s %6s %7s %6s  %-28s %s\n", "checker", "passed", "skipped", "failed", "evidence", "failing seeds")
@@ -130,7 +132,8 @@ func summarize(w io.Writer, reports []sim.SeedReport, took time.Duration) {
 	}
 }
 
-// writeSeedJSON writes one JSON line per seed to path ("-": stdout).
+// writeSeedJSON writes one JSON line per seed to path ("-": stdout), each
+// naming the kit and the spec_version (kbkit, spec_version).
 func writeSeedJSON(path string, stdout io.Writer, reports []sim.SeedReport) error {
 	w, closeFn, err := cliutil.CreateOutput(path, stdout)
 	if err != nil {
@@ -138,7 +141,12 @@ func writeSeedJSON(path string, stdout io.Writer, reports []sim.SeedReport) erro
 	}
 	enc := json.NewEncoder(w)
 	for _, r := range reports {
-		if err := enc.Encode(r); err != nil {
+		rec := struct {
+			Kit         string `json:"kbkit"`
+			SpecVersion int    `json:"spec_version"`
+			sim.SeedReport
+		}{version.Kit, version.Spec, r}
+		if err := enc.Encode(rec); err != nil {
 			closeFn()
 			return err
 		}

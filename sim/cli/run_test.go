@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subspace/kbkit/internal/version"
 	"github.com/subspace/kbkit/sim"
 )
 
@@ -29,7 +30,7 @@ func TestConformanceRunHTMLFlags(t *testing.T) {
 		{[]string{"--html-all"}, "--html-all needs --html DIR"},
 		{[]string{"--client", " "}, "--client needs a command line"},
 		{[]string{"--html", filepath.Join(file, "tl")}, "--html:"},
-		{[]string{"--broken-server", "nope"}, `no broken-server variant "nope" (one of ack-seq, double-echo, drop-derived, drop-rejected-outcomes, event-id-not-seq, ignore-last-event-id, lose-cells, no-answer, no-duplicate-flag, no-own-echo, non-canonical-page, refuse-sockets, renumber, reorder, skip-dedup, untracked-events)`},
+		{[]string{"--broken-server", "nope"}, `no broken-server variant "nope" (one of ack-seq, double-echo, drop-derived, drop-rejected-outcomes, event-id-not-seq, ignore-last-event-id, limits-no-rate-burst, lose-cells, no-answer, no-duplicate-flag, no-own-echo, non-canonical-page, refuse-sockets, renumber, reorder, skip-dedup, untracked-events)`},
 	} {
 		args := append([]string{"conformance", "run", "--server", url, "--token", "good", "--seeds", "1"}, tc.args...)
 		code, out, errs := kbkit(t, "", args...)
@@ -134,6 +135,7 @@ func TestSummarizeCountsSkipped(t *testing.T) {
 	var b strings.Builder
 	summarize(&b, reports, time.Second)
 	for _, want := range []string{
+		version.Line() + "\n",
 		"checker          passed skipped failed  evidence                     failing seeds\n",
 		"refetch               1       1      0  2 gaps                       \n",
 		"gapless               1       0      1  12 events                    2\n",

@@ -483,7 +483,7 @@ cases:
 		name, old, new string
 		want           []string
 	}{
-		{"spec_version", "spec_version: 1", "spec_version: 2", []string{"spec_version: must be 1, got 2"}},
+		{"spec_version", "spec_version: 1", "spec_version: 3", []string{"spec_version: 3 is not one of 1, 2"}},
 		{"no description", "    description: fine\n", "", []string{"cases[0].description: missing (case x/ok)"}},
 		{"doc and rejected", "      doc: {nodes: []}\n", "      doc: {nodes: []}\n      rejected: node-not-found\n",
 			[]string{"cases[0].then.doc: not allowed here (case x/ok)", "cases[0].then.inverse: not allowed here"}},

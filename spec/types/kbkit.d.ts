@@ -245,10 +245,13 @@ export interface ErrorShape {
 
 export type Suite = "commands" | "tokenizer" | "window" | "planner" | "client";
 
-export interface InitRequest { type: "init"; msg_id: number; protocol: 1 | 2 }
+/** protocol is the version proposed; protocols every version the runner speaks (spec/ADAPTER.md 3, init). */
+export interface InitRequest { type: "init"; msg_id: number; protocol: 1 | 2; protocols?: (1 | 2)[] }
 export interface InitOk {
   type: "init_ok"; in_reply_to: number;
   implementation: string; version: string; suites: Suite[];
+  /** The version the adapter takes, one of init's protocols; absent: init's protocol. */
+  protocol?: 1 | 2;
   /** The command types apply handles; absent means all. */
   commands?: CommandType[];
   /** Suite client: the intents the client performs (required with it, not empty). */

@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -74,10 +75,50 @@ func fakeAdapter(mode string) int {
 	case "no-init":
 		fmt.Println(`{"type":"init_ok","in_reply_to":1}`) // no suites
 		time.Sleep(time.Hour)
+	case "v1-only":
+		return v1OnlyAdapter(ctx)
+	case "speaks-none":
+		// Refuses every protocol, as an adapter of a future version would.
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			var h header
+			_ = json.Unmarshal(sc.Bytes(), &h)
+			os.Stdout.Write(append(errorReply(h.MsgID, CodeNotSupported, "protocol 7 only"), '\n'))
+		}
 	case "exit":
 		return 4
 	case "tee":
 		return teeAdapter(ctx)
+	}
+	return 0
+}
+
+// v1OnlyAdapter is an adapter written from the prose of adapter protocol
+// 1: it answers init only when init.protocol is 1 (error 10 "protocol N
+// not supported" otherwise, as such adapters did), knows nothing of
+// init.protocols and names no protocol in init_ok; the reference answers
+// everything else.
+func v1OnlyAdapter(ctx context.Context) int {
+	srv := Server{Impl: cases.Reference{}}
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var req struct {
+			Type     string `json:"type"`
+			MsgID    int64  `json:"msg_id"`
+			Protocol int    `json:"protocol"`
+		}
+		_ = json.Unmarshal(sc.Bytes(), &req)
+		reply := srv.handle(ctx, sc.Bytes())
+		switch {
+		case req.Type == TypeInit && req.Protocol != 1:
+			reply = errorReply(&req.MsgID, CodeNotSupported, fmt.Sprintf("protocol %d not supported", req.Protocol))
+		case req.Type == TypeInit:
+			reply = []byte(fmt.Sprintf(`{"type":"init_ok","in_reply_to":%d,"implementation":"v1","version":"2026-12-01","suites":["commands","tokenizer","window","planner"]}`, req.MsgID))
+		}
+		if _, err := os.Stdout.Write(append(reply, '\n')); err != nil {
+			return 1
+		}
 	}
 	return 0
 }
@@ -120,6 +161,46 @@ func TestReferenceThroughProtocol(t *testing.T) {
 	}
 	if c.Restarts() != 0 {
 		t.Errorf("Restarts = %d", c.Restarts())
+	}
+}
+
+// An adapter of protocol 1 runs the suites of cases under this kit: init
+// proposes 2, is refused, proposes 1, and every case comes out as in
+// process (spec/ADAPTER.md 3, init).
+func TestProtocol1AdapterRuns(t *testing.T) {
+	all, err := cases.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := start(t, "v1-only", Options{})
+	if info := c.Info(); info.Protocol != 1 || info.Implementation != "v1" || !info.Supports(cases.SuiteWindow) {
+		t.Fatalf("init_ok = %+v, want protocol 1", info)
+	}
+	ctx := context.Background()
+	for _, k := range all {
+		if got := cases.Check(ctx, c, k); got.Status != cases.Pass {
+			t.Errorf("%s: %s %s", k.ID, got.Status, got.Diff)
+		}
+	}
+	if c.Restarts() != 0 {
+		t.Errorf("Restarts = %d", c.Restarts())
+	}
+	// The runner's own adapter takes the newest version it is offered.
+	if p := start(t, "ref", Options{}).Info().Protocol; p != Protocol {
+		t.Errorf("the reference adapter took protocol %d, want %d", p, Protocol)
+	}
+}
+
+// An adapter that speaks none of the versions offered does not start,
+// and the error says which versions were offered and what it answered.
+func TestProtocolNoneSpoken(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Start(context.Background(), []string{exe}, Options{Env: append(os.Environ(), modeEnv+"=speaks-none"), MaxFailures: 1})
+	if err == nil || !strings.Contains(err.Error(), "speaks none of the protocol versions 1 to 2") || !strings.Contains(err.Error(), "protocol 1: protocol 7 only") {
+		t.Fatalf("Start = %v, want an error naming the versions offered", err)
 	}
 }
 

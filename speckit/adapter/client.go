@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -251,11 +252,7 @@ func (c *Client) start(ctx context.Context) error {
 	}
 	c.p = p
 	c.starts++
-	var info Info
-	err = c.roundTrip(ctx, TypeInit, initRequest{Protocol: Protocol}, &info)
-	if err == nil && info.Suites == nil {
-		err = fmt.Errorf("%w: init_ok has no suites", ErrProtocol)
-	}
+	info, err := c.handshake(ctx)
 	if err != nil {
 		var t *transportError
 		if errors.As(err, &t) {
@@ -267,6 +264,39 @@ func (c *Client) start(ctx context.Context) error {
 	}
 	c.info = info
 	return nil
+}
+
+// handshake sends init offering every protocol version the runner speaks
+// and settles on the newest the adapter accepts (spec/ADAPTER.md 3,
+// init): the adapter names it in init_ok's protocol, or accepts the
+// protocol init proposed; an adapter that answers error 10 (it does not
+// speak the proposed version) gets init again with the next older one.
+// c.mu is held.
+func (c *Client) handshake(ctx context.Context) (Info, error) {
+	var refused []string
+	for v := Protocol; v >= 1; v-- {
+		var info Info
+		err := c.roundTrip(ctx, TypeInit, initRequest{Protocol: v, Protocols: Protocols()}, &info)
+		var re *RemoteError
+		if errors.As(err, &re) && re.Code == CodeNotSupported {
+			refused = append(refused, fmt.Sprintf("protocol %d: %s", v, re.Text))
+			continue
+		}
+		if err != nil {
+			return Info{}, err
+		}
+		if info.Suites == nil {
+			return Info{}, fmt.Errorf("%w: init_ok has no suites", ErrProtocol)
+		}
+		switch {
+		case info.Protocol == 0:
+			info.Protocol = v
+		case info.Protocol < 1 || info.Protocol > v:
+			return Info{}, fmt.Errorf("%w: init_ok chose protocol %d, not one of 1 to %d offered", ErrProtocol, info.Protocol, v)
+		}
+		return info, nil
+	}
+	return Info{}, fmt.Errorf("the adapter speaks none of the protocol versions 1 to %d this kbkit speaks (%s)", Protocol, strings.Join(refused, "; "))
 }
 
 // transportError marks errors after which the process is killed.

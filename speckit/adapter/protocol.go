@@ -9,10 +9,24 @@ import (
 	"github.com/subspace/kbkit/speckit/cases"
 )
 
-// Protocol is the protocol version this package speaks (`init.protocol`).
-// Version 2 adds the client suite (client_suite.go) to version 1; an
-// adapter of version 1 keeps working when it accepts 2.
+// Protocol is the newest protocol version this package speaks
+// (`init.protocol`); it speaks every version from 1 (Protocols). Version 2
+// adds the client suite (client_suite.go) to version 1, whose messages it
+// keeps: an adapter of version 1 runs the suites of cases under a runner
+// of version 2 (the handshake settles on 1).
 const Protocol = 2
+
+// ProtocolClient is the first protocol version with the client suite.
+const ProtocolClient = 2
+
+// Protocols lists the versions the runner offers in init, oldest first.
+func Protocols() []int {
+	out := make([]int, Protocol)
+	for i := range out {
+		out[i] = i + 1
+	}
+	return out
+}
 
 // Message types. Every reply to a request of type T is `T_ok` or `error`.
 const (
@@ -51,6 +65,9 @@ type Info struct {
 	// Intents lists the user intents a client adapter performs (suite
 	// client); the simulator draws no other.
 	Intents []string `json:"intents,omitempty"`
+	// Protocol is the protocol version of the session: the one init_ok
+	// names, else the one init proposed (the runner fills it in).
+	Protocol int `json:"protocol,omitempty"`
 }
 
 // Supports reports whether the adapter listed suite in init_ok.
@@ -79,7 +96,12 @@ func (i Info) SupportsCommand(typ string) bool {
 // Request bodies (without type and msg_id).
 type (
 	initRequest struct {
+		// Protocol is the version proposed: the newest of Protocols not
+		// yet refused.
 		Protocol int `json:"protocol"`
+		// Protocols are every version the runner speaks; an adapter that
+		// reads it names the one it takes in init_ok.
+		Protocols []int `json:"protocols,omitempty"`
 	}
 	applyRequest struct {
 		Doc json.RawMessage `json:"doc"`

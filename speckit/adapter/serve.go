@@ -83,10 +83,12 @@ func (s Server) handle(ctx context.Context, line []byte) []byte {
 		if err = json.Unmarshal(line, &req); err != nil {
 			break
 		}
-		if req.Protocol != 1 && req.Protocol != Protocol {
-			return errorReply(id, CodeNotSupported, fmt.Sprintf("protocol %d is not supported (this is protocol %d)", req.Protocol, Protocol))
+		if req.Protocol < 1 || req.Protocol > Protocol {
+			return errorReply(id, CodeNotSupported, fmt.Sprintf("protocol %d is not supported (this speaks 1 to %d)", req.Protocol, Protocol))
 		}
-		body = s.Info
+		info := s.Info
+		info.Protocol = req.Protocol
+		body = info
 	case TypeApply:
 		var req applyRequest
 		if err = json.Unmarshal(line, &req); err != nil {

@@ -13,13 +13,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/subspace/kbkit/internal/version"
 	"github.com/subspace/kbkit/spec"
 
 	"gopkg.in/yaml.v3"
 )
 
-// SpecVersion is the case-file format this package reads.
-const SpecVersion = 1
+// SpecVersion is the spec_version of the built-in spec (version.Spec):
+// the case files kbkit writes declare it.
+const SpecVersion = version.Spec
+
+// MinSpecVersion is the oldest spec_version whose case files this package
+// reads. The case-file format is the same from 1 to SpecVersion (what
+// changed between them is the rules, CHANGELOG.md), so a file of any of
+// them runs; a newer one is refused, naming the kbkit that reads it.
+const MinSpecVersion = 1
 
 // Suites.
 const (
@@ -86,8 +94,8 @@ func Parse(name string, data []byte) (File, error) {
 	if err := root.Decode(&head); err != nil {
 		return File{}, fmt.Errorf("%w: %s: %v", ErrFormat, name, err)
 	}
-	if head.SpecVersion != SpecVersion {
-		return File{}, fmt.Errorf("%w: %s: spec_version is %d, want %d", ErrFormat, name, head.SpecVersion, SpecVersion)
+	if err := checkSpecVersion(head.SpecVersion); err != nil {
+		return File{}, fmt.Errorf("%w: %s: %v", ErrFormat, name, err)
 	}
 	f := File{Path: name}
 	for i := range head.Cases {
@@ -128,6 +136,19 @@ func Parse(name string, data []byte) (File, error) {
 		f.Cases = append(f.Cases, c)
 	}
 	return f, nil
+}
+
+// checkSpecVersion says what is wrong with a case file's spec_version.
+func checkSpecVersion(v int) error {
+	switch {
+	case v == 0:
+		return fmt.Errorf("no spec_version (a case file begins with spec_version: %d; this kbkit reads %d to %d)", SpecVersion, MinSpecVersion, SpecVersion)
+	case v < MinSpecVersion:
+		return fmt.Errorf("spec_version %d is not a version (this kbkit reads %d to %d)", v, MinSpecVersion, SpecVersion)
+	case v > SpecVersion:
+		return fmt.Errorf("spec_version %d is newer than this kbkit knows (kbkit %s reads %d to %d): run it with a newer kbkit (CHANGELOG.md)", v, version.Kit, MinSpecVersion, SpecVersion)
+	}
+	return nil
 }
 
 // jsonish turns decoded YAML into the values encoding/json would produce, so

@@ -1,18 +1,22 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	clientjs "github.com/subspace/kbkit/examples/client-js"
 	"github.com/subspace/kbkit/internal/cliutil"
+	"github.com/subspace/kbkit/internal/version"
 	"github.com/subspace/kbkit/spec"
+	"github.com/subspace/kbkit/speckit/adapter"
 	"github.com/subspace/kbkit/speckit/adapters"
 )
 
@@ -27,7 +31,9 @@ TypeScript types in types/), the schema of expectations files
 (adapters/node, adapters/typescript) into DIR, with the prose's links
 pointing at those copies,
 creating directories and overwriting files, so that implementations in
-other languages can vendor the exact spec they are checked against.`,
+other languages can vendor the exact spec they are checked against.
+DIR/VERSION.json names the kbkit that exported it, the spec_version and
+the commit it was built from (when the build recorded one).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			n, err := exportSpec(args[0])
@@ -73,8 +79,44 @@ func exportSpec(dir string) (int, error) {
 		return x.n, err
 	}
 	// The reference client the client suite's prose links to.
-	err = x.copy(clientjs.Files, exportedClient, nil)
-	return x.n, err
+	if err = x.copy(clientjs.Files, exportedClient, nil); err != nil {
+		return x.n, err
+	}
+	stamp, err := json.MarshalIndent(exportStamp(), "", "  ")
+	if err != nil {
+		return x.n, err
+	}
+	return x.n, x.write(exportVersionPath, append(stamp, '\n'))
+}
+
+// exportVersionPath is where export names the kit and the spec_version.
+const exportVersionPath = "VERSION.json"
+
+// ExportVersion is the content of an export's VERSION.json.
+type ExportVersion struct {
+	Kit         string `json:"kbkit"`
+	SpecVersion int    `json:"spec_version"`
+	// Protocol is the adapter protocol version the kit speaks at most
+	// (spec/ADAPTER.md 3, init).
+	Protocol int `json:"adapter_protocol"`
+	// Commit is the VCS revision of the build ("" when it recorded none).
+	Commit   string `json:"commit,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+}
+
+func exportStamp() ExportVersion {
+	v := ExportVersion{Kit: version.Kit, SpecVersion: version.Spec, Protocol: adapter.Protocol}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				v.Commit = s.Value
+			case "vcs.modified":
+				v.Modified = s.Value == "true"
+			}
+		}
+	}
+	return v
 }
 
 // exporter writes files under dir and counts them.

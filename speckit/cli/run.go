@@ -239,8 +239,8 @@ func startImpl(ctx context.Context, o runOptions, stderr io.Writer) (cases.Impl,
 		return nil, nil, fmt.Errorf("starting the adapter %q: %v", o.impl, err)
 	}
 	info := client.Info()
-	fmt.Fprintf(stderr, "kbkit spec run: adapter %s %s, suites: %s\n",
-		info.Implementation, info.Version, strings.Join(info.Suites, ", "))
+	fmt.Fprintf(stderr, "kbkit spec run: adapter %s %s, protocol %d, suites: %s\n",
+		info.Implementation, info.Version, info.Protocol, strings.Join(info.Suites, ", "))
 	return client, client, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/subspace/kbkit/internal/cliutil"
+	"github.com/subspace/kbkit/internal/version"
 	"github.com/subspace/kbkit/speckit/adapter"
 	"github.com/subspace/kbkit/speckit/cases"
 )
@@ -441,6 +442,13 @@ func TestSpecExport(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
 		}
+	}
+	// VERSION.json names the kit and the spec_version.
+	var stamp ExportVersion
+	if b, err := os.ReadFile(filepath.Join(dir, "VERSION.json")); err != nil {
+		t.Error(err)
+	} else if err := json.Unmarshal(b, &stamp); err != nil || stamp.Kit != version.Kit || stamp.SpecVersion != version.Spec || stamp.Protocol != adapter.Protocol {
+		t.Errorf("VERSION.json: %s (%v)", b, err)
 	}
 	// The exported directory is a runnable spec.
 	code, out, _ := kbkit(t, "", "spec", "run", dir)

@@ -14,6 +14,7 @@ import (
 // column per suite: passed/total, then what failed) and the changes.
 func (m *Matrix) Text(w io.Writer) error {
 	var b strings.Builder
+	fmt.Fprintf(&b, "kbkit %s spec_version %d\n", m.Kit, m.SpecVersion)
 	fmt.Fprintf(&b, "%-14s", "implementation")
 	for _, s := range m.Suites {
 		fmt.Fprintf(&b, " %-22s", s)
@@ -28,6 +29,9 @@ func (m *Matrix) Text(w io.Writer) error {
 		if r.Err != "" {
 			fmt.Fprintf(&b, "  could not run: %s\n", r.Err)
 		}
+		if note := r.runBy(m); note != "" {
+			fmt.Fprintf(&b, "  %s\n", note)
+		}
 	}
 	b.WriteString("(cells: passed/cases, then f failed, e errored, u passed unexpectedly, x expected to fail, s skipped)\n")
 	if m.Against != "" {
@@ -38,6 +42,18 @@ func (m *Matrix) Text(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// runBy says when a row's records come from another kbkit or
+// spec_version than the matrix's ("" when they do not).
+func (r Row) runBy(m *Matrix) string {
+	switch {
+	case r.Err != "" || (r.Kit == m.Kit && r.SpecVersion == m.SpecVersion):
+		return ""
+	case r.Kit == "":
+		return "results of a kbkit that did not name its version"
+	}
+	return fmt.Sprintf("results of kbkit %s spec_version %d", r.Kit, r.SpecVersion)
 }
 
 func cellText(r Row, suite string) string {
@@ -87,6 +103,7 @@ type htmlRow struct {
 	Anchor string
 	Cells  []htmlCell
 	Color  string
+	RunBy  string      // the kbkit and spec_version of its records, when not the matrix's
 	Groups []htmlGroup // the failures by suite
 }
 
@@ -114,7 +131,7 @@ type htmlPage struct {
 func (m *Matrix) HTML(w io.Writer) error {
 	p := htmlPage{Matrix: m, Tiers: Tiers, CSS: template.CSS(pageCSS), JS: template.JS(pageJS)}
 	for i, r := range m.Rows {
-		hr := htmlRow{Row: r, Anchor: fmt.Sprintf("impl-%d", i), Color: TierByName(r.Tier).Color}
+		hr := htmlRow{Row: r, Anchor: fmt.Sprintf("impl-%d", i), Color: TierByName(r.Tier).Color, RunBy: r.runBy(m)}
 		for _, s := range m.Suites {
 			c, ok := r.Suites[s]
 			class := "none"
@@ -186,10 +203,10 @@ var pageTmpl = template.Must(template.New("matrix").Parse(`<!doctype html>
 <title>kbkit spec results matrix</title>
 <style>{{.CSS}}</style></head><body>
 <h1>kbkit spec results matrix</h1>
-<p class="sub">{{len .Rows}} implementations × {{len .Suites}} suites of the kbkit spec (kbkit spec run). A cell is passed/cases; click it for the cases that did not pass.</p>
+<p class="sub">{{len .Rows}} implementations × {{len .Suites}} suites of the kbkit spec (kbkit spec run), by kbkit {{.Kit}}, spec_version {{.SpecVersion}}. A cell is passed/cases; click it for the cases that did not pass.</p>
 <table id="matrix">
 <tr><th>implementation</th>{{range .Suites}}<th>{{.}}</th>{{end}}<th>total</th><th>tier</th></tr>
-{{range .Rows}}<tr data-impl="{{.Name}}" data-tier="{{.Tier}}"><td><b>{{.Name}}</b><div class="k">{{.Source}}{{if .Expect}}<br>expectations: {{.Expect}}{{end}}</div></td>
+{{range .Rows}}<tr data-impl="{{.Name}}" data-tier="{{.Tier}}"><td><b>{{.Name}}</b><div class="k">{{.Source}}{{if .Expect}}<br>expectations: {{.Expect}}{{end}}{{if .RunBy}}<br>{{.RunBy}}{{end}}</div></td>
 {{$a := .Anchor}}{{range .Cells}}<td class="{{.Class}}" data-suite="{{.Suite}}" data-pass="{{.Counts.Pass}}" data-total="{{.Counts.Total}}" data-fail="{{.Counts.Fail}}" data-error="{{.Counts.Error}}" data-expected-fail="{{.Counts.ExpectedFail}}" data-unexpected-pass="{{.Counts.UnexpectedPass}}" data-skip="{{.Counts.Skip}}">{{if .Has}}<a href="#{{$a}}-{{.Suite}}"><span class="n">{{.Counts.Pass}}/{{.Counts.Total}}</span>
 <div class="k">{{if .Counts.Fail}}{{.Counts.Fail}} failed · {{end}}{{if .Counts.Error}}{{.Counts.Error}} errored · {{end}}{{if .Counts.UnexpectedPass}}{{.Counts.UnexpectedPass}} passed unexpectedly · {{end}}{{if .Counts.ExpectedFail}}{{.Counts.ExpectedFail}} expected to fail · {{end}}{{if .Counts.Skip}}{{.Counts.Skip}} skipped{{end}}</div></a>{{else}}-{{end}}</td>{{end}}
 <td class="n">{{.Total.Pass}}/{{.Total.Total}}</td><td><span class="tier {{.Color}}">{{.Tier}}</span>{{if .Err}}<div class="k">{{.Err}}</div>{{end}}</td></tr>

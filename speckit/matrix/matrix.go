@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/subspace/kbkit/internal/version"
 	"github.com/subspace/kbkit/speckit/report"
 )
 
@@ -61,6 +62,11 @@ type Row struct {
 	Suites map[string]Counts `json:"suites"`
 	Total  Counts            `json:"total"`
 	Tier   string            `json:"tier"`
+	// Kit and SpecVersion name the kbkit that wrote the implementation's
+	// records and the spec_version it checked (from the records; absent
+	// in records of a kbkit before 0.1.0).
+	Kit         string `json:"kbkit,omitempty"`
+	SpecVersion int    `json:"spec_version,omitempty"`
 	// Verdicts maps every case id to its verdict (for comparisons).
 	Verdicts map[string]report.Verdict `json:"verdicts"`
 	// Failures are the cases that did not pass and were run: failures,
@@ -70,9 +76,13 @@ type Row struct {
 
 // Matrix is the merged result.
 type Matrix struct {
-	Version int      `json:"version"`
-	Suites  []string `json:"suites"`
-	Rows    []Row    `json:"implementations"`
+	Version int `json:"version"`
+	// Kit and SpecVersion name the kbkit that built the matrix and the
+	// spec_version it checks (version.Kit, version.Spec).
+	Kit         string   `json:"kbkit"`
+	SpecVersion int      `json:"spec_version"`
+	Suites      []string `json:"suites"`
+	Rows        []Row    `json:"implementations"`
 	// Changes against an earlier matrix (Compare), new failures first.
 	Changes []Change `json:"changes,omitempty"`
 	// Against names the earlier matrix.
@@ -136,7 +146,7 @@ func TierByName(name string) Tier {
 // Build merges the implementations' records. Suites are listed in the
 // order they first appear.
 func Build(impls []Impl) *Matrix {
-	m := &Matrix{Version: FormatVersion}
+	m := &Matrix{Version: FormatVersion, Kit: version.Kit, SpecVersion: version.Spec}
 	for _, im := range impls {
 		row := Row{Name: im.Name, Source: im.Source, Expect: im.Expect, Err: im.Err,
 			Suites: map[string]Counts{}, Verdicts: map[string]report.Verdict{}, Failures: []report.Record{}}
@@ -149,6 +159,9 @@ func Build(impls []Impl) *Matrix {
 			row.Suites[rec.Suite] = c
 			row.Total.add(rec.Verdict)
 			row.Verdicts[rec.ID] = rec.Verdict
+			if row.Kit == "" {
+				row.Kit, row.SpecVersion = rec.Kit, rec.SpecVersion
+			}
 			if rec.Verdict != report.VerdictPass && rec.Verdict != report.VerdictSkip {
 				row.Failures = append(row.Failures, rec)
 			}

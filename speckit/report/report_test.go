@@ -6,11 +6,13 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/subspace/kbkit/internal/version"
 	"github.com/subspace/kbkit/speckit/cases"
 )
 
@@ -102,7 +104,7 @@ func TestExpectations(t *testing.T) {
 		"empty reason": "spec_version: 1\nexpectations: [{id: a, status: fail, reason: ''}]",
 		"unknown key":  "spec_version: 1\nexpectations: [{id: a, status: fail, reason: r, owner: me}]",
 		"issue":        "spec_version: 1\nexpectations: [{id: a, status: fail, reason: r, issue: 'see #12'}]",
-		"version":      "spec_version: 2\nexpectations: []",
+		"version":      "spec_version: 3\nexpectations: []",
 		"no version":   "expectations: []",
 		"glob":         "spec_version: 1\nexpectations: [{id: 'a/[', status: fail, reason: r}]",
 		"yaml":         "spec_version: [",
@@ -150,7 +152,7 @@ func TestTAP(t *testing.T) {
 	s := run(NewTAP(&b), rs)
 	out := b.String()
 	for _, want := range []string{
-		"TAP version 14\n1..7\n",
+		"TAP version 14\n1..7\n# kbkit " + version.Kit + " spec_version " + strconv.Itoa(version.Spec) + "\n",
 		"ok 1 - t/pass\n",
 		"not ok 2 - t/fail\\#1\n  ---\n",
 		"not ok 3 - t/todo # TODO expected failure: known\n",
@@ -214,7 +216,11 @@ func TestJUnit(t *testing.T) {
 		Errors   int `xml:"errors,attr"`
 		Skipped  int `xml:"skipped,attr"`
 		Suites   []struct {
-			Name  string `xml:"name,attr"`
+			Name       string `xml:"name,attr"`
+			Properties []struct {
+				Name  string `xml:"name,attr"`
+				Value string `xml:"value,attr"`
+			} `xml:"properties>property"`
 			Cases []struct {
 				Name      string `xml:"name,attr"`
 				Classname string `xml:"classname,attr"`
@@ -235,6 +241,10 @@ func TestJUnit(t *testing.T) {
 	}
 	if len(doc.Suites) != 1 || doc.Suites[0].Name != "tokenizer" {
 		t.Fatalf("suites %+v", doc.Suites)
+	}
+	if p := doc.Suites[0].Properties; len(p) != 2 || p[0].Name != "kbkit.version" || p[0].Value != version.Kit ||
+		p[1].Name != "kbkit.spec_version" || p[1].Value != strconv.Itoa(version.Spec) {
+		t.Errorf("properties %+v, want the kit's version and spec_version", p)
 	}
 	c := doc.Suites[0].Cases[1]
 	if c.Name != "t/fail#1" || c.Classname != "tokenizer" || c.Failure == nil || !strings.Contains(c.Failure.Body, "leading spaces") {
@@ -258,7 +268,8 @@ func TestJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.ID != rs[i].ID || r.Verdict != rs[i].Verdict || r.OK != rs[i].Verdict.OK() || r.Suite == "" || r.File == "" {
+		if r.ID != rs[i].ID || r.Verdict != rs[i].Verdict || r.OK != rs[i].Verdict.OK() || r.Suite == "" || r.File == "" ||
+			r.Kit != version.Kit || r.SpecVersion != version.Spec {
 			t.Errorf("line %d = %+v", i, r)
 		}
 	}

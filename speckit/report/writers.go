@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/subspace/kbkit/internal/version"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -52,9 +54,10 @@ func (t *TAPStream) Flush() error {
 	return t.err
 }
 
-// Begin writes the version line and the plan.
+// Begin writes the version line, the plan and a comment naming the kit
+// and the spec_version it checks (version.Line).
 func (t *TAPStream) Begin(total int) error {
-	t.Printf("TAP version 14\n1..%d\n", total)
+	t.Printf("TAP version 14\n1..%d\n# %s\n", total, version.Line())
 	return t.Flush()
 }
 
@@ -176,14 +179,28 @@ type JUnitDoc struct {
 }
 
 type JUnitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []JUnitCase `xml:"testcase"`
-	dur      time.Duration
+	Name     string `xml:"name,attr"`
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr"`
+	// Properties are set by WriteJUnit: the kit's version and the
+	// spec_version it checks (kbkit.version, kbkit.spec_version).
+	Properties []JUnitProperty `xml:"properties>property"`
+	Cases      []JUnitCase     `xml:"testcase"`
+	dur        time.Duration
+}
+
+// JUnitProperty is a <property name value> of a suite's <properties>.
+type JUnitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+// versionProperties name the kit and the spec_version in every suite.
+func versionProperties() []JUnitProperty {
+	return []JUnitProperty{{"kbkit.version", version.Kit}, {"kbkit.spec_version", strconv.Itoa(version.Spec)}}
 }
 
 type JUnitCase struct {
@@ -271,11 +288,13 @@ func (j *JUnit) End(Summary) error {
 	return WriteJUnit(j.w, JUnitDoc{Name: j.name, Suites: j.suites, Time: seconds(time.Since(j.start))})
 }
 
-// WriteJUnit sums the suites' counts into the document's and writes it,
-// XML header first. Message bodies should go through XMLText.
+// WriteJUnit sums the suites' counts into the document's, names the kit
+// and the spec_version in each suite's properties and writes it, XML
+// header first. Message bodies should go through XMLText.
 func WriteJUnit(w io.Writer, doc JUnitDoc) error {
 	doc.Tests, doc.Failures, doc.Errors, doc.Skipped = 0, 0, 0, 0
 	for _, s := range doc.Suites {
+		s.Properties = append(versionProperties(), s.Properties...)
 		doc.Tests += s.Tests
 		doc.Failures += s.Failures
 		doc.Errors += s.Errors
@@ -315,10 +334,14 @@ func NewJSON(w io.Writer) *JSON {
 
 // Record is the JSON object written per case.
 type Record struct {
-	ID    string `json:"id"`
-	Suite string `json:"suite"`
-	File  string `json:"file"`
-	Line  int    `json:"line"`
+	// Kit and SpecVersion name the kbkit that wrote the record and the
+	// spec_version it checks (version.Kit, version.Spec).
+	Kit         string `json:"kbkit"`
+	SpecVersion int    `json:"spec_version"`
+	ID          string `json:"id"`
+	Suite       string `json:"suite"`
+	File        string `json:"file"`
+	Line        int    `json:"line"`
 	// Status is the outcome: pass, fail, skip or error.
 	Status string `json:"status"`
 	// Verdict is the outcome judged against the expectations; OK says
@@ -339,7 +362,7 @@ func (*JSON) Begin(int) error { return nil }
 // Result writes one line.
 func (j *JSON) Result(_ int, r Result) error {
 	return j.enc.Encode(Record{
-		ID: r.ID, Suite: r.Suite, File: r.File, Line: r.Line, Status: string(r.Status),
+		Kit: version.Kit, SpecVersion: version.Spec, ID: r.ID, Suite: r.Suite, File: r.File, Line: r.Line, Status: string(r.Status),
 		Verdict: r.Verdict, OK: r.Verdict.OK(), Message: r.Message, Diff: r.Diff,
 		Expected: r.Expected, DurationMS: float64(r.Duration.Microseconds()) / 1000, Input: r.Input,
 	})

@@ -1,0 +1,190 @@
+// Package changelog reads CHANGELOG.md: its versions, newest first, each
+// with the spec_version it states and the ids it names as added, changed
+// or removed, per kind of id (spec cases, protocol checks, simulator
+// checkers). Its test holds the changelog to the ids the code and spec
+// define (spec/ids.txt) and to the versioning rules of its head.
+package changelog
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Kinds of ids, as spec/ids.txt and the changelog's sections name them.
+const (
+	KindCase    = "case"    // a spec case id (kbkit spec run)
+	KindCheck   = "check"   // a protocol check id (kbkit conformance protocol)
+	KindChecker = "checker" // a simulator checker (kbkit conformance run)
+)
+
+// Kinds are the kinds of ids in the order the changelog lists them.
+var Kinds = []string{KindCase, KindCheck, KindChecker}
+
+// sectionKinds are the `###` headings of each kind.
+var sectionKinds = map[string]string{
+	"Spec cases":         KindCase,
+	"Protocol checks":    KindCheck,
+	"Simulator checkers": KindChecker,
+}
+
+// Changes.
+const (
+	Added   = "Added"
+	Changed = "Changed"
+	Removed = "Removed"
+)
+
+// Entry is one id a version names, with the line that names it.
+type Entry struct {
+	Kind, Change, ID string
+	Line             int
+	Text             string // the bullet's text
+}
+
+// Version is one `## [...]` section.
+type Version struct {
+	Name        string // "Unreleased" or X.Y.Z
+	Date        string // YYYY-MM-DD; "" for Unreleased
+	SpecVersion int    // the section's "spec_version: N" line; 0 when none
+	Line        int
+	Entries     []Entry
+	// Text is the section's body (without its heading).
+	Text string
+}
+
+// Released reports whether v is a released version (not Unreleased).
+func (v Version) Released() bool { return v.Name != "Unreleased" }
+
+// Semver is X.Y.Z of a released version.
+func (v Version) Semver() ([3]int, error) { return ParseSemver(v.Name) }
+
+// Log is the changelog, newest version first.
+type Log struct {
+	Versions []Version
+}
+
+var (
+	headingRE = regexp.MustCompile(`^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?\s*$`)
+	semverRE  = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$`)
+	specRE    = regexp.MustCompile(`^spec_version: (\d+)`)
+	idsRE     = regexp.MustCompile("^- ((?:`[^`]+`(?:, )?)+)")
+	idRE      = regexp.MustCompile("`([^`]+)`")
+)
+
+// ParseSemver reads X.Y.Z.
+func ParseSemver(s string) ([3]int, error) {
+	m := semverRE.FindStringSubmatch(s)
+	if m == nil {
+		return [3]int{}, fmt.Errorf("%q is not a semantic version X.Y.Z", s)
+	}
+	var out [3]int
+	for i := range out {
+		out[i], _ = strconv.Atoi(m[i+1])
+	}
+	return out, nil
+}
+
+// Parse reads a changelog. The sections before the first `## [` (the
+// head, the versioning policy) are not versions. In a version, a `###`
+// heading names a kind (Spec cases, Protocol checks, Simulator checkers)
+// or ends one, a `####` heading the change (Added, Changed, Removed), and
+// a bullet that starts with backquoted ids (`a`, `b`: why) names them.
+func Parse(data []byte) (*Log, error) {
+	log := &Log{}
+	var v *Version
+	kind, change := "", ""
+	var body strings.Builder
+	flush := func() {
+		if v != nil {
+			v.Text = body.String()
+			log.Versions = append(log.Versions, *v)
+		}
+		body.Reset()
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if strings.HasPrefix(line, "## ") {
+			if !strings.HasPrefix(line, "## [") {
+				if v != nil {
+					return nil, fmt.Errorf("CHANGELOG.md:%d: %q: a section after the first version is a version, ## [X.Y.Z] - YYYY-MM-DD", n, line)
+				}
+				continue
+			}
+			m := headingRE.FindStringSubmatch(line)
+			if m == nil {
+				return nil, fmt.Errorf("CHANGELOG.md:%d: %q is not ## [X.Y.Z] - YYYY-MM-DD or ## [Unreleased]", n, line)
+			}
+			flush()
+			v = &Version{Name: m[1], Date: m[2], Line: n}
+			if v.Released() {
+				if _, err := ParseSemver(v.Name); err != nil || v.Date == "" {
+					return nil, fmt.Errorf("CHANGELOG.md:%d: %q is not ## [X.Y.Z] - YYYY-MM-DD", n, line)
+				}
+			} else if v.Date != "" {
+				return nil, fmt.Errorf("CHANGELOG.md:%d: Unreleased has no date", n)
+			}
+			kind, change = "", ""
+			continue
+		}
+		if v == nil {
+			continue
+		}
+		body.WriteString(line + "\n")
+		switch {
+		case strings.HasPrefix(line, "### "):
+			kind, change = sectionKinds[strings.TrimSpace(line[4:])], ""
+		case strings.HasPrefix(line, "#### "):
+			change = strings.TrimSpace(line[5:])
+			if kind != "" && change != Added && change != Changed && change != Removed {
+				return nil, fmt.Errorf("CHANGELOG.md:%d: %q: a change is Added, Changed or Removed", n, line)
+			}
+		case v.SpecVersion == 0 && specRE.MatchString(line):
+			v.SpecVersion, _ = strconv.Atoi(specRE.FindStringSubmatch(line)[1])
+		case kind != "" && idsRE.MatchString(line):
+			if change == "" {
+				return nil, fmt.Errorf("CHANGELOG.md:%d: ids outside an Added, Changed or Removed list", n)
+			}
+			for _, m := range idRE.FindAllStringSubmatch(idsRE.FindString(line), -1) {
+				v.Entries = append(v.Entries, Entry{Kind: kind, Change: change, ID: m[1], Line: n, Text: line})
+			}
+		}
+	}
+	flush()
+	return log, sc.Err()
+}
+
+// Named reports whether any version names id of kind under change.
+func (l *Log) Named(kind, change, id string) bool {
+	for _, v := range l.Versions {
+		for _, e := range v.Entries {
+			if e.Kind == kind && e.Change == change && e.ID == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Find returns the version named name.
+func (l *Log) Find(name string) (Version, bool) {
+	for _, v := range l.Versions {
+		if v.Name == name {
+			return v, true
+		}
+	}
+	return Version{}, false
+}
+
+// Notes is the body of the named version's section: its release notes.
+func (l *Log) Notes(name string) (string, error) {
+	v, ok := l.Find(name)
+	if !ok {
+		return "", fmt.Errorf("CHANGELOG.md has no section ## [%s]", name)
+	}
+	return strings.TrimSpace(v.Text) + "\n", nil
+}

@@ -1,0 +1,44 @@
+package changelog
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	log, err := Parse([]byte("# Changelog\n\n## Versioning\n\n- `not/an-entry`: the head names no ids\n\n" +
+		"## [Unreleased]\n\nspec_version: 3\n\n### Spec cases\n\n#### Added\n\nA group:\n\n- `a/b`, `a/c`: why, `not/this`\n\n" +
+		"### Simulator checkers\n\n#### Removed\n\n- `gapless`: gone\n\n### What an implementer must do\n\n- `x/y` is no entry here\n\n" +
+		"## [1.2.0] - 2026-12-07\n\nspec_version: 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Versions) != 2 || log.Versions[0].SpecVersion != 3 || log.Versions[1].Name != "1.2.0" || log.Versions[1].Date != "2026-12-07" {
+		t.Fatalf("versions %+v", log.Versions)
+	}
+	var got []string
+	for _, e := range log.Versions[0].Entries {
+		got = append(got, e.Kind+" "+e.Change+" "+e.ID)
+	}
+	if want := "case Added a/b|case Added a/c|checker Removed gapless"; strings.Join(got, "|") != want {
+		t.Errorf("entries %q, want %q", strings.Join(got, "|"), want)
+	}
+	if !log.Named(KindChecker, Removed, "gapless") || log.Named(KindCase, Added, "not/this") {
+		t.Error("Named")
+	}
+	if notes, err := log.Notes("1.2.0"); err != nil || notes != "spec_version: 2\n" {
+		t.Errorf("Notes = %q, %v", notes, err)
+	}
+	for _, bad := range []string{
+		"## [1.2] - 2026-12-07\n",
+		"## [1.2.0]\n",
+		"## [Unreleased] - 2026-12-07\n",
+		"## [1.2.0] - 2026-12-07\n### Spec cases\n#### Fixed\n",
+		"## [1.2.0] - 2026-12-07\n### Spec cases\n- `a/b`: no change named\n",
+		"## [1.2.0] - 2026-12-07\n## Notes\n",
+	} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
