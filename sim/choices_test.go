@@ -104,7 +104,7 @@ func b2f(b bool) float64 {
 func TestChoicesReplay(t *testing.T) {
 	e := embedded(t, EmbeddedOptions{Instances: 1})
 	ctx := context.Background()
-	opts := Options{Faults: true, Steps: 40, EchoTimeout: 5 * time.Second}
+	opts := Options{Faults: true, Steps: 40, EchoTimeout: hang}
 	const seed = 3
 	rep := RunSeed(ctx, e, opts, seed)
 	requirePassed(t, "the seed", rep)

@@ -53,7 +53,8 @@ func runForeign(t *testing.T, opts Options, seeds ...int64) []SeedReport {
 		opts.EchoTimeout = 3 * time.Second
 	}
 	opts.ClientStderr = &testWriter{t: t}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// A hang detector for the seeds together (each has its SeedTimeout).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*hang)
 	defer cancel()
 	reports := make([]SeedReport, len(seeds))
 	var wg sync.WaitGroup
@@ -95,8 +96,8 @@ func TestForeignClientPasses(t *testing.T) {
 		name string
 		opts Options
 	}{
-		{"alone", Options{Clients: []string{cl}, Faults: true, Steps: 60, EchoTimeout: 5 * time.Second}},
-		{"mixed", Options{Windows: 2, Clients: []string{cl, cl}, Faults: true, Steps: 60, EchoTimeout: 5 * time.Second}},
+		{"alone", Options{Clients: []string{cl}, Faults: true, Steps: 60, EchoTimeout: hang, ClientTimeout: hang}},
+		{"mixed", Options{Windows: 2, Clients: []string{cl, cl}, Faults: true, Steps: 60, EchoTimeout: hang, ClientTimeout: hang}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			intents := map[string]int{}
@@ -147,11 +148,11 @@ func TestForeignClientPageIntents(t *testing.T) {
 	}{
 		// Alone (Others: -1), every command sent is a client's: the page
 		// operations sent are the clients' own.
-		{"alone", Options{Clients: []string{cl, cl}, Others: -1, Faults: true, Steps: 80, EchoTimeout: 5 * time.Second}},
+		{"alone", Options{Clients: []string{cl, cl}, Others: -1, Faults: true, Steps: 80, EchoTimeout: hang, ClientTimeout: hang}},
 		// The kit's windows only (Others: -1): the kit as the other
 		// users merges a client's page late in a seed, before the client
 		// is given its own merge.
-		{"mixed", Options{Windows: 2, Others: -1, Clients: []string{cl, cl}, Faults: true, Steps: 80, EchoTimeout: 5 * time.Second}},
+		{"mixed", Options{Windows: 2, Others: -1, Clients: []string{cl, cl}, Faults: true, Steps: 80, EchoTimeout: hang, ClientTimeout: hang}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			intents, sent := map[string]int{}, map[string]int{}
