@@ -137,8 +137,9 @@ partition:
 # Postgres, the server a process of its own; its and the generator's
 # memory, goroutines, sockets and descriptors sampled and charted
 # ($(OUT)/soak.html); exit 1 if any grew by more than 10 % after the
-# warm-up or any acknowledged command was lost. scripts/ci-soak.sh runs
-# DURATION=2m WARMUP=60s.
+# warm-up (memory by its trend; growth is "not measurable here" with too
+# few healthy samples or a starved sampler) or any acknowledged command
+# was lost. scripts/ci-soak.sh runs DURATION=2m WARMUP=60s.
 DURATION ?= 30m
 WARMUP ?=
 soak:
