@@ -78,7 +78,7 @@ func TestBoundAndClose(t *testing.T) {
 	p.Go(func() { close(done) })
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute): // a hang detector
 		t.Fatal("a task given after Close did not run")
 	}
 	p.Close()
