@@ -11,10 +11,19 @@ OUT ?= out
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILDFLAGS ?= -v -buildvcs=auto -ldflags '-X main.commit=$(COMMIT)'
 
-.PHONY: test vet bench fuzz demo build install conformance
+.PHONY: test test-busy vet bench fuzz demo build install conformance
 
+# go vet, then go test of every package with an explicit -timeout that
+# fits a loaded machine (a hang detector: 30m for the long packages, 10m
+# for the others; scripts/test.sh, which prints each group's time).
 test: vet
-	$(GO) test -timeout 30m ./...
+	GO=$(GO) scripts/test.sh
+
+# make test while a CPU hog (stress-ng --cpu N, or scripts/cpuhog) keeps
+# every core busy, ROUNDS times (default 2); the hog is ended on every
+# path, and each round's time printed (scripts/test-busy.sh).
+test-busy:
+	GO=$(GO) MAKE=$(MAKE) scripts/test-busy.sh
 
 vet:
 	$(GO) vet ./...
