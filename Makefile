@@ -11,13 +11,19 @@ OUT ?= out
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILDFLAGS ?= -v -buildvcs=auto -ldflags '-X main.commit=$(COMMIT)'
 
-.PHONY: test test-busy vet bench fuzz demo build install conformance
+.PHONY: test test-long test-busy vet bench fuzz demo build install conformance
 
 # go vet, then go test of every package with an explicit -timeout that
 # fits a loaded machine (a hang detector: 30m for the long packages, 10m
 # for the others; scripts/test.sh, which prints each group's time).
+# The tests that take minutes on their own (internal/longtest) are
+# skipped here and run by make test-long; CI runs both.
 test: vet
-	GO=$(GO) scripts/test.sh
+	KBKIT_SKIP_LONG=1 GO=$(GO) scripts/test.sh
+
+# The long tests make test skips, on their own (scripts/test-long.sh).
+test-long:
+	GO=$(GO) scripts/test-long.sh
 
 # make test while a CPU hog (stress-ng --cpu N, or scripts/cpuhog) keeps
 # every core busy, ROUNDS times (default 2); the hog is ended on every

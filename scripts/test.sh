@@ -76,4 +76,7 @@ wait "$long_pid" || rc=1
 cat "$log"
 rm -f "$log"
 echo "test: all $((${#short[@]} + ${#long[@]})) packages in $(($(date +%s) - start)) s (the others ended after $((short_done - start)) s)"
+if [ -n "${KBKIT_SKIP_LONG:-}" ]; then
+	echo "test: the long tests (internal/longtest) were skipped: make test-long runs them"
+fi
 exit "$rc"

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subspace/kbkit/internal/longtest"
 	"github.com/subspace/kbkit/sim/broken"
 )
 
@@ -156,6 +157,7 @@ func requirePassed(t *testing.T, what string, r SeedReport) {
 // 2 windows that fail the same checker, and the shrunk history fails it
 // again when replayed (scripts/shrink-broken.sh does every variant).
 func TestShrinkBroken(t *testing.T) {
+	longtest.Mark(t)
 	for _, tc := range []struct {
 		variant string
 		opts    Options
