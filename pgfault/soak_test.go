@@ -191,7 +191,9 @@ func TestWriterReopensWhenAsked(t *testing.T) {
 			w.requestReopen()
 		}
 		for _, w := range r.writers {
-			for deadline := time.Now().Add(3 * reopenWait); reopens(w) <= i && time.Now().Before(deadline); {
+			// Served within reopenWait by design, then a snapshot and a
+			// subscription: the minute on top is a hang detector.
+			for deadline := time.Now().Add(reopenWait + time.Minute); reopens(w) <= i && time.Now().Before(deadline); {
 				time.Sleep(5 * time.Millisecond)
 			}
 			if got := reopens(w); got != i+1 {

@@ -442,7 +442,7 @@ func TestCatchUpAfterReconnect(t *testing.T) {
 	ctx := context.Background()
 	listener := func() int32 {
 		var pid int32
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(time.Minute) // a hang detector
 		for {
 			err := st.Pool().QueryRow(ctx, `SELECT pid FROM pg_stat_activity
 				WHERE application_name = $1 AND datname = current_database() AND query LIKE 'LISTEN%'`, pglisten.AppName).Scan(&pid)
@@ -618,7 +618,7 @@ func TestLocalCommitsNeedNoNotification(t *testing.T) {
 	sub := subscribe(t, h, page, 2)
 	// The page's first catch-up (at registration) is over before the
 	// commands: nothing but the direct path delivers them.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) { // a hang detector
 		h.mu.Lock()
 		busy := h.pages[page].running
 		h.mu.Unlock()
@@ -693,7 +693,7 @@ func TestLocalNotificationsReadNoLog(t *testing.T) {
 // waitListening waits until the hub's listener has taken its LISTEN.
 func waitListening(t *testing.T, st *store.Store) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) { // a hang detector
 		var n int
 		if err := st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND application_name = $1 AND state = 'idle' AND query LIKE 'LISTEN %'`,
@@ -712,7 +712,7 @@ func waitListening(t *testing.T, st *store.Store) {
 // waitIdle waits until no catch-up and no grace is under way on page.
 func waitIdle(t *testing.T, h *Hub, page string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) { // a hang detector
 		h.mu.Lock()
 		p := h.pages[page]
 		busy := p.running || p.graceArmed
@@ -775,7 +775,7 @@ func TestLocalGraceIsPerNotification(t *testing.T) {
 			return
 		}
 		seq := entries[len(entries)-1].Seq
-		for deadline := time.Now().Add(10 * time.Second); !noted(seq); time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(time.Minute); !noted(seq); time.Sleep(time.Millisecond) { // a hang detector
 			if time.Now().After(deadline) {
 				t.Errorf("no notification of seq %d", seq)
 				return

@@ -223,7 +223,7 @@ func TestDocsStateTheGroupWindow(t *testing.T) {
 // late hooks, end after).
 func waitGroupsEnded(t *testing.T, st *Store) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) { // a hang detector
 		st.groups.mu.Lock()
 		running := st.groups.running
 		st.groups.mu.Unlock()
