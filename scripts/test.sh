@@ -38,7 +38,8 @@ done
 log=$(mktemp "${TMPDIR:-/tmp}/kbkit-test.XXXXXX")
 pids=()
 stop() {
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	# Each group's go test (a child of its subshell), then the subshells.
+	for p in "${pids[@]}"; do pkill -TERM -P "$p" 2>/dev/null; kill -TERM "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	rm -f "$log"
 	exit 130
