@@ -146,7 +146,7 @@ func do(t *testing.T, w *client.Window, c kbcore.Command) (int64, *kbcore.Reject
 // converge waits until w has applied head with nothing pending.
 func converge(t *testing.T, w *client.Window, head int64) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(time.Minute) // a hang detector: a busy machine is slow, not stuck
 	for !w.Converged(head) {
 		select {
 		case <-w.Changed():

@@ -60,7 +60,6 @@ func (r *runner) setup(ctx context.Context) error {
 	r.plan = plan.New(cfg.RunID, cfg.Workload, cfg.Editors)
 	nPages, perPage := r.plan.Pages, r.plan.PerPage
 	var mine []*page
-	var creators []bool
 	for p, title := range r.plan.Titles() {
 		r.sess.SetTitle(r.plan.PageID(p), title)
 	}
@@ -77,7 +76,6 @@ func (r *runner) setup(ctx context.Context) error {
 		}
 		if len(pg.wins) > 0 {
 			mine = append(mine, pg)
-			creators = append(creators, cfg.Shard.Has(r.plan.Creator(p)))
 		}
 	}
 	for _, ed := range r.editors {
@@ -88,13 +86,15 @@ func (r *runner) setup(ctx context.Context) error {
 	}
 	r.logf("setup: %d devices, %d pages (%d here), %d windows here, %d editors here", len(r.devices), nPages, len(mine), len(r.wins), len(r.editors))
 
-	// Pages: the shard of a page's first window creates it; setup command
-	// ids derive from the run id, so a repeat is answered, not redone.
+	// Pages: every shard with a window on a page lays it out, and opens
+	// its windows only once that returned. The setup command ids derive
+	// from the run id, so a repeat is answered, not redone, and a shard
+	// whose repeats were all answered knows the whole layout is there: no
+	// shard edits a page whose seed nodes are still being created (a
+	// shard that only waited for the page to exist could delete s13
+	// before its creator sent "create s14 after s13").
 	started := time.Now()
 	err = parallel(ctx, len(mine), 16, func(i int) error {
-		if !creators[i] {
-			return nil
-		}
 		if err := r.plan.CreatePage(ctx, r.devices[0].c, r.devices[0].id, mine[i].idx); err != nil {
 			return fmt.Errorf("loadgen: %w", err)
 		}
@@ -115,8 +115,7 @@ func (r *runner) setup(ctx context.Context) error {
 }
 
 // open starts a window as a client does: a snapshot, then the
-// subscription from its seq. A page another shard creates may not exist
-// yet (NOT_FOUND): wait for it.
+// subscription from its seq.
 func (r *runner) open(ctx context.Context, w *window) error {
 	// The workloads never undo: a window keeps no undo history, which
 	// would otherwise grow with every command of the run (hundreds of
@@ -124,9 +123,6 @@ func (r *runner) open(ctx context.Context, w *window) error {
 	// commands until the end.
 	o := lgeditor.Options{DeviceID: w.ed.dev.id, Recorder: w.ed.rec, Workload: r.cfg.Workload.Name,
 		CommandsOnSocket: r.cfg.Commands == CommandsWS, UndoDepth: client.NoUndoHistory}
-	if r.cfg.Shard.N > 1 {
-		o.WaitForPage = 2 * time.Minute
-	}
 	ew, err := r.sess.Open(ctx, w.ed.dev.c, w.pg.id, o)
 	if err != nil {
 		return fmt.Errorf("loadgen: page %d: %w", w.pg.idx, err)

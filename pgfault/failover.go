@@ -76,7 +76,8 @@ type Config struct {
 	ServerBinary string
 	SampleEvery  time.Duration
 	AuditEvery   time.Duration
-	// Warmup: samples before it are not judged (default a fifth of Soak).
+	// Warmup: samples before it are not judged (default a fifth of Soak,
+	// at least MinWarmup).
 	Warmup time.Duration
 	// MaxNodes caps the nodes of each writer (default none; a soak sets
 	// 12): past it a writer only edits, so its page stops growing.

@@ -26,16 +26,30 @@ import (
 	"github.com/subspace/kbkit/server/store"
 )
 
-// MaxGrowth is how much a soak series may grow after the warm-up: the
-// median of its last quarter over the median of its first, at most 10 %
-// more. A count (goroutines, sockets, descriptors) grows only if its
-// floor does, the least of its last quarter CountSlack or more above the
-// least of its first: work in flight lifts a sample here and there (the
-// server's goroutines went 24, 30, 24, 32 in a CI soak's healthy
-// samples), a leak lifts them all.
+// MaxGrowth is how much a soak series may grow after the warm-up (judge):
+// a memory series, its trend line at the last healthy sample over the
+// line at the first; a count (goroutines, sockets, descriptors), the
+// median of its last quarter over that of its first; at most 10 % more.
+// A count grows only if its floor does too, the least of its last quarter
+// CountSlack or more above the least of its first: work in flight lifts
+// a sample here and there (the server's goroutines went 24, 30, 24, 32 in
+// a CI soak's healthy samples), a leak lifts them all.
+//
+// MinTrendSamples is the fewest healthy samples after the warm-up that a
+// verdict on growth is judged on: with fewer (a run too short for its
+// --sample, or a machine that starved the sampler) a Go process's
+// memory, which rises and falls with each collection, cannot be told
+// from a leak, and the soak reports its growth as not measurable here
+// instead of judging noise.
+//
+// MinWarmup is the shortest default warm-up: the generator's memory rises
+// for its first 20 s or so as its heap reaches its working size (a 60 s
+// soak with a 12 s warm-up judged the end of that rise as growth).
 const (
-	MaxGrowth  = 0.10
-	CountSlack = 4
+	MaxGrowth       = 0.10
+	CountSlack      = 4
+	MinTrendSamples = 15
+	MinWarmup       = 20 * time.Second
 )
 
 func (c *Config) soakDefaults() error {
@@ -60,9 +74,9 @@ func (c *Config) soakDefaults() error {
 		}
 	}
 	def(&c.Gap, 20*time.Second)
-	def(&c.SampleEvery, 5*time.Second)
+	def(&c.SampleEvery, time.Second)
 	def(&c.AuditEvery, 20*time.Second)
-	def(&c.Warmup, c.Soak/5)
+	def(&c.Warmup, max(c.Soak/5, MinWarmup))
 	if c.MaxNodes == 0 {
 		c.MaxNodes = 12
 	}
@@ -237,11 +251,12 @@ type Sample struct {
 type Series struct {
 	Name string `json:"name"`
 	// Start and End: the first and the last sample; First and Last: the
-	// medians of the first and last quarter after the warm-up.
+	// trend line through the healthy samples after the warm-up (judge),
+	// at the first of them and at the last.
 	Start  float64 `json:"start"`
 	End    float64 `json:"end"`
-	First  float64 `json:"first_quarter_median"`
-	Last   float64 `json:"last_quarter_median"`
+	First  float64 `json:"trend_first"`
+	Last   float64 `json:"trend_last"`
 	Growth float64 `json:"growth"`
 	OK     bool    `json:"ok"`
 }
@@ -253,7 +268,12 @@ type SoakFigures struct {
 	Faults   int      `json:"faults"`
 	Audits   int      `json:"audits"`
 	Samples  []Sample `json:"samples"`
-	Series   []Series `json:"series"`
+	// Judged is how many samples the verdicts on growth were judged on
+	// (healthy, after the warm-up); NotMeasurable, why there are none
+	// (Series is then empty).
+	Judged        int      `json:"judged_samples"`
+	NotMeasurable string   `json:"not_measurable,omitempty"`
+	Series        []Series `json:"series"`
 }
 
 // settleAfterHeal: samples this soon after a heal are not judged (the
@@ -470,15 +490,12 @@ func (r *run) soakResult(res *Result) {
 		res.Findings = append(res.Findings, fmt.Sprintf("only %d of %d audits finished (one every %s)", st.audits, want, r.cfg.AuditEvery))
 	}
 	f := &SoakFigures{Duration: r.cfg.Soak.Seconds(), Warmup: r.cfg.Warmup.Seconds(), Faults: st.faults, Audits: st.audits, Samples: samples}
-	f.Series = judge(samples, r.cfg.Warmup.Seconds())
+	f.Series, f.Judged, f.NotMeasurable = judge(samples, r.cfg.Warmup.Seconds(), r.cfg.Soak.Seconds(), r.cfg.SampleEvery.Seconds())
 	for _, s := range f.Series {
 		if !s.OK {
-			res.Findings = append(res.Findings, fmt.Sprintf("%s grew by %.1f %% after the warm-up (median %.0f, then %.0f): more than %.0f %%",
-				s.Name, 100*s.Growth, s.First, s.Last, 100*MaxGrowth))
+			res.Findings = append(res.Findings, fmt.Sprintf("%s grew by %.1f %% after the warm-up (trend %.0f, then %.0f, over %d samples): more than %.0f %%",
+				s.Name, 100*s.Growth, s.First, s.Last, f.Judged, 100*MaxGrowth))
 		}
-	}
-	if len(f.Series) == 0 {
-		res.Findings = append(res.Findings, "too few samples after the warm-up to judge growth")
 	}
 	res.Soak = f
 }
@@ -499,18 +516,36 @@ var seriesOf = []struct {
 	{"generator fds", true, func(s Sample) float64 { return float64(s.Generator.FDs) }},
 }
 
-// judge compares, for each series, the median of the first quarter of the
-// samples after warmup taken on a healthy link with the median of the
-// last quarter.
-func judge(samples []Sample, warmup float64) []Series {
+// judge fits, for each memory series, a trend line through the healthy
+// samples after the warm-up and before the load's end (the convergence
+// and the last audit after it are other work: plotted, not judged), and compares the line at the last of them
+// with the line at the first; a count's first and last quarters are
+// compared (their medians, and their floors). The line is Theil-Sen's: the median of the slopes
+// between every two samples, through the median of the samples less that
+// slope, so that a collection's drop or a burst of work in flight moves
+// it little; a leak moves every later sample up, and the line with them.
+// It answers no series, with the reason, when the samples cannot tell a
+// leak from noise: fewer than MinTrendSamples healthy ones after the
+// warm-up, or a sampler the machine starved (a quarter of its samples
+// taken more than twice the interval late: the process being judged was
+// starved as much).
+func judge(samples []Sample, warmup, end, every float64) (series []Series, judged int, notMeasurable string) {
 	var after []Sample
-	for _, s := range samples {
-		if s.At >= warmup && !s.Fault {
+	late := 0
+	for i, s := range samples {
+		if i > 0 && every > 0 && s.At-samples[i-1].At > 3*every {
+			late++
+		}
+		if s.At >= warmup && s.At <= end && !s.Fault {
 			after = append(after, s)
 		}
 	}
-	if len(after) < 4 || len(samples) == 0 {
-		return nil
+	if n := len(samples) - 1; n > 0 && 4*late >= n {
+		return nil, 0, fmt.Sprintf("the machine starved the soak: %d of %d samples came more than twice their interval (%gs) late", late, n, every)
+	}
+	if len(after) < MinTrendSamples {
+		return nil, 0, fmt.Sprintf("%d healthy samples after the warm-up, fewer than the %d a trend needs: sample more often (--sample) or run longer (--duration)",
+			len(after), MinTrendSamples)
 	}
 	q := len(after) / 4
 	var out []Series
@@ -522,15 +557,53 @@ func judge(samples []Sample, warmup float64) []Series {
 			}
 			return v
 		}
-		s := Series{Name: sr.name, Start: sr.get(samples[0]), End: sr.get(samples[len(samples)-1]),
-			First: median(vals(after[:q])), Last: median(vals(after[len(after)-q:]))}
+		s := Series{Name: sr.name, Start: sr.get(samples[0]), End: sr.get(samples[len(samples)-1])}
+		if sr.count {
+			// A count steps (a goroutine leaked at each fault stays):
+			// the medians of the first and last quarter.
+			s.First, s.Last = median(vals(after[:q])), median(vals(after[len(after)-q:]))
+		} else {
+			_, at := trend(after, sr.get)
+			s.First, s.Last = at(after[0].At), at(after[len(after)-1].At)
+		}
 		if s.First > 0 {
 			s.Growth = (s.Last - s.First) / s.First
 		}
 		s.OK = s.Growth <= MaxGrowth || (sr.count && slices.Min(vals(after[len(after)-q:]))-slices.Min(vals(after[:q])) < CountSlack)
 		out = append(out, s)
 	}
-	return out
+	return out, len(after), ""
+}
+
+// maxTrendPoints bounds the samples a trend is fitted on (evenly spaced):
+// the pairs of a 30-minute soak sampled every second would be millions.
+const maxTrendPoints = 400
+
+// trend is the Theil-Sen line through the samples' get: its slope per
+// second and its value at a time.
+func trend(ss []Sample, get func(Sample) float64) (float64, func(float64) float64) {
+	if len(ss) > maxTrendPoints {
+		thin := make([]Sample, maxTrendPoints)
+		for i := range thin {
+			thin[i] = ss[i*(len(ss)-1)/(maxTrendPoints-1)]
+		}
+		ss = thin
+	}
+	var slopes []float64
+	for i := range ss {
+		for j := i + 1; j < len(ss); j++ {
+			if dt := ss[j].At - ss[i].At; dt > 0 {
+				slopes = append(slopes, (get(ss[j])-get(ss[i]))/dt)
+			}
+		}
+	}
+	slope := median(slopes)
+	rest := make([]float64, len(ss))
+	for i, s := range ss {
+		rest[i] = get(s) - slope*s.At
+	}
+	icpt := median(rest)
+	return slope, func(t float64) float64 { return icpt + slope*t }
 }
 
 func median(v []float64) float64 {

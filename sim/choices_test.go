@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subspace/kbkit/internal/longtest"
 	"github.com/subspace/kbkit/sim/broken"
 )
 
@@ -104,7 +105,7 @@ func b2f(b bool) float64 {
 func TestChoicesReplay(t *testing.T) {
 	e := embedded(t, EmbeddedOptions{Instances: 1})
 	ctx := context.Background()
-	opts := Options{Faults: true, Steps: 40, EchoTimeout: 5 * time.Second}
+	opts := Options{Faults: true, Steps: 40, EchoTimeout: hang}
 	const seed = 3
 	rep := RunSeed(ctx, e, opts, seed)
 	requirePassed(t, "the seed", rep)
@@ -156,6 +157,7 @@ func requirePassed(t *testing.T, what string, r SeedReport) {
 // 2 windows that fail the same checker, and the shrunk history fails it
 // again when replayed (scripts/shrink-broken.sh does every variant).
 func TestShrinkBroken(t *testing.T) {
+	longtest.Mark(t)
 	for _, tc := range []struct {
 		variant string
 		opts    Options

@@ -3,7 +3,6 @@ package sim
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 // A checker with nothing to check is skipped, never passed; a finding
@@ -53,7 +52,7 @@ func TestVerdictNeedsEvidence(t *testing.T) {
 func TestSingleClientRunExercisesEveryChecker(t *testing.T) {
 	cl := exampleClient(t)
 	evidence := map[string]int{}
-	for _, r := range runForeign(t, Options{Clients: []string{cl}, Faults: true, EchoTimeout: 10 * time.Second}, 0, 1, 2, 3) {
+	for _, r := range runForeign(t, Options{Clients: []string{cl}, Faults: true, EchoTimeout: hang, ClientTimeout: hang}, 0, 1, 2, 3) {
 		if r.Err != "" {
 			t.Fatalf("seed %d could not run: %s", r.Seed, r.Err)
 		}

@@ -173,8 +173,13 @@ func (s *sim) startForeign(fw *foreignWin) opened {
 	return opened{st: st, openErr: err}
 }
 
-// clientTimeout bounds one adapter request.
-func (s *sim) clientTimeout() time.Duration { return min(s.opts.EchoTimeout, 10*time.Second) }
+// clientTimeout bounds one adapter request (Options.ClientTimeout).
+func (s *sim) clientTimeout() time.Duration {
+	if s.opts.ClientTimeout > 0 {
+		return s.opts.ClientTimeout
+	}
+	return min(s.opts.EchoTimeout, 10*time.Second)
+}
 
 func (s *sim) clientDied(fw *foreignWin, what string, err error) {
 	if fw.dead != "" {

@@ -24,7 +24,9 @@ func TestClientRow(t *testing.T) {
 		t.Skip("set KBKIT_CLIENT_ROW=20 to run the README's client row for every bug (make client-row)")
 	}
 	cl := exampleClient(t)
-	row := Options{EchoTimeout: 10 * time.Second} // the command's default
+	// The command's echo timeout; a client slowed by a busy machine is
+	// not given up (a hang detector only).
+	row := Options{EchoTimeout: 10 * time.Second, ClientTimeout: hang}
 	seeds := make([]int64, n)
 	for i := range seeds {
 		seeds[i] = int64(i)
@@ -37,7 +39,7 @@ func TestClientRow(t *testing.T) {
 			n, "bug", "checker", "caught", strings.Join(rows, "\n"))
 	}()
 	t.Run("correct", func(t *testing.T) {
-		for _, r := range runForeign(t, Options{Faults: true, Clients: []string{cl}, EchoTimeout: row.EchoTimeout}, seeds...) {
+		for _, r := range runForeign(t, Options{Faults: true, Clients: []string{cl}, EchoTimeout: row.EchoTimeout, ClientTimeout: row.ClientTimeout}, seeds...) {
 			for _, c := range r.Checks {
 				if !c.Passed {
 					t.Errorf("seed %d: %s failed:\n%s", r.Seed, c.Name, c.Detail)
@@ -47,7 +49,7 @@ func TestClientRow(t *testing.T) {
 	})
 	for _, tc := range clientBugs {
 		t.Run(tc.bug, func(t *testing.T) {
-			opts := Options{Faults: true, Clients: []string{cl + " --broken " + tc.bug}, EchoTimeout: row.EchoTimeout}
+			opts := Options{Faults: true, Clients: []string{cl + " --broken " + tc.bug}, EchoTimeout: row.EchoTimeout, ClientTimeout: row.ClientTimeout}
 			caught := 0
 			for _, r := range runForeign(t, opts, seeds...) {
 				if slices.Contains(failedCheckers(r), tc.checker) {

@@ -53,9 +53,10 @@ func runForeign(t *testing.T, opts Options, seeds ...int64) []SeedReport {
 		opts.EchoTimeout = 3 * time.Second
 	}
 	opts.ClientStderr = &testWriter{t: t}
-	// At most 4 seeds at once; the deadline is a hang detector only.
+	// At most 4 seeds at once; the deadline is a hang detector for the
+	// seeds together (each has its SeedTimeout).
 	const parallel = 4
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(3*(len(seeds)+parallel-1)/parallel)*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(5*(len(seeds)+parallel-1)/parallel)*hang)
 	defer cancel()
 	reports := make([]SeedReport, len(seeds))
 	var wg sync.WaitGroup
@@ -100,8 +101,8 @@ func TestForeignClientPasses(t *testing.T) {
 		name string
 		opts Options
 	}{
-		{"alone", Options{Clients: []string{cl}, Faults: true, Steps: 60, EchoTimeout: 5 * time.Second}},
-		{"mixed", Options{Windows: 2, Clients: []string{cl, cl}, Faults: true, Steps: 60, EchoTimeout: 5 * time.Second}},
+		{"alone", Options{Clients: []string{cl}, Faults: true, Steps: 60, EchoTimeout: hang, ClientTimeout: hang}},
+		{"mixed", Options{Windows: 2, Clients: []string{cl, cl}, Faults: true, Steps: 60, EchoTimeout: hang, ClientTimeout: hang}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			intents := map[string]int{}
@@ -152,11 +153,11 @@ func TestForeignClientPageIntents(t *testing.T) {
 	}{
 		// Alone (Others: -1), every command sent is a client's: the page
 		// operations sent are the clients' own.
-		{"alone", Options{Clients: []string{cl, cl}, Others: -1, Faults: true, Steps: 80, EchoTimeout: 5 * time.Second}},
+		{"alone", Options{Clients: []string{cl, cl}, Others: -1, Faults: true, Steps: 80, EchoTimeout: hang, ClientTimeout: hang}},
 		// The kit's windows only (Others: -1): the kit as the other
 		// users merges a client's page late in a seed, before the client
 		// is given its own merge.
-		{"mixed", Options{Windows: 2, Others: -1, Clients: []string{cl, cl}, Faults: true, Steps: 80, EchoTimeout: 5 * time.Second}},
+		{"mixed", Options{Windows: 2, Others: -1, Clients: []string{cl, cl}, Faults: true, Steps: 80, EchoTimeout: hang, ClientTimeout: hang}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			intents, sent := map[string]int{}, map[string]int{}
@@ -221,6 +222,7 @@ func TestForeignClientBugsAreCaught(t *testing.T) {
 		t.Run(tc.bug, func(t *testing.T) {
 			opts := tc.opts
 			opts.Clients = []string{cl + " --broken " + tc.bug}
+			opts.ClientTimeout = hang // a slow client is not the bug under test
 			var caught []int64
 			for _, r := range runForeign(t, opts, 0, 1, 2) {
 				if !slices.Contains(failedCheckers(r), tc.checker) {
@@ -300,7 +302,7 @@ func TestForeignClientThatStopsAnswering(t *testing.T) {
 	if d := time.Since(start); d > time.Minute {
 		t.Errorf("the seed took %s", d)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(hang)
 	for {
 		left := processesWith(marker)
 		if len(left) == 0 {

@@ -44,6 +44,10 @@ type Options struct {
 	// client's page (adversary.go), beside the Windows: 0 is the default,
 	// one per client; negative, none.
 	Others int
+	// ClientTimeout bounds one request to a client adapter (0:
+	// EchoTimeout, at most 10 s); past it the client stopped answering
+	// and its window is given up. Starting one (init) gets at least 30 s.
+	ClientTimeout time.Duration
 	// ClientStderr receives the client adapters' stderr (nil: os.Stderr).
 	ClientStderr io.Writer
 	// ClientFaults, when set, are the fault rates of the foreign windows'

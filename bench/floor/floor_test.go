@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -43,14 +44,33 @@ func testSpawner(t *testing.T) Spawner {
 	}
 }
 
-// sane fails unless v is positive and below limit (a figure of the wrong
+// sane fails unless v is positive and at most limit (a figure of the wrong
 // unit, or a clock or counter mix-up, lands outside).
+//
+// The limits are what the measurement itself makes true, never how fast
+// this machine is: a machine busy with other work (a CI runner, a laptop
+// during a build) stretches every time and every rate, and the floors
+// report what they measured there. A window's mean is its seconds over
+// its count, so at most its seconds; a process spends at most its seconds
+// of CPU on each core (cpuLimit).
 func sane(t *testing.T, what string, v, limit float64) {
 	t.Helper()
-	if !(v > 0 && v < limit) {
-		t.Errorf("%s = %v, want in (0, %v)", what, v, limit)
+	if !(v > 0 && v <= limit) {
+		t.Errorf("%s = %v, want in (0, %v]", what, v, limit)
 	}
 }
+
+// cpuLimit is the most CPU, in µs per operation, that one process can
+// have spent on n operations in a window of seconds: every core busy the
+// whole window (and half as much again for the two ends' readings, which
+// are taken one after the other).
+func cpuLimit(seconds float64, n int64) float64 {
+	return 1.5 * 1e6 * seconds * float64(runtime.NumCPU()) / float64(max(n, 1))
+}
+
+// windowLimit bounds a window's seconds: a unit mix-up (ms, ns) lands
+// orders of magnitude away; no machine stalls an hour.
+const windowLimit = 3600
 
 func TestLoopback(t *testing.T) {
 	cfg := LoopbackConfig{Sockets: 20, Rate: 2000, Size: 200, Duration: 1500 * time.Millisecond, Warmup: 200 * time.Millisecond}
@@ -62,21 +82,21 @@ func TestLoopback(t *testing.T) {
 	if r.Sockets != 20 || r.Size != 200 || r.Rate != 2000 {
 		t.Errorf("config not carried into the result: %+v", r)
 	}
-	sane(t, "seconds", r.Seconds, 10)
-	// Paced at 2,000/s: the measured window saw about that (a starved
-	// machine falls behind, never ahead by much).
-	if r.WriteRate < 200 || r.WriteRate > 2600 {
-		t.Errorf("write rate %.0f/s, want about 2000", r.WriteRate)
+	sane(t, "seconds", r.Seconds, windowLimit)
+	// Both ends moved messages in the window, and the rate is the
+	// window's writes over its seconds. How close it came to the pace
+	// (2,000/s) and how far the reader trailed depend on what else the
+	// machine ran: not judged.
+	if r.Writes <= 0 || r.Reads <= 0 {
+		t.Errorf("%d written, %d read in the window", r.Writes, r.Reads)
 	}
-	// Both marks see the same stream: reads trail writes by what is in
-	// flight (a stall of the reader on a crowded machine, at most).
-	if d := r.Writes - r.Reads; d < -max(200, r.Writes/5) || d > max(200, r.Writes/5) {
-		t.Errorf("%d written, %d read in the same window", r.Writes, r.Reads)
+	if want := float64(r.Writes) / r.Seconds; r.WriteRate < 0.999*want || r.WriteRate > 1.001*want {
+		t.Errorf("write rate %.1f/s, but %d writes in %.3fs", r.WriteRate, r.Writes, r.Seconds)
 	}
-	// A write or read of 200 bytes on loopback costs microseconds, not
-	// nanoseconds and not milliseconds (a 2-core VM: 10 µs).
-	sane(t, "µs per write", r.USPerWrite, 2000)
-	sane(t, "µs per read", r.USPerRead, 2000)
+	sane(t, "µs per write", r.USPerWrite, cpuLimit(r.Seconds, r.Writes))
+	sane(t, "µs per read", r.USPerRead, cpuLimit(r.Seconds, r.Reads))
+	// A write or read is a syscall: it costs more than a tenth of a
+	// microsecond on any machine (a figure in the wrong unit is below).
 	if r.USPerWrite < 0.2 || r.USPerRead < 0.1 {
 		t.Errorf("a syscall per message below 0.1 µs: %+v", r)
 	}
@@ -92,8 +112,9 @@ func TestFsync(t *testing.T) {
 		t.Errorf("size %d, want the 8 KiB default", r.Size)
 	}
 	sane(t, "ops", float64(r.Ops), 1e9)
+	sane(t, "seconds", r.Seconds, windowLimit)
 	sane(t, "ops/s", r.OpsPerSec, 1e7)
-	sane(t, "µs per op", r.USPerOp, 1e6)
+	sane(t, "µs per op", r.USPerOp, 1e6*r.Seconds)
 	if d := r.OpsPerSec * r.USPerOp / 1e6; d < 0.99 || d > 1.01 {
 		t.Errorf("ops/s × µs per op = %v, want 1", d)
 	}
@@ -110,11 +131,17 @@ func TestHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%+v", r)
-	if r.RequestRate < 50 || r.RequestRate > 700 {
-		t.Errorf("request rate %.0f/s, want about 500", r.RequestRate)
+	// Requests were made and served in the window; how close their rate
+	// came to the pace (500/s) depends on what else the machine ran.
+	sane(t, "seconds", r.Seconds, windowLimit)
+	if r.Requests <= 0 || r.Served <= 0 {
+		t.Errorf("%d requests, %d served in the window", r.Requests, r.Served)
 	}
-	sane(t, "client µs per request", r.USPerRequest, 20000)
-	sane(t, "server µs per request", r.USPerServed, 20000)
+	if want := float64(r.Requests) / r.Seconds; r.RequestRate < 0.999*want || r.RequestRate > 1.001*want {
+		t.Errorf("request rate %.1f/s, but %d requests in %.3fs", r.RequestRate, r.Requests, r.Seconds)
+	}
+	sane(t, "client µs per request", r.USPerRequest, cpuLimit(r.Seconds, r.Requests))
+	sane(t, "server µs per request", r.USPerServed, cpuLimit(r.Seconds, r.Served))
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -127,26 +154,27 @@ func TestRoundTrip(t *testing.T) {
 	if r.Size != 64 {
 		t.Errorf("config not carried into the result: %+v", r)
 	}
-	sane(t, "seconds", r.Seconds, 10)
-	// One at a time: the client's trips and the server's answers in the
-	// same window differ by those made while the two readings were taken,
-	// one after the other.
-	if d := r.RoundTrips - r.Answered; d < -max(20, r.RoundTrips/50) || d > max(20, r.RoundTrips/50) {
-		t.Errorf("%d round trips, %d answered in the same window", r.RoundTrips, r.Answered)
+	sane(t, "seconds", r.Seconds, windowLimit)
+	// The client's trips and the server's answers in the window differ
+	// by those made while the two readings were taken, one after the
+	// other; on a busy machine that gap is any length: only both moving
+	// is judged.
+	if r.RoundTrips <= 0 || r.Answered <= 0 {
+		t.Errorf("%d round trips, %d answered in the window", r.RoundTrips, r.Answered)
 	}
-	// A loopback round trip takes microseconds to milliseconds, never
-	// less than the syscalls it makes.
-	sane(t, "µs per round trip", r.USMean, 100000)
-	sane(t, "p50 µs", r.USP50, 100000)
-	sane(t, "client µs of CPU", r.ClientUS, 100000)
-	sane(t, "server µs of CPU", r.ServerUS, 100000)
+	// The window's mean is its seconds over its round trips, so at most
+	// its seconds; the trips go one at a time, so at least half of them
+	// took p50 or more and p50 is at most twice the mean (and the trips
+	// of the readings' gap, the same again).
+	if want := 1e6 * r.Seconds / float64(r.RoundTrips); r.USMean < 0.999*want || r.USMean > 1.001*want {
+		t.Errorf("mean %v µs, but %d round trips in %.3fs", r.USMean, r.RoundTrips, r.Seconds)
+	}
+	sane(t, "µs per round trip", r.USMean, 1e6*r.Seconds)
+	sane(t, "p50 µs", r.USP50, 4*r.USMean)
+	sane(t, "client µs of CPU", r.ClientUS, cpuLimit(r.Seconds, r.RoundTrips))
+	sane(t, "server µs of CPU", r.ServerUS, cpuLimit(r.Seconds, r.Answered))
 	if r.USP99 < r.USP50 {
 		t.Errorf("p99 %v below p50 %v", r.USP99, r.USP50)
-	}
-	// The window's mean is its seconds over its round trips; the client's
-	// own timings agree with it within the spread of one machine's noise.
-	if r.USP50 > 20*r.USMean || r.USMean > 20*r.USP99 {
-		t.Errorf("client timings (p50 %v, p99 %v) far from the window's mean %v", r.USP50, r.USP99, r.USMean)
 	}
 	// A round trip's CPU on either end is part of its time: each end is
 	// busy for less than the whole round trip.

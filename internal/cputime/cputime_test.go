@@ -9,13 +9,17 @@ func TestSelfGrowsWithWork(t *testing.T) {
 	if !Supported {
 		t.Skip("CPU time is not reported on this platform")
 	}
+	// Busy work until the process's CPU time grows: on a machine busy
+	// with other work, 50 ms of wall time may be no CPU time at all; a
+	// minute of busy work without growth is the failure.
 	before := Self()
-	deadline := time.Now().Add(50 * time.Millisecond)
-	x := 0
-	for time.Now().Before(deadline) {
-		x++
+	after, x := before, 0
+	for deadline := time.Now().Add(time.Minute); after <= before && time.Now().Before(deadline); after = Self() {
+		for spin := time.Now().Add(10 * time.Millisecond); time.Now().Before(spin); {
+			x++
+		}
 	}
-	if after := Self(); after <= before {
-		t.Fatalf("CPU time did not grow over 50 ms of busy work (%v then %v, %d loops)", before, after, x)
+	if after <= before {
+		t.Fatalf("CPU time did not grow over a minute of busy work (%v then %v, %d loops)", before, after, x)
 	}
 }

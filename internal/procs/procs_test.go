@@ -27,7 +27,7 @@ func TestKillTreeEndsAStoppedGrandchild(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = sh.Wait(); close(done) }()
 	var kid int
-	for deadline := time.Now().Add(5 * time.Second); kid == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); kid == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		b, _ := os.ReadFile(filepath.Join(dir, "pid"))
 		if len(b) > 1 {
 			kid, _ = strconv.Atoi(strings.TrimSpace(string(b)))

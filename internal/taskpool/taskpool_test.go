@@ -20,7 +20,7 @@ func goid() int {
 
 func waitParked(t *testing.T, p *Pool, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); p.Parked() != n; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); p.Parked() != n; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d goroutines parked, want %d", p.Parked(), n)
 		}
@@ -68,7 +68,7 @@ func TestBoundAndClose(t *testing.T) {
 	waitParked(t, p, 3)
 	p.Close()
 	waitParked(t, p, 0)
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > base; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); runtime.NumGoroutine() > base; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d goroutines after Close, %d before", runtime.NumGoroutine(), base)
 		}
@@ -78,7 +78,7 @@ func TestBoundAndClose(t *testing.T) {
 	p.Go(func() { close(done) })
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute): // a hang detector
 		t.Fatal("a task given after Close did not run")
 	}
 	p.Close()

@@ -249,7 +249,7 @@ func recv(t *testing.T, ch <-chan coderMsg) coderMsg {
 	select {
 	case m := <-ch:
 		return m
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // a hang detector
 		t.Fatal("coder/websocket read nothing")
 	}
 	return coderMsg{}

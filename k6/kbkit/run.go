@@ -518,16 +518,16 @@ func (mi *ModuleInstance) editor(data sobek.Value) (*Editor, error) {
 	}
 	ed := &Editor{Index: e, rng: rand.New(rand.NewPCG(uint64(d.Seed), uint64(e))), tag: p.Tag()}
 	for _, s := range p.Windows(e) {
-		// The page's creator makes sure it exists (a repeat of setup's
-		// commands is answered, not redone): setup may have run in another
-		// process, for another segment's editors.
-		if p.Creator(s.Page) == e {
-			if err := mi.ensurePage(d, p, s.Page); err != nil {
-				return nil, err
-			}
+		// Every process lays out the pages its editors open, once (a
+		// repeat of setup's commands is answered, not redone): setup may
+		// have run in another process, for another segment's editors, and
+		// may still be creating the page's seed nodes there. Once every
+		// setup command was answered here the layout is whole: no editor
+		// edits a page whose seed nodes are still being created.
+		if err := mi.ensurePage(d, p, s.Page); err != nil {
+			return nil, err
 		}
-		// Another editor's page may still be being created.
-		w, err := mi.open(d.URL, d.token(e), p.PageID(s.Page), 2*time.Minute, e)
+		w, err := mi.open(d.URL, d.token(e), p.PageID(s.Page), 0, e)
 		if err != nil {
 			for _, w := range ed.Windows {
 				w.Close()

@@ -184,7 +184,7 @@ func TestMeasuredEditor(t *testing.T) {
 		t.Fatalf("edit of no node: %+v", out)
 	}
 	for _, w := range ws {
-		if err := w.Converge(time.Now(), time.Now().Add(10*time.Second)); err != nil {
+		if err := w.Converge(time.Now(), time.Now().Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -204,7 +204,7 @@ func TestMeasuredEditor(t *testing.T) {
 		t.Fatalf("edit of a deleted node: %+v", out)
 	}
 	for _, w := range ws {
-		if err := w.Converge(time.Now(), time.Now().Add(10*time.Second)); err != nil {
+		if err := w.Converge(time.Now(), time.Now().Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -266,7 +266,7 @@ func TestNotMeasured(t *testing.T) {
 	if !out.Committed {
 		t.Fatalf("%+v", out)
 	}
-	if err := w.Converge(time.Now(), time.Now().Add(10*time.Second)); err != nil {
+	if err := w.Converge(time.Now(), time.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	res, err := metrics.Collect([]*metrics.Recorder{rec})

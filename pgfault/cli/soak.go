@@ -47,12 +47,17 @@ converge and the rest of what was acknowledged is found in the log.
 
 It fails (exit 1) if any command acknowledged is lost, misplaced or
 duplicated, any valid command rejected, or any series grew by more
-than 10 % from the first quarter after the warm-up (--warmup, default
-a fifth of --duration) to the last (medians of the samples taken on a
-healthy link, 5 s or more after a heal: a fault's reconnections are not
-a leak; a count grows only if the least of its last quarter is
-` + strconv.Itoa(pgfault.CountSlack) + ` or more above the least of its first). --html writes the
-charts. Exit 2: could not run.`,
+than 10 % after the warm-up (--warmup, default a fifth of --duration,
+at least 20 s),
+judged on the samples taken on a healthy link, 5 s or more after a heal
+(a fault's reconnections are not a leak): memory by its trend line
+(Theil-Sen) at the last sample over the line at the first; a count by
+the median of its last quarter over that of its first, and only if the
+least of its last quarter is also ` + strconv.Itoa(pgfault.CountSlack) + ` or more above the least of
+its first. With fewer than ` + strconv.Itoa(pgfault.MinTrendSamples) + ` such samples, or samples taken late
+because the machine starved the run, growth is reported as not
+measurable here and not judged. --html writes the charts. Exit 2:
+could not run.`,
 		Example: `  kbkit pg soak --duration 30m --html out/soak.html
   kbkit pg soak --duration 2m --gap 10s`,
 		Args: cobra.NoArgs,
@@ -70,8 +75,8 @@ func soakFlags(cmd *cobra.Command, cfg *pgfault.Config, jsonOut, htmlOut, pprofA
 	fl.StringArrayVar(&cfg.Faults, "fault", nil, "faults to run in turn (repeat; default all: "+strings.Join(netfault.Names(), ", ")+")")
 	fl.DurationVar(&cfg.Hold, "hold", 6*time.Second, "how long each fault lasts")
 	fl.DurationVar(&cfg.Gap, "gap", 20*time.Second, "healthy link between two faults")
-	fl.DurationVar(&cfg.Warmup, "warmup", 0, "samples before it are not judged (default a fifth of --duration)")
-	fl.DurationVar(&cfg.SampleEvery, "sample", 5*time.Second, "time between two samples")
+	fl.DurationVar(&cfg.Warmup, "warmup", 0, "samples before it are not judged (default a fifth of --duration, at least 20s)")
+	fl.DurationVar(&cfg.SampleEvery, "sample", time.Second, "time between two samples")
 	fl.DurationVar(&cfg.AuditEvery, "audit", 20*time.Second, "time between two audits of what was acknowledged")
 	fl.IntVar(&cfg.Writers, "writers", 6, "writers, each a device with one window")
 	fl.IntVar(&cfg.MaxNodes, "max-nodes", 12, "nodes each writer creates before it only edits")

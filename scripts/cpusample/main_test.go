@@ -16,12 +16,18 @@ func TestColumns(t *testing.T) {
 	if err := os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Busy work until this process's own ticks move (on a machine busy
+	// with other work that takes longer than on a quiet one: a minute is
+	// a hang detector).
 	m0, s0 := machineTicks(), serveTicks(f)
-	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); {
+	s1 := s0
+	for deadline := time.Now().Add(time.Minute); s1 <= s0 && time.Now().Before(deadline); s1 = serveTicks(f) {
+		for spin := time.Now().Add(20 * time.Millisecond); time.Now().Before(spin); {
+		}
 	}
-	m1, s1 := machineTicks(), serveTicks(f)
+	m1 := machineTicks()
 	if s1 <= s0 || m1 <= m0 {
-		t.Fatalf("300 ms of busy work: serve ticks %d -> %d, machine ticks %d -> %d", s0, s1, m0, m1)
+		t.Fatalf("busy work: serve ticks %d -> %d, machine ticks %d -> %d", s0, s1, m0, m1)
 	}
 	if m1-m0 < s1-s0 {
 		t.Fatalf("the machine (%d ticks) used less than one of its processes (%d)", m1-m0, s1-s0)

@@ -104,7 +104,9 @@ func TestGivenUpConnectionClosesWithinBound(t *testing.T) {
 	select {
 	case <-conn.PgConn().CleanupDone():
 		t.Logf("closed %.3f s after the query was given up", time.Since(gaveUp).Seconds())
-	case <-time.After(2*closeBound + 2*time.Second):
+	// Below pgx's own 15 s (what this bound replaces); the rest of the
+	// margin is for a busy machine.
+	case <-time.After(12 * time.Second):
 		t.Fatalf("not closed %s after the query was given up (pgx alone waits 15 s)", time.Since(gaveUp))
 	}
 }

@@ -75,7 +75,7 @@ func TestLateHooks(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for deadline := time.Now().Add(10 * time.Second); hooked.Load() < committed.Load(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); hooked.Load() < committed.Load(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d commits never reached the hooks", committed.Load()-hooked.Load(), committed.Load())
 		}

@@ -72,16 +72,27 @@ func TestWaitsAccount(t *testing.T) {
 // most half the group's time) these writers made 4.3 to 4.4 commands per
 // transaction; with it, 6.5 to 7.5 with two busy loops on the machine's
 // two cores. A shared machine's slow spell can split one run, so it
-// passes when one of three runs makes at least 6.
+// passes when one of three runs makes at least 6. A run whose writers
+// were not a millisecond from their next command (a machine so busy that
+// a tenth of their pauses outlasted the group's wait) tests something
+// else and is not judged; if none of the three was, the test says the
+// machine starved it and skips.
 func TestGroupWaitsForSlowCallers(t *testing.T) {
 	st, dev, first := setup(t)
 	const writers, each = 8, 30
 	pages := pagesWithNode(t, st, dev, first, writers, "Slow")
-	var got []string
+	var got, starved []string
 	for run := 0; run < 3; run++ {
 		before := st.Waits()
-		editEach(t, st, dev, pages, each, fmt.Sprintf("%d-", run), time.Millisecond)
+		gaps := editEachPaced(t, st, dev, pages, each, fmt.Sprintf("%d-", run), time.Millisecond)
 		w := st.Waits()
+		slices.Sort(gaps)
+		if p90 := gaps[len(gaps)*9/10]; p90 > defaultGroupWait {
+			starved = append(starved, p90.String())
+			t.Logf("run %d: not judged: the writers' 1 ms pauses took %s or more a tenth of the time, longer than the group's wait (%s)",
+				run+1, p90, defaultGroupWait)
+			continue
+		}
 		tx, cmds := decidedSince(before, w)
 		if cmds != writers*each {
 			t.Fatalf("%d commands decided, want %d", cmds, writers*each)
@@ -93,7 +104,10 @@ func TestGroupWaitsForSlowCallers(t *testing.T) {
 		}
 		got = append(got, fmt.Sprintf("%.2f", per))
 	}
-	t.Errorf("%d writers a millisecond from their next command: %v commands per transaction in three runs, want at least 6 in one", writers, got)
+	if len(got) == 0 {
+		t.Skipf("not measurable here: the machine starved the writers in all three runs (a tenth of their 1 ms pauses took %v)", starved)
+	}
+	t.Errorf("%d writers a millisecond from their next command: %v commands per transaction in the runs judged, want at least 6 in one", writers, got)
 }
 
 // A group's goroutine, gathering its callers' next commands, is woken once
@@ -154,6 +168,36 @@ func editEach(t *testing.T, st *Store, dev Device, pages []string, each int, tag
 	wg.Wait()
 }
 
+// editEachPaced is editEach with a pause after each answer, and returns
+// how long each pause between an answer and the next command took.
+func editEachPaced(t *testing.T, st *Store, dev Device, pages []string, each int, tag string, pause time.Duration) []time.Duration {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		gaps []time.Duration
+		wg   sync.WaitGroup
+	)
+	for w, p := range pages {
+		wg.Go(func() {
+			var mine []time.Duration
+			for i := 0; i < each; i++ {
+				mustSubmit(t, st, dev, env(p, "edit-text", map[string]any{"node": "n", "text": fmt.Sprintf("%s%d-%d", tag, w, i)}))
+				if i == each-1 {
+					break
+				}
+				answered := time.Now()
+				time.Sleep(pause)
+				mine = append(mine, time.Since(answered))
+			}
+			mu.Lock()
+			gaps = append(gaps, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return gaps
+}
+
 func decidedSince(before, after Waits) (tx, cmds int64) {
 	for p := range numPaths {
 		tx += after.Transactions[p] - before.Transactions[p]
@@ -179,7 +223,7 @@ func TestDocsStateTheGroupWindow(t *testing.T) {
 // late hooks, end after).
 func waitGroupsEnded(t *testing.T, st *Store) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) { // a hang detector
 		st.groups.mu.Lock()
 		running := st.groups.running
 		st.groups.mu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/subspace/kbkit/internal/longtest"
 )
 
 // exampleClient is the command line of the example client of
@@ -41,6 +43,7 @@ func exampleClient(t *testing.T) string {
 // 3, and that seed's replay line, run as printed three times, fails
 // rollback each time.
 func TestConformanceRunClientReplayReproduces(t *testing.T) {
+	longtest.Mark(t) // seven runs of node clients, each on a Postgres of its own
 	client := exampleClient(t) + " --broken keep-rejected"
 	code, out, errs := kbkit(t, "", "conformance", "run", "--client", client, "--windows", "2", "--seeds", "3",
 		"--echo-timeout", "2s", "--shrink=false", "--out", t.TempDir())
