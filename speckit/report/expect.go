@@ -17,17 +17,23 @@ import (
 
 // Expectation statuses.
 const (
-	ExpectFail = "fail"
-	ExpectSkip = "skip"
+	ExpectFail  = "fail"
+	ExpectSkip  = "skip"
+	ExpectFlaky = "known_flaky" // may fail or pass; neither fails the run
 )
 
 // Expectation is one entry of an expectations file.
 type Expectation struct {
 	// ID is a case id or a path.Match glob over case ids.
 	ID     string `json:"id" yaml:"id"`
-	Status string `json:"status" yaml:"status"` // "fail" or "skip"
+	Status string `json:"status" yaml:"status"` // "fail", "skip" or "known_flaky"
 	Reason string `json:"reason" yaml:"reason"`
 	Issue  string `json:"issue,omitempty" yaml:"issue,omitempty"`
+	// Client and Server narrow an entry of `kbkit conformance run` to the
+	// runs that drive this --client command line, or run against this
+	// server (a --broken-server variant or the --server URL).
+	Client string `json:"client,omitempty" yaml:"client,omitempty"`
+	Server string `json:"server,omitempty" yaml:"server,omitempty"`
 	// Line is the entry's line in the file (0 if unknown).
 	Line  int `json:"-" yaml:"-"`
 	index int
