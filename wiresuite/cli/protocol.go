@@ -249,8 +249,8 @@ func (o protocolOptions) env() *wiresuite.Env {
 // reports are where the results go: TAP (stdout, or stderr when --json
 // is stdout), --junit's file and --json's writer (nil: not asked for).
 type reports struct {
-	tap   io.Writer
-	junit *os.File
+	tap    io.Writer
+	junit  *os.File
 	json   io.Writer
 	files  []*os.File
 	expect *report.Expectations
