@@ -59,15 +59,16 @@ func runConformance(c *cobra.Command, f conformanceFlags, broken BrokenServers) 
 	}
 	printReports(table, stderr, f, reports, time.Since(start))
 	if err == nil {
-		shrinkFirstFailure(ctx, table, stderr, tgt, fresh, opts, f.shrinkFlags, reports)
+		shrinkFirstFailure(ctx, table, stderr, tgt, fresh, opts, f.shrinkFlags, unexpected(f.baseline, reports))
 	}
+	stale := judgeExpectations(table, f.baseline, reports)
 	if werr := writeOutputs(f, out, reports); werr != nil {
 		return errored(stderr, werr)
 	}
 	if err != nil {
 		return errored(stderr, cliutil.CannotRun(err))
 	}
-	return verdict(stderr, reports, f.strict)
+	return verdict(stderr, reports, f.strict, f.baseline, stale)
 }
 
 // settle completes the flags as the run reads them (a lone --seed is one
@@ -104,6 +105,10 @@ func (f *conformanceFlags) settle(fl *pflag.FlagSet) error {
 	}
 	f.choicesDir = f.outDir
 	f.outDir = porcupineDir(*f)
+	var err error
+	if f.baseline, err = loadRunExpect(f); err != nil {
+		return err
+	}
 	if f.server == "" && (f.restartCmd != "" || f.pgRestartCmd != "") {
 		return errors.New("--restart-command and --postgres-restart-command need --server (the embedded server restarts itself)")
 	}
@@ -213,23 +218,24 @@ func writeOutputs(f conformanceFlags, stdout io.Writer, reports []sim.SeedReport
 		}
 	}
 	if f.junit != "" {
-		if err := writeSeedJUnit(f.junit, reports); err != nil {
+		if err := writeSeedJUnit(f.junit, reports, f.baseline); err != nil {
 			return fmt.Errorf("--junit: %w", err)
 		}
 	}
 	return nil
 }
 
-// verdict is the run's exit: 1 a checker failed (or, strict, was skipped
-// by every seed), 2 a seed could not run, else 0; it says on stderr why
-// the run stopped early and which checkers were skipped.
-func verdict(stderr io.Writer, reports []sim.SeedReport, strict bool) error {
-	failed, couldNotRun := false, false
+// verdict is the run's exit: 1 a checker failed that no entry of
+// baseline lets fail, an expectation is stale, or (strict) a checker was
+// skipped by every seed; 2 a seed could not run, else 0; it says on
+// stderr why the run stopped early and which checkers were skipped.
+func verdict(stderr io.Writer, reports []sim.SeedReport, strict bool, baseline *report.Expectations, stale bool) error {
+	failed, couldNotRun := stale, false
 	for _, r := range reports {
 		if r.Err != "" {
 			couldNotRun = true
 		}
-		if r.Failed() {
+		if unexpectedFailure(baseline, r) {
 			failed = true
 		}
 		if r.Halt != "" {
