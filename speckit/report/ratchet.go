@@ -51,7 +51,7 @@ func (x *Expectations) Unknown(ids []string) []Expectation {
 // RequireKnown is an error naming every entry that matches none of ids,
 // each at its line ("what" names the kind of id: "protocol check"), and
 // how to list the ids; nil when every entry names something.
-func (x *Expectations) RequireKnown(ids []string, what, list string) error {
+func (x *Expectations) RequireKnown(ids []string, what, hint string) error {
 	bad := x.Unknown(ids)
 	if len(bad) == 0 {
 		return nil
@@ -64,7 +64,7 @@ func (x *Expectations) RequireKnown(ids []string, what, list string) error {
 		}
 		fmt.Fprintf(&b, "\n  %s: %q %s", x.Where(e), e.ID, kind)
 	}
-	return fmt.Errorf("%w: %s:%s\n  (%s lists them)", ErrExpectations, x.Path, b.String(), list)
+	return fmt.Errorf("%w: %s:%s\n  (%s)", ErrExpectations, x.Path, b.String(), hint)
 }
 
 // Refuse is an error naming every entry for which why returns a reason,

@@ -205,7 +205,7 @@ func loadExpect(name string) (*report.Expectations, error) {
 	}); err != nil {
 		return nil, err
 	}
-	return x, x.RequireKnown(wiresuite.CheckIDs(wiresuite.Checks()), "protocol check", "kbkit conformance protocol --list")
+	return x, x.RequireKnown(wiresuite.CheckIDs(wiresuite.Checks()), "protocol check", "kbkit conformance protocol --list lists them")
 }
 
 // listChecks is --list: each check's id and description.
