@@ -190,7 +190,7 @@ type probed struct {
 	out     cases.Outcome
 	area    string
 	kind    string
-	sigs    []string             // a difference's signatures
+	sigs    []string              // a difference's signatures
 	by      []*report.Expectation // the entries that silenced it
 }
 
