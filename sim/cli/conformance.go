@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -231,6 +232,7 @@ func writeOutputs(f conformanceFlags, stdout io.Writer, reports []sim.SeedReport
 // stderr why the run stopped early and which checkers were skipped.
 func verdict(stderr io.Writer, reports []sim.SeedReport, strict bool, baseline *report.Expectations, stale bool) error {
 	failed, couldNotRun := stale, false
+	var unallowed []string
 	for _, r := range reports {
 		if r.Err != "" {
 			couldNotRun = true
@@ -238,9 +240,17 @@ func verdict(stderr io.Writer, reports []sim.SeedReport, strict bool, baseline *
 		if unexpectedFailure(baseline, r) {
 			failed = true
 		}
+		for _, c := range r.Checks {
+			if !c.Passed && baseline != nil && allows(baseline, c.Name) == nil && !slices.Contains(unallowed, c.Name) {
+				unallowed = append(unallowed, c.Name)
+			}
+		}
 		if r.Halt != "" {
 			fmt.Fprintf(stderr, "kbkit conformance run: stopped after %s\n", r.Halt)
 		}
+	}
+	if len(unallowed) > 0 {
+		fmt.Fprintf(stderr, "kbkit conformance run: failed without an expectation in %s: %s\n", baseline.Path, strings.Join(unallowed, ", "))
 	}
 	if skipped := sim.Skipped(reports); len(skipped) > 0 {
 		fmt.Fprintf(stderr, "kbkit conformance run: skipped (no seed gave them anything to check): %s\n", strings.Join(skipped, ", "))
