@@ -34,8 +34,9 @@ type Expectation struct {
 	// server (a --broken-server variant or the --server URL).
 	Client string `json:"client,omitempty" yaml:"client,omitempty"`
 	Server string `json:"server,omitempty" yaml:"server,omitempty"`
-	// Line is the entry's line in the file (0 if unknown).
-	Line  int `json:"-" yaml:"-"`
+	// File and Line are the entry's file and line in it (0 if unknown).
+	File  string `json:"-" yaml:"-"`
+	Line  int    `json:"-" yaml:"-"`
 	index int
 }
 
@@ -120,7 +121,7 @@ func ParseExpectations(name string, data []byte) (*Expectations, error) {
 		if _, err := path.Match(e.ID, ""); err != nil {
 			return nil, fmt.Errorf("%w: %s:%d: expectations[%d]: bad glob %q: %v", ErrExpectations, name, line, i, e.ID, err)
 		}
-		file.Expectations[i].Line, file.Expectations[i].index = line, i
+		file.Expectations[i].File, file.Expectations[i].Line, file.Expectations[i].index = name, line, i
 	}
 	return &Expectations{Path: name, Entries: file.Expectations, used: make([]bool, len(file.Expectations))}, nil
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -54,7 +55,7 @@ func Judge(o cases.Outcome, e *Expectation) Result {
 		r.Verdict = VerdictPass
 		if expectFail {
 			r.Verdict = VerdictUnexpectedPass
-			r.Message = "unexpected pass: expected to fail (" + e.Reason + "); remove or narrow the expectation"
+			r.Message = fmt.Sprintf("unexpected pass: expected to fail (%s); the entry is stale: remove it (%s:%d), or narrow it", e.Reason, e.File, e.Line)
 		}
 	case cases.Skip:
 		r.Verdict, r.Message = VerdictSkip, firstLine(o.Diff)
