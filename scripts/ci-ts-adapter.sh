@@ -7,9 +7,15 @@
 #  2. kbkit spec run --impl "node .../build/adapter.js" with its
 #     expectations file: exit 0, no failure, and its commands' cases passed;
 #  3. the copy kbkit spec export writes compiles and runs the same way;
-#  4. go test: its replies validate against spec/schema/adapter.
+#  4. go test: its replies validate against spec/schema/adapter;
+#  5. kbkit spec fuzz --expect, the ratchet both ways: the skeleton and
+#     the Node example (speckit/adapters/node) with their expectations
+#     files: exit 0; the broken Node adapter (speckit/adapters/broken)
+#     with its file, which expects its bug by signature (edit-text/fuzz:doc):
+#     exit 0, and without it: exit 1; the Node example with the broken
+#     adapter's file: exit 1, the entry stale.
 #
-# Needs Go, Node.js 18+ and npm (the npm registry). About 20 s warm.
+# Needs Go, Node.js 18+ and npm (the npm registry). About a minute warm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -52,4 +58,26 @@ say "the exported copy compiles and passes"
 
 KBKIT_REQUIRE_TS_ADAPTER=1 go test -count=1 -run 'TestTypeScriptAdapterRepliesMatchSchemas' ./speckit/adapter ||
 	die "the TypeScript adapter's replies do not match spec/schema/adapter"
+# spec fuzz with expectations files: green with them, red when the
+# expected bug is not expected (a new difference) or is gone (stale).
+fuzz() {
+	local name=$1 want=$2 rc=0
+	shift 2
+	"$WORK/kbkit" spec fuzz --seed 1 --count "${FUZZ_N:-2000}" "$@" >"$WORK/fuzz-$name.txt" 2>&1 || rc=$?
+	if [ "$rc" != "$want" ]; then
+		tail -n 40 "$WORK/fuzz-$name.txt" >&2
+		die "spec fuzz ($name) exited $rc, want $want"
+	fi
+	say "spec fuzz ($name): exit $rc; $(grep -E '^[0-9]+ inputs' "$WORK/fuzz-$name.txt")"
+}
+BROKEN=speckit/adapters/broken
+fuzz skeleton 0 --impl "node $DIR/build/adapter.js" --expect "$DIR/expectations.yaml"
+fuzz node 0 --impl "node speckit/adapters/node/adapter.mjs" --expect speckit/adapters/node/expectations.yaml
+fuzz broken-expected 0 --impl "node $BROKEN/adapter.mjs" --expect "$BROKEN/expectations.yaml"
+grep -q '^expectation "edit-text/fuzz:doc": expected failure: ' "$WORK/fuzz-broken-expected.txt" ||
+	die "spec fuzz did not report the broken adapter's expected difference"
+fuzz broken-unexpected 1 --impl "node $BROKEN/adapter.mjs"
+grep -q '^signature: edit-text/fuzz:doc$' "$WORK/fuzz-broken-unexpected.txt" || die "spec fuzz printed no signature"
+fuzz stale 1 --impl "node speckit/adapters/node/adapter.mjs" --expect "$BROKEN/expectations.yaml"
+grep -q '^expectation "edit-text/fuzz:doc": stale expectation: ' "$WORK/fuzz-stale.txt" || die "spec fuzz did not name the stale entry"
 say "passed in $(( $(date +%s) - START ))s"

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subspace/kbkit/speckit/report"
 	"github.com/subspace/kbkit/target"
 )
 
@@ -173,6 +174,11 @@ type Result struct {
 	Request     string        `json:"request,omitempty"`
 	Response    string        `json:"response,omitempty"`
 	Duration    time.Duration `json:"-"`
+	// Expectation is the entry of Options.Expect the check matched, and
+	// Verdict what its status means under it (expect.go); both are empty
+	// without one.
+	Expectation *report.Expectation `json:"expectation,omitempty"`
+	Verdict     report.Verdict      `json:"verdict,omitempty"`
 }
 
 // Failure is a check's failure with the evidence: what was expected, what
@@ -213,6 +219,10 @@ type Options struct {
 	// the reason): a run that could not check a rule certifies nothing
 	// about it.
 	Strict bool
+	// Expect is the run's expectations file (spec/EXPECTATIONS.md), by
+	// check id: a check expected to be skipped is not run, one expected to
+	// fail or known to be flaky is judged by it (expect.go).
+	Expect *report.Expectations
 }
 
 // Select returns the checks whose id matches re (all when re is nil).
@@ -238,9 +248,16 @@ func Run(ctx context.Context, env *Env, checks []Check, opts Options) []Result {
 	sel := Select(checks, opts.Match)
 	out := make([]Result, 0, len(sel))
 	for i, c := range sel {
-		r := RunOne(ctx, env, c, opts.Timeout)
-		if opts.Strict && r.Status == Skip {
-			r.Status, r.Message = Fail, "skipped, which --strict counts as a failure: "+r.Message
+		e := opts.Expect.Match(c.ID)
+		var r Result
+		if e != nil && e.Status == report.ExpectSkip {
+			r = Result{ID: c.ID, Description: c.Description, Status: Skip, Message: "expected skip: " + e.Reason, Expectation: e}
+		} else {
+			r = RunOne(ctx, env, c, opts.Timeout)
+			if opts.Strict && r.Status == Skip {
+				r.Status, r.Message = Fail, "skipped, which --strict counts as a failure: "+r.Message
+			}
+			r = judge(opts.Expect, e, r)
 		}
 		out = append(out, r)
 		if opts.OnResult != nil {
@@ -284,9 +301,12 @@ func RunOne(ctx context.Context, env *Env, c Check, timeout time.Duration) (r Re
 	return r
 }
 
-// Summary counts results.
+// Summary counts results. Failed counts the checks that fail the run:
+// failures without an expectation and stale expectations (Stale);
+// ExpectedFail and Flaky count the failures an expectation allows.
 type Summary struct {
 	Total, Passed, Failed, Skipped int
+	ExpectedFail, Flaky, Stale     int
 	// FailedIDs lists the failed checks in order.
 	FailedIDs []string
 	// SkippedIDs lists the skipped checks in order.
@@ -298,10 +318,18 @@ func Summarize(rs []Result) Summary {
 	var s Summary
 	for _, r := range rs {
 		s.Total++
-		switch r.Status {
-		case Pass:
+		switch {
+		case r.Verdict == report.VerdictExpectedFail:
+			s.ExpectedFail++
+		case r.Verdict == report.VerdictKnownFlaky:
+			s.Flaky++
+		case r.Verdict == report.VerdictUnexpectedPass:
+			s.Stale++
+			s.Failed++
+			s.FailedIDs = append(s.FailedIDs, r.ID)
+		case r.Status == Pass:
 			s.Passed++
-		case Skip:
+		case r.Status == Skip:
 			s.Skipped++
 			s.SkippedIDs = append(s.SkippedIDs, r.ID)
 		default:
@@ -313,5 +341,14 @@ func Summarize(rs []Result) Summary {
 }
 
 func (s Summary) String() string {
-	return fmt.Sprintf("%d checks: %d passed, %d failed, %d skipped", s.Total, s.Passed, s.Failed, s.Skipped)
+	out := fmt.Sprintf("%d checks: %d passed, %d failed, %d skipped", s.Total, s.Passed, s.Failed, s.Skipped)
+	for _, n := range []struct {
+		n    int
+		what string
+	}{{s.Stale, "stale expectations (among the failed)"}, {s.ExpectedFail, "failed as expected"}, {s.Flaky, "failed, known flaky"}} {
+		if n.n > 0 {
+			out += fmt.Sprintf(", %d %s", n.n, n.what)
+		}
+	}
+	return out
 }

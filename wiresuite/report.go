@@ -35,16 +35,27 @@ type tapDiag struct {
 // Result writes one test point.
 func (t *TAP) Result(n int, r Result) error {
 	desc := report.TAPDescription(r.ID)
-	switch r.Status {
-	case Pass:
+	oneLine := strings.NewReplacer("\n", " ", "\r", " ").Replace
+	switch {
+	case r.Status == Pass && r.Verdict != report.VerdictUnexpectedPass:
 		t.Printf("ok %d - %s\n", n, desc)
+		if r.Message != "" { // known flaky, passed
+			t.Printf("# %s: %s\n", r.ID, oneLine(r.Message))
+		}
 		return t.Flush()
-	case Skip:
-		t.Printf("ok %d - %s # SKIP %s\n", n, desc, strings.NewReplacer("\n", " ", "\r", " ").Replace(r.Message))
+	case r.Status == Skip:
+		t.Printf("ok %d - %s # SKIP %s\n", n, desc, oneLine(r.Message))
 		return t.Flush()
+	case r.Verdict == report.VerdictExpectedFail || r.Verdict == report.VerdictKnownFlaky:
+		t.Printf("not ok %d - %s # TODO %s\n", n, desc, oneLine(r.Message))
+	default:
+		t.Printf("not ok %d - %s\n", n, desc)
 	}
-	t.Printf("not ok %d - %s\n", n, desc)
-	d := tapDiag{Message: r.Message, Severity: "fail", Description: r.Description, Expected: r.Expected, Got: r.Got,
+	sev := "fail"
+	if r.Verdict != "" {
+		sev = string(r.Verdict)
+	}
+	d := tapDiag{Message: r.Message, Severity: sev, Description: r.Description, Expected: r.Expected, Got: r.Got,
 		Request: r.Request, Response: r.Response, DurationMS: r.Duration.Milliseconds()}
 	block, err := report.TAPYAML(d)
 	if err != nil {
@@ -70,11 +81,17 @@ func WriteJUnit(w io.Writer, name string, rs []Result, took time.Duration) error
 	var sum time.Duration
 	for _, r := range rs {
 		c := report.JUnitCase{Name: r.ID, Classname: "protocol", Time: report.Seconds(r.Duration)}
-		switch r.Status {
-		case Fail:
+		switch {
+		case r.Verdict == report.VerdictUnexpectedPass:
+			c.Failure = &report.JUnitMsg{Message: r.Message, Type: string(r.Verdict)}
+			s.Failures++
+		case r.Verdict == report.VerdictExpectedFail || r.Verdict == report.VerdictKnownFlaky:
+			c.Skipped = &report.JUnitMsg{Message: r.Message, Type: string(r.Verdict), Body: report.XMLText(r.details())}
+			s.Skipped++
+		case r.Status == Fail:
 			c.Failure = &report.JUnitMsg{Message: r.Message, Type: "fail", Body: report.XMLText(r.details())}
 			s.Failures++
-		case Skip:
+		case r.Status == Skip:
 			c.Skipped = &report.JUnitMsg{Message: r.Message}
 			s.Skipped++
 		}
@@ -110,7 +127,7 @@ func WriteJSON(w io.Writer, rs []Result) error {
 			Result
 			OK         bool    `json:"ok"`
 			DurationMS float64 `json:"duration_ms"`
-		}{version.Kit, version.Spec, r, r.Status != Fail, float64(r.Duration.Microseconds()) / 1000}
+		}{version.Kit, version.Spec, r, r.ok(), float64(r.Duration.Microseconds()) / 1000}
 		if err := enc.Encode(rec); err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -59,15 +60,16 @@ func runConformance(c *cobra.Command, f conformanceFlags, broken BrokenServers) 
 	}
 	printReports(table, stderr, f, reports, time.Since(start))
 	if err == nil {
-		shrinkFirstFailure(ctx, table, stderr, tgt, fresh, opts, f.shrinkFlags, reports)
+		shrinkFirstFailure(ctx, table, stderr, tgt, fresh, opts, f.shrinkFlags, unexpected(f.baseline, reports))
 	}
+	stale := judgeExpectations(table, f.baseline, reports)
 	if werr := writeOutputs(f, out, reports); werr != nil {
 		return errored(stderr, werr)
 	}
 	if err != nil {
 		return errored(stderr, cliutil.CannotRun(err))
 	}
-	return verdict(stderr, reports, f.strict)
+	return verdict(stderr, reports, f.strict, f.baseline, stale)
 }
 
 // settle completes the flags as the run reads them (a lone --seed is one
@@ -104,6 +106,10 @@ func (f *conformanceFlags) settle(fl *pflag.FlagSet) error {
 	}
 	f.choicesDir = f.outDir
 	f.outDir = porcupineDir(*f)
+	var err error
+	if f.baseline, err = loadRunExpect(f); err != nil {
+		return err
+	}
 	if f.server == "" && (f.restartCmd != "" || f.pgRestartCmd != "") {
 		return errors.New("--restart-command and --postgres-restart-command need --server (the embedded server restarts itself)")
 	}
@@ -213,28 +219,38 @@ func writeOutputs(f conformanceFlags, stdout io.Writer, reports []sim.SeedReport
 		}
 	}
 	if f.junit != "" {
-		if err := writeSeedJUnit(f.junit, reports); err != nil {
+		if err := writeSeedJUnit(f.junit, reports, f.baseline); err != nil {
 			return fmt.Errorf("--junit: %w", err)
 		}
 	}
 	return nil
 }
 
-// verdict is the run's exit: 1 a checker failed (or, strict, was skipped
-// by every seed), 2 a seed could not run, else 0; it says on stderr why
-// the run stopped early and which checkers were skipped.
-func verdict(stderr io.Writer, reports []sim.SeedReport, strict bool) error {
-	failed, couldNotRun := false, false
+// verdict is the run's exit: 1 a checker failed that no entry of
+// baseline lets fail, an expectation is stale, or (strict) a checker was
+// skipped by every seed; 2 a seed could not run, else 0; it says on
+// stderr why the run stopped early and which checkers were skipped.
+func verdict(stderr io.Writer, reports []sim.SeedReport, strict bool, baseline *report.Expectations, stale bool) error {
+	failed, couldNotRun := stale, false
+	var unallowed []string
 	for _, r := range reports {
 		if r.Err != "" {
 			couldNotRun = true
 		}
-		if r.Failed() {
+		if unexpectedFailure(baseline, r) {
 			failed = true
+		}
+		for _, c := range r.Checks {
+			if !c.Passed && baseline != nil && allows(baseline, c.Name) == nil && !slices.Contains(unallowed, c.Name) {
+				unallowed = append(unallowed, c.Name)
+			}
 		}
 		if r.Halt != "" {
 			fmt.Fprintf(stderr, "kbkit conformance run: stopped after %s\n", r.Halt)
 		}
+	}
+	if len(unallowed) > 0 {
+		fmt.Fprintf(stderr, "kbkit conformance run: failed without an expectation in %s: %s\n", baseline.Path, strings.Join(unallowed, ", "))
 	}
 	if skipped := sim.Skipped(reports); len(skipped) > 0 {
 		fmt.Fprintf(stderr, "kbkit conformance run: skipped (no seed gave them anything to check): %s\n", strings.Join(skipped, ", "))

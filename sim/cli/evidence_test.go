@@ -18,7 +18,7 @@ func TestJUnitMarksSkippedCheckers(t *testing.T) {
 	}}}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "r.xml")
-	if err := writeSeedJUnit(path, reports); err != nil {
+	if err := writeSeedJUnit(path, reports, nil); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)

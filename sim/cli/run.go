@@ -9,6 +9,7 @@ import (
 
 	"github.com/subspace/kbkit/server/pgprovider"
 	"github.com/subspace/kbkit/sim"
+	"github.com/subspace/kbkit/speckit/report"
 )
 
 // BrokenServers are what the hidden --broken-server flag puts a target
@@ -35,6 +36,8 @@ type conformanceFlags struct {
 	restartCmd, pgRestartCmd                         string
 	tokens, clients                                  []string
 	junit, jsonOut, outDir                           string
+	expect                                           string
+	baseline                                         *report.Expectations // --expect's entries for this run (settle)
 	echoTimeout, seedTimeout                         time.Duration
 	shrinkFlags
 }
@@ -120,8 +123,22 @@ passed; one that no seed gave anything to check (e.g. dedup without
 lost responses, refetch without dropped echoes) is named on stderr as
 skipped; with --strict a skipped checker fails the run (exit 1).
 
-Exit status: 0 every checker passed, 1 a checker failed (or, with
---strict, was skipped), 2 the run could not proceed.`,
+--expect FILE reads an expectations file (spec/EXPECTATIONS.md) by
+checker name, an entry narrowed to a --client command line (client:) or
+a server (server: the --broken-server variant or the --server URL) or
+applying to any run: a checker expected to fail (status fail) may fail
+without failing the run, but if no seed fails it while some seed checked
+it, the entry is stale and fails the run (the ratchet); known_flaky lets
+it fail or pass. The verdict on each entry is printed after the table.
+An entry that names no checker, or has status skip, is refused before
+the run (exit 2):
+
+  kbkit conformance run --client "node examples/client-js/adapter.mjs --broken keep-rejected" \
+      --seeds 10 --faults --expect client-expectations.yaml
+
+Exit status: 0 every checker passed (or failed as --expect allows), 1 a
+checker failed (or, with --strict, was skipped) or an expectation is
+stale, 2 the run could not proceed.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			f.seedSet = c.Flags().Changed("seed")
 			f.shrinkSet = c.Flags().Changed("shrink")
@@ -160,6 +177,7 @@ func addConformanceRunFlags(fl *pflag.FlagSet, f *conformanceFlags, brokenVarian
 	fl.DurationVar(&f.echoTimeout, "echo-timeout", 10*time.Second, "how long to wait for an echo the server owes")
 	fl.DurationVar(&f.seedTimeout, "seed-timeout", sim.DefaultSeedTimeout, "deadline of one seed, checks included")
 	fl.BoolVar(&f.strict, "strict", false, "a checker skipped by every seed fails the run (exit 1)")
+	fl.StringVar(&f.expect, "expect", "", "expectations file (spec/EXPECTATIONS.md): checkers expected to fail or known to be flaky, for a --client command line or a server or for any run")
 	fl.StringVar(&f.htmlDir, "html", "", "write a timeline page (seed-N.html) of every failing seed to this directory")
 	fl.BoolVar(&f.htmlAll, "html-all", false, "with --html: a timeline of every seed, passing ones too")
 	fl.StringVar(&f.broken, "broken-server", "", "put the target behind a proxy that breaks one guarantee ("+strings.Join(brokenVariants, ", ")+"): to see the checkers and the timeline catch a bug")

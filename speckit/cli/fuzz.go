@@ -55,16 +55,28 @@ ready to paste into a case file (one difference per area is shrunk; later
 ones of the same area are counted).
 
 The run is seeded and replayable: it prints its seed and, at the end, the
-command line that replays it. --expect reads an expectations file
-(spec/EXPECTATIONS.md): fuzzed cases are named <area>/fuzz-<hash>, the
-area being the spec file (a command type, tokenizer, window, planner), so
-the globs of a spec run's file ("move-node/*") apply; an entry with status
-skip keeps matching inputs from being sent, one with status fail silences
-their differences.
+command line that replays it.
 
-Exit status: 0 no difference, 1 a difference, 2 the run could not start
-(no or blank --impl, an adapter that does not start or keeps crashing, a
-bad flag or expectations file).`,
+Each difference is printed with its signatures, one per part of the reply
+that differs: the area, the command type (tokenizer: text or formula;
+window: the kind of the first step that differs) and the field, e.g.
+edit-text/fuzz:doc, tokenizer/fuzz:formula:deps, window/fuzz:echo:pending,
+planner/fuzz:merge-page:effects. --expect reads an expectations file
+(spec/EXPECTATIONS.md; one file may serve spec run and spec fuzz): a
+difference whose every signature an entry with status fail or known_flaky
+matches is counted, not reported, so one tracked bug is silenced and a new
+one is not. An entry about fuzzing alone (its id holds "/fuzz") with
+status fail that silenced nothing in a run of its suite is stale and fails
+the run (the ratchet; known_flaky for a difference too rare to be met in
+every run). Fuzzed cases are named <area>/fuzz-<hash>, so the globs of a
+spec run's file ("move-node/*") apply too; an entry with status skip
+keeps matching inputs from being sent. An entry that names no case and no
+signature is refused before the run.
+
+Exit status: 0 no difference (or only expected ones), 1 a difference or a
+stale expectation, 2 the run could not start (no or blank --impl, an
+adapter that does not start or keeps crashing, a bad flag or
+expectations file).`,
 		Example: `  kbkit spec fuzz --impl "kbkit adapter" --seconds 10
   kbkit spec fuzz --impl "node speckit/adapters/node/adapter.mjs" \
       --expect speckit/adapters/node/expectations.yaml --count 5000 --seed 1
@@ -85,7 +97,7 @@ bad flag or expectations file).`,
 	f.Uint64Var(&o.seed, "seed", 0, "the seed (default: a random one, printed)")
 	f.IntVar(&o.count, "count", 0, "stop after this many inputs")
 	f.Float64Var(&o.seconds, "seconds", 0, "stop after this many seconds (default 10 when --count is not given)")
-	f.StringVar(&o.expect, "expect", "", "expectations file: known differences to skip or silence (spec/EXPECTATIONS.md)")
+	f.StringVar(&o.expect, "expect", "", "expectations file (spec/EXPECTATIONS.md): difference signatures expected or known to be flaky, inputs to skip")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
 	f.StringVar(&o.json, "json", "", "also write one JSON object per difference and per suite to this file (- = stdout; the text report then goes to stderr)")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Second, "per-request timeout; a timed-out adapter is restarted")
@@ -156,7 +168,8 @@ func runSpecFuzz(ctx context.Context, o fuzzOptions, stdout, rawStderr io.Writer
 	case err != nil:
 		return fail("%v", err)
 	}
-	if err := rep.WriteResults(w); err != nil {
+	judged := rep.JudgeExpectations(expect)
+	if err := rep.WriteResults(w, judged); err != nil {
 		return fail("writing the report: %v", err)
 	}
 	for _, f := range files {
@@ -169,8 +182,13 @@ func runSpecFuzz(ctx context.Context, o fuzzOptions, stdout, rawStderr io.Writer
 	if client.Restarts() > 0 {
 		fmt.Fprintf(text, "the adapter was restarted %d times\n", client.Restarts())
 	}
+	stale := false
+	for _, j := range judged {
+		fmt.Fprintf(text, "expectation %q: %s\n", j.ID, j.Message)
+		stale = stale || j.Verdict == report.VerdictUnexpectedPass
+	}
 	fmt.Fprintf(text, "replay: %s\n", replayLine(o, rep))
-	if len(rep.Differences) > 0 {
+	if len(rep.Differences) > 0 || stale {
 		return cliutil.ExitFailed
 	}
 	return cliutil.ExitOK
@@ -269,7 +287,7 @@ func checkFuzzFlags(o *fuzzOptions) ([]string, *report.Expectations, error) {
 	}
 	var expect *report.Expectations
 	if o.expect != "" {
-		if expect, err = report.LoadExpectations(o.expect); err != nil {
+		if expect, err = loadSpecExpect(o.expect, nil); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/speckit/adapter"
 	"github.com/subspace/kbkit/speckit/cases"
+	"github.com/subspace/kbkit/speckit/fuzz"
 	"github.com/subspace/kbkit/speckit/report"
 )
 
@@ -51,8 +52,10 @@ and the reply the reference gives to it.
 
 --expect reads an expectations file (spec/EXPECTATIONS.md): cases expected
 to fail are reported as TODO and do not fail the run, but one that passes
-does ("unexpected pass"), so a partial implementation ratchets forward;
-cases expected to be skipped are not run.
+does ("unexpected pass": the entry is stale), so a partial implementation
+ratchets forward; known_flaky cases may fail or pass; cases expected to be
+skipped are not run. An entry that names no case (of the built-in spec or
+the given files) nor a spec fuzz signature is refused before the run.
 
 Exit status: 0 every case passed (or was skipped or failed as expected),
 1 a case failed or passed unexpectedly, 2 a case errored (adapter crash,
@@ -89,13 +92,13 @@ func runSpec(ctx context.Context, o runOptions, paths []string, stdout, rawStder
 		fmt.Fprintf(stderr, "kbkit spec run: "+format+"\n", args...)
 		return cliutil.ExitErrored
 	}
-	selected, err := selectCases(o, paths)
+	selected, all, err := selectCases(o, paths)
 	if err != nil {
 		return fail("%v", err)
 	}
 	var expect *report.Expectations
 	if o.expect != "" {
-		if expect, err = report.LoadExpectations(o.expect); err != nil {
+		if expect, err = loadSpecExpect(o.expect, all); err != nil {
 			return fail("%v", err)
 		}
 	}
@@ -129,24 +132,23 @@ func runSpec(ctx context.Context, o runOptions, paths []string, stdout, rawStder
 }
 
 // selectCases reads the case files at paths (none: the built-in spec) and
-// keeps the cases of --suite whose ids match --run.
-func selectCases(o runOptions, paths []string) ([]cases.Case, error) {
-	all, err := cases.Open(paths...)
+// keeps the cases of --suite whose ids match --run; all are those read.
+func selectCases(o runOptions, paths []string) (selected, all []cases.Case, err error) {
+	all, err = cases.Open(paths...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, s := range o.suites {
 		if !slices.Contains(knownSuites, s) {
-			return nil, fmt.Errorf("unknown suite %q (known: %s)", s, strings.Join(knownSuites, ", "))
+			return nil, nil, fmt.Errorf("unknown suite %q (known: %s)", s, strings.Join(knownSuites, ", "))
 		}
 	}
 	var idRE *regexp.Regexp
 	if o.run != "" {
 		if idRE, err = regexp.Compile(o.run); err != nil {
-			return nil, fmt.Errorf("--run: %v", err)
+			return nil, nil, fmt.Errorf("--run: %v", err)
 		}
 	}
-	var selected []cases.Case
 	for _, c := range all {
 		if len(o.suites) > 0 && !slices.Contains(o.suites, c.Suite()) {
 			continue
@@ -156,7 +158,7 @@ func selectCases(o runOptions, paths []string) ([]cases.Case, error) {
 		}
 		selected = append(selected, c)
 	}
-	return selected, nil
+	return selected, all, nil
 }
 
 // runReports are a run's report writers (TAP, and --junit and --json) and
@@ -281,6 +283,9 @@ func checkCases(ctx context.Context, impl cases.Impl, selected []cases.Case, exp
 // matched no case that ran, and why.
 func noteUnusedExpectations(stderr io.Writer, path string, expect *report.Expectations) {
 	for _, e := range expect.Unused() {
+		if fuzz.IsFuzzEntry(e) {
+			continue // spec fuzz's
+		}
 		if by := expect.ShadowedBy(e); by != nil {
 			fmt.Fprintf(stderr, "kbkit spec run: %s:%d: expectation %q (%s) is never reached: the earlier %q (%s) on line %d matches it first (move the exact id above the glob, or drop it)\n",
 				path, e.Line, e.ID, e.Status, by.ID, by.Status, by.Line)

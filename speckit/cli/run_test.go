@@ -37,6 +37,10 @@ func TestMain(m *testing.M) {
 		_ = adapter.Serve(context.Background(), os.Stdin, os.Stdout, planted{})
 		os.Exit(0)
 	}
+	if os.Getenv(envAdapter) == "planted-two" {
+		_ = adapter.Serve(context.Background(), os.Stdin, os.Stdout, plantedTwo{})
+		os.Exit(0)
+	}
 	if os.Getenv(envAdapter) == "misbehaving" {
 		_ = adapter.Serve(context.Background(), os.Stdin, os.Stdout, misbehaving{})
 		os.Exit(0)
@@ -522,7 +526,8 @@ func TestAdapterCommand(t *testing.T) {
 
 // TestSpecRunExpectationsMessages: an exact entry that an earlier glob
 // covers is named with the glob that shadows it; an entry matching no case
-// that ran says so, at its line; a bad file is refused at its line.
+// that ran says so, at its line; a bad file, or one with an entry that
+// names no case, is refused at its line.
 func TestSpecRunExpectationsMessages(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "e.yaml")
@@ -530,20 +535,33 @@ func TestSpecRunExpectationsMessages(t *testing.T) {
 expectations:
   - {id: "tokenizer/label-*", status: skip, reason: later}
   - {id: tokenizer/label-simple, status: fail, reason: shadowed}
-  - {id: tokenizer/no-such-case, status: fail, reason: stale}
+  - {id: window/local-accepted-is-sent-and-rendered, status: fail, reason: filtered out}
+  - {id: "edit-text/fuzz:doc", status: fail, reason: "spec fuzz's"}
 `), 0o644)
 	code, _, errOut := kbkit(t, "", "spec", "run", "--suite", "tokenizer", "--expect", good)
 	for _, want := range []string{
 		good + `:4: expectation "tokenizer/label-simple" (fail) is never reached: the earlier "tokenizer/label-*" (skip) on line 3 matches it first`,
-		good + `:5: expectation "tokenizer/no-such-case" (fail) matched no case that ran`,
+		good + `:5: expectation "window/local-accepted-is-sent-and-rendered" (fail) matched no case that ran`,
 	} {
 		if code != cliutil.ExitOK || !strings.Contains(errOut, want) {
 			t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, errOut)
 		}
 	}
+	if strings.Contains(errOut, "edit-text/fuzz:doc") {
+		t.Errorf("spec run noted spec fuzz's entry:\n%s", errOut)
+	}
+	unknown := filepath.Join(dir, "unknown.yaml")
+	os.WriteFile(unknown, []byte("spec_version: 1\nexpectations:\n  - {id: tokenizer/label-simple, status: fail, reason: x}\n  - {id: tokenizer/no-such-case, status: fail, reason: x}\n  - {id: \"nothing/*\", status: skip, reason: x}\n"), 0o644)
+	code, out, errOut := kbkit(t, "", "spec", "run", "--suite", "tokenizer", "--expect", unknown)
+	for _, want := range []string{unknown + `:4: "tokenizer/no-such-case" is no spec case id or spec fuzz signature`,
+		unknown + `:5: "nothing/*" matches no spec case id or spec fuzz signature`} {
+		if code != cliutil.ExitErrored || out != "" || !strings.Contains(errOut, want) {
+			t.Errorf("unknown ids: exit %d, stdout %q, stderr lacks %q:\n%s", code, out, want, errOut)
+		}
+	}
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("spec_version: 1\nexpectations:\n  - id: a\n    status: fail\n   reason: x\n"), 0o644)
-	code, out, errOut := kbkit(t, "", "spec", "run", "--expect", bad)
+	code, out, errOut = kbkit(t, "", "spec", "run", "--expect", bad)
 	if code != cliutil.ExitErrored || out != "" || !strings.Contains(errOut, bad+":5: did not find expected '-' indicator") {
 		t.Errorf("bad file: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}

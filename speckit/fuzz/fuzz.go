@@ -37,8 +37,10 @@ type Options struct {
 	Count    int
 	Duration time.Duration
 	// Expect silences known differences: a fuzzed case whose id matches an
-	// entry with status skip is not sent, one matching status fail may
-	// differ (it is counted, not reported).
+	// entry with status skip is not sent; one whose id matches an entry
+	// with status fail or known_flaky, or each of whose signatures does
+	// (signature.go), may differ (it is counted in Report.Hits, not
+	// reported).
 	Expect *report.Expectations
 	// ShrinkTime and ShrinkTests bound the shrinking of each difference
 	// (defaults 30s and 5,000 trials).
@@ -74,6 +76,10 @@ type Difference struct {
 	ShrinkTime       time.Duration
 	// Repeats counts later inputs that differed in the same area and kind.
 	Repeats int
+	// Signatures name the difference by area, command type or step kind
+	// and field (signature.go); New are those no expectation covers, the
+	// entries to add to expect it.
+	Signatures, New []string
 }
 
 // Size measures an input: its choices and its JSON (given, when, steps).
@@ -99,6 +105,9 @@ type Report struct {
 	Elapsed     time.Duration
 	Suites      map[string]*SuiteStats
 	Differences []*Difference
+	// Hits counts, per entry of Options.Expect, the inputs whose
+	// difference it silenced (JudgeExpectations reads it).
+	Hits map[*report.Expectation]int
 }
 
 // Run fuzzes o.Impl until o.Count inputs or o.Duration have passed.
@@ -181,11 +190,16 @@ type probed struct {
 	out     cases.Outcome
 	area    string
 	kind    string
+	sigs    []string              // a difference's signatures
+	by      []*report.Expectation // the entries that silenced it
 }
+
+// key groups differences: one is shrunk per area, kind and signatures.
+func (p probed) key() string { return p.area + " " + p.kind + " " + strings.Join(p.sigs, " ") }
 
 func (f *fuzzer) run(ctx context.Context) (*Report, error) {
 	start := time.Now()
-	f.rep = Report{Seed: f.o.Seed, Suites: map[string]*SuiteStats{}}
+	f.rep = Report{Seed: f.o.Seed, Suites: map[string]*SuiteStats{}, Hits: map[*report.Expectation]int{}}
 	for _, s := range f.o.Suites {
 		f.rep.Suites[s] = &SuiteStats{}
 	}
@@ -211,13 +225,16 @@ func (f *fuzzer) run(ctx context.Context) (*Report, error) {
 			st.Same++
 		case silenced:
 			st.Silenced++
+			for _, e := range p.by {
+				f.rep.Hits[e]++
+			}
 		case skipped:
 			st.Skipped++
 		case invalid:
 			st.Invalid++
 		case differ:
 			st.Differ++
-			if d := f.areas[p.area+" "+p.kind]; d != nil {
+			if d := f.areas[p.key()]; d != nil {
 				d.Repeats++
 				continue
 			}
@@ -226,7 +243,7 @@ func (f *fuzzer) run(ctx context.Context) (*Report, error) {
 				f.rep.Elapsed = time.Since(start)
 				return &f.rep, err
 			}
-			f.areas[p.area+" "+p.kind] = d
+			f.areas[p.key()] = d
 			f.rep.Differences = append(f.rep.Differences, d)
 			if f.o.OnDifference != nil {
 				f.o.OnDifference(d)
@@ -288,13 +305,47 @@ func (f *fuzzer) probe(ctx context.Context, suite string, s *Source) (probed, er
 		p.verdict = same
 	case p.out.Status == cases.Skip:
 		p.verdict = skipped
-	case e != nil:
-		p.verdict = silenced
 	default:
+		p.sigs = Signatures(full, p.out)
+		if p.by = f.silencedBy(e, p.sigs); p.by != nil {
+			p.verdict = silenced
+			return p, nil
+		}
 		p.verdict = differ
 		p.kind = kindOf(p.out)
 	}
 	return p, nil
+}
+
+// silencedBy are the entries that expect a difference: e, the entry the
+// input's id matched (status fail or known_flaky), or else one entry per
+// signature, each matching it with status fail or known_flaky; nil when
+// some signature is not expected.
+func (f *fuzzer) silencedBy(e *report.Expectation, sigs []string) []*report.Expectation {
+	if e != nil {
+		return []*report.Expectation{e}
+	}
+	var by []*report.Expectation
+	for _, s := range sigs {
+		m := f.o.Expect.Match(s)
+		if m == nil || m.Status == report.ExpectSkip {
+			return nil
+		}
+		by = append(by, m)
+	}
+	return by
+}
+
+// uncovered are the signatures no entry expects (status fail or
+// known_flaky).
+func (f *fuzzer) uncovered(sigs []string) []string {
+	var out []string
+	for _, s := range sigs {
+		if m := f.o.Expect.Match(s); m == nil || m.Status == report.ExpectSkip {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // kindOf names what differs in an outcome: the parts of the reply its
@@ -357,7 +408,7 @@ func (f *fuzzer) shrink(ctx context.Context, suite string, p probed, src *Source
 			fatal = err
 			return s.out, s.spans, false
 		}
-		ok := q.verdict == differ && q.area == p.area && q.kind == p.kind
+		ok := q.verdict == differ && q.key() == p.key()
 		if ok {
 			best = q
 		}
@@ -370,6 +421,7 @@ func (f *fuzzer) shrink(ctx context.Context, suite string, p probed, src *Source
 	best.c.Description = fmt.Sprintf("found by kbkit spec fuzz (seed %d, input %d, shrunk); the expected side is the reference's reply", f.o.Seed, input)
 	return &Difference{
 		Case: best.c, Outcome: best.out, Area: p.area, Kind: p.kind, Input: input, FoundAfter: at,
+		Signatures: p.sigs, New: f.uncovered(p.sigs),
 		Original:    Size{Choices: len(src.out), Bytes: inputSize(p.c)},
 		Shrunk:      Size{Choices: len(choices), Bytes: inputSize(best.c)},
 		ShrinkTests: tests, ShrinkTime: time.Since(start),

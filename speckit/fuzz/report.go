@@ -22,9 +22,45 @@ func (d *Difference) Result() report.Result {
 	if o.Status == cases.Error {
 		r.Verdict = report.VerdictError
 	}
-	r.Message = fmt.Sprintf("differs from the reference (%s; %s): input %d; shrunk from %d to %d choices, %d to %d bytes",
-		d.Area, d.Kind, d.Input, d.Original.Choices, d.Shrunk.Choices, d.Original.Bytes, d.Shrunk.Bytes)
+	r.Message = fmt.Sprintf("differs from the reference (%s; %s; signature %s): input %d; shrunk from %d to %d choices, %d to %d bytes",
+		d.Area, d.Kind, strings.Join(d.Signatures, " "), d.Input, d.Original.Choices, d.Shrunk.Choices, d.Original.Bytes, d.Shrunk.Bytes)
 	return r
+}
+
+// JudgeExpectations judges each entry of x about fuzzed differences alone
+// (IsFuzzEntry) whose suite was fuzzed: an entry with status fail that
+// silenced no input is stale (VerdictUnexpectedPass, which fails the
+// run); one that did is an expected failure; a known_flaky entry is
+// known-flaky when it silenced an input, else a pass. Each result is
+// named by the entry's id and says how many inputs it silenced.
+func (r *Report) JudgeExpectations(x *report.Expectations) []report.Result {
+	if x == nil {
+		return nil
+	}
+	var out []report.Result
+	for i := range x.Entries {
+		e := &x.Entries[i]
+		suite := SuiteOf(e.ID)
+		if !IsFuzzEntry(*e) || e.Status == report.ExpectSkip || suite != "" && r.Suites[suite] == nil {
+			continue
+		}
+		hits := r.Hits[e]
+		v, msg := x.JudgeUnit(e, hits > 0)
+		if hits > 0 {
+			msg += fmt.Sprintf(" (%s, %d inputs)", x.Where(*e), hits)
+		} else if v == report.VerdictPass {
+			msg += fmt.Sprintf(" (%s; not seen in %d inputs)", x.Where(*e), r.Inputs)
+		} else {
+			msg = fmt.Sprintf("%s (not seen in %d inputs)", msg, r.Inputs)
+		}
+		status := cases.Fail
+		if hits == 0 {
+			status = cases.Pass
+		}
+		out = append(out, report.Result{Outcome: cases.Outcome{ID: e.ID, Suite: suite, Status: status},
+			Expected: e, Verdict: v, Message: msg})
+	}
+	return out
 }
 
 // SuiteResults are one passing result per fuzzed suite, named
@@ -42,10 +78,11 @@ func (r *Report) SuiteResults() []report.Result {
 }
 
 // WriteResults writes r to w, a report writer begun before the run: a
-// passing result per suite (SuiteResults), then one per difference, and
-// the summary of them all.
-func (r *Report) WriteResults(w report.Writer) error {
-	results := r.SuiteResults()
+// passing result per suite (SuiteResults), the judged expectations
+// (JudgeExpectations), then one per difference, and the summary of them
+// all.
+func (r *Report) WriteResults(w report.Writer, judged []report.Result) error {
+	results := append(r.SuiteResults(), judged...)
 	for _, d := range r.Differences {
 		results = append(results, d.Result())
 	}
@@ -97,6 +134,13 @@ func WriteDifference(w io.Writer, n int, d *Difference) {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
 	fmt.Fprintf(w, "case (paste into the `cases:` list of %s):\n%s", caseFileFor(d.Case), CaseYAML(d.Case))
+	fmt.Fprintf(w, "signature: %s\n", strings.Join(d.Signatures, " "))
+	if len(d.New) > 0 {
+		fmt.Fprintf(w, "to expect it while it is fixed, add to the expectations file (--expect, spec/EXPECTATIONS.md):\n")
+		for _, s := range d.New {
+			fmt.Fprintf(w, "  - {id: %q, status: fail, reason: \"...\"}\n", s)
+		}
+	}
 }
 
 // caseFileFor is the spec file a case of this area belongs in.

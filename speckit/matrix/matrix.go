@@ -41,7 +41,7 @@ func (c *Counts) add(v report.Verdict) {
 		c.Fail++
 	case report.VerdictError:
 		c.Error++
-	case report.VerdictExpectedFail:
+	case report.VerdictExpectedFail, report.VerdictKnownFlaky:
 		c.ExpectedFail++
 	case report.VerdictUnexpectedPass:
 		c.UnexpectedPass++
@@ -180,7 +180,7 @@ func rank(v report.Verdict) int {
 		return 0
 	case report.VerdictUnexpectedPass:
 		return 1
-	case report.VerdictExpectedFail:
+	case report.VerdictExpectedFail, report.VerdictKnownFlaky:
 		return 2
 	}
 	return 3

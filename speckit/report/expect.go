@@ -17,19 +17,26 @@ import (
 
 // Expectation statuses.
 const (
-	ExpectFail = "fail"
-	ExpectSkip = "skip"
+	ExpectFail  = "fail"
+	ExpectSkip  = "skip"
+	ExpectFlaky = "known_flaky" // may fail or pass; neither fails the run
 )
 
 // Expectation is one entry of an expectations file.
 type Expectation struct {
 	// ID is a case id or a path.Match glob over case ids.
 	ID     string `json:"id" yaml:"id"`
-	Status string `json:"status" yaml:"status"` // "fail" or "skip"
+	Status string `json:"status" yaml:"status"` // "fail", "skip" or "known_flaky"
 	Reason string `json:"reason" yaml:"reason"`
 	Issue  string `json:"issue,omitempty" yaml:"issue,omitempty"`
-	// Line is the entry's line in the file (0 if unknown).
-	Line  int `json:"-" yaml:"-"`
+	// Client and Server narrow an entry of `kbkit conformance run` to the
+	// runs that drive this --client command line, or run against this
+	// server (a --broken-server variant or the --server URL).
+	Client string `json:"client,omitempty" yaml:"client,omitempty"`
+	Server string `json:"server,omitempty" yaml:"server,omitempty"`
+	// File and Line are the entry's file and line in it (0 if unknown).
+	File  string `json:"-" yaml:"-"`
+	Line  int    `json:"-" yaml:"-"`
 	index int
 }
 
@@ -114,7 +121,7 @@ func ParseExpectations(name string, data []byte) (*Expectations, error) {
 		if _, err := path.Match(e.ID, ""); err != nil {
 			return nil, fmt.Errorf("%w: %s:%d: expectations[%d]: bad glob %q: %v", ErrExpectations, name, line, i, e.ID, err)
 		}
-		file.Expectations[i].Line, file.Expectations[i].index = line, i
+		file.Expectations[i].File, file.Expectations[i].Line, file.Expectations[i].index = name, line, i
 	}
 	return &Expectations{Path: name, Entries: file.Expectations, used: make([]bool, len(file.Expectations))}, nil
 }

@@ -16,7 +16,7 @@ func TestExpectationsErrorLines(t *testing.T) {
 		{"tab", "spec_version: 1\nexpectations:\n  - id: a\n    status: fail\n    reason: x\n\t- id: b\n", "e.yaml:6: found a tab character"},
 		{"flow", "spec_version: 1\nexpectations:\n  - id: a\n    status: fail\n    reason: x\n  - id: [b\n", "e.yaml:6: did not find expected ',' or ']'"},
 		{"quote", "spec_version: 1\nexpectations:\n  - id: a\n    status: fail\n    reason: \"x\n", "e.yaml:5: found unexpected end of stream"},
-		{"status", "spec_version: 1\nexpectations:\n  - id: a\n    status: flaky\n    reason: x\n", "\n  e.yaml:4: at /expectations/0/status: value must be one of 'fail', 'skip'"},
+		{"status", "spec_version: 1\nexpectations:\n  - id: a\n    status: flaky\n    reason: x\n", "\n  e.yaml:4: at /expectations/0/status: value must be one of 'fail', 'skip', 'known_flaky'"},
 		{"missing", "spec_version: 1\nexpectations:\n  - id: a\n    reason: x\n  - id: b\n    status: fail\n", "\n  e.yaml:3: at /expectations/0: missing property 'status'\n  e.yaml:5: at /expectations/1: missing property 'reason'"},
 		{"glob", "spec_version: 1\nexpectations:\n  - id: a\n    status: fail\n    reason: x\n  - {id: 'b/[', status: fail, reason: y}\n", "e.yaml:6: expectations[1]: bad glob"},
 	} {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -19,11 +20,12 @@ const (
 	VerdictFail           Verdict = "fail"            // failed
 	VerdictUnexpectedPass Verdict = "unexpected-pass" // passed although expected to fail: update the expectations
 	VerdictError          Verdict = "error"           // could not be checked: crash, timeout, protocol error, bad case
+	VerdictKnownFlaky     Verdict = "known-flaky"     // failed or errored, and known to now and then (TAP TODO)
 )
 
 // OK reports whether the verdict keeps the run green.
 func (v Verdict) OK() bool {
-	return v == VerdictPass || v == VerdictSkip || v == VerdictExpectedFail
+	return v == VerdictPass || v == VerdictSkip || v == VerdictExpectedFail || v == VerdictKnownFlaky
 }
 
 // Result is one judged case.
@@ -45,12 +47,15 @@ type Result struct {
 func Judge(o cases.Outcome, e *Expectation) Result {
 	r := Result{Outcome: o, Expected: e}
 	expectFail := e != nil && e.Status == ExpectFail
+	if e != nil && e.Status == ExpectFlaky {
+		return judgeFlaky(r, e)
+	}
 	switch o.Status {
 	case cases.Pass:
 		r.Verdict = VerdictPass
 		if expectFail {
 			r.Verdict = VerdictUnexpectedPass
-			r.Message = "unexpected pass: expected to fail (" + e.Reason + "); remove or narrow the expectation"
+			r.Message = fmt.Sprintf("unexpected pass: expected to fail (%s); the entry is stale: remove it (%s:%d), or narrow it", e.Reason, e.File, e.Line)
 		}
 	case cases.Skip:
 		r.Verdict, r.Message = VerdictSkip, firstLine(o.Diff)
@@ -66,6 +71,24 @@ func Judge(o cases.Outcome, e *Expectation) Result {
 		if expectFail {
 			r.Verdict, r.Message = VerdictExpectedFail, "expected failure: "+e.Reason+" (errored: "+oneLine(o.Diff)+")"
 		}
+	}
+	return r
+}
+
+// judgeFlaky is Judge under a known_flaky entry: a failure or an error is
+// VerdictKnownFlaky, a pass a pass; the message says which.
+func judgeFlaky(r Result, e *Expectation) Result {
+	switch r.Status {
+	case cases.Pass:
+		r.Verdict, r.Message = VerdictPass, "known flaky, passed: "+e.Reason
+	case cases.Skip:
+		r.Verdict, r.Message = VerdictSkip, firstLine(r.Diff)
+		r.Diff = ""
+	case cases.Fail:
+		r.Verdict, r.Message = VerdictKnownFlaky, "known flaky, failed: "+e.Reason
+	default:
+		r.Verdict, r.Message = VerdictKnownFlaky, "known flaky, errored: "+e.Reason+" ("+oneLine(r.Diff)+")"
+		r.Diff = ""
 	}
 	return r
 }
@@ -143,7 +166,7 @@ func (s Summary) String() string {
 	}{
 		{VerdictPass, "passed"}, {VerdictFail, "failed"}, {VerdictError, "errored"},
 		{VerdictUnexpectedPass, "passed unexpectedly"}, {VerdictExpectedFail, "failed as expected"},
-		{VerdictSkip, "skipped"},
+		{VerdictKnownFlaky, "failed, known flaky"}, {VerdictSkip, "skipped"},
 	} {
 		if n := s.Counts[v.v]; n > 0 || v.v == VerdictPass || v.v == VerdictFail {
 			parts = append(parts, itoa(n)+" "+v.name)

@@ -92,11 +92,14 @@ func (t *TAP) Result(n int, r Result) error {
 	switch r.Verdict {
 	case VerdictPass:
 		t.Printf("ok %d - %s\n", n, desc)
+		if r.Expected != nil && r.Expected.Status == ExpectFlaky {
+			t.Printf("# %s\n", directiveText(r.Message))
+		}
 		return t.Flush()
 	case VerdictSkip:
 		t.Printf("ok %d - %s # SKIP %s\n", n, desc, directiveText(r.Message))
 		return t.Flush()
-	case VerdictExpectedFail:
+	case VerdictExpectedFail, VerdictKnownFlaky:
 		t.Printf("not ok %d - %s # TODO %s\n", n, desc, directiveText(r.Message))
 	default:
 		t.Printf("not ok %d - %s\n", n, desc)
@@ -270,7 +273,7 @@ func (j *JUnit) Result(_ int, r Result) error {
 	case VerdictError:
 		c.Error = &JUnitMsg{Message: r.Message, Type: string(r.Verdict), Body: body}
 		s.Errors++
-	case VerdictSkip, VerdictExpectedFail:
+	case VerdictSkip, VerdictExpectedFail, VerdictKnownFlaky:
 		c.Skipped = &JUnitMsg{Message: r.Message, Type: string(r.Verdict), Body: body}
 		s.Skipped++
 	}

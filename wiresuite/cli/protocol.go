@@ -15,6 +15,7 @@ import (
 
 	"github.com/subspace/kbkit/client"
 	"github.com/subspace/kbkit/internal/cliutil"
+	"github.com/subspace/kbkit/speckit/report"
 	"github.com/subspace/kbkit/wiresuite"
 )
 
@@ -36,6 +37,7 @@ type protocolOptions struct {
 	strict       bool
 	restartCmd   string
 	restartURL   string
+	expect       string
 }
 
 // NewCommand returns `conformance protocol`.
@@ -73,13 +75,21 @@ its id; a failing check has a YAML block with the message, expected and
 got, the request and an excerpt of the raw response. --junit and --json
 also write JUnit XML and JSON lines (one object per check).
 
+--expect FILE reads an expectations file (spec/EXPECTATIONS.md) by check
+id: a check expected to fail (status fail) is reported as TODO and does
+not fail the run, but one that passes does, as a stale expectation to
+remove (the ratchet); known_flaky lets a check fail without failing the
+run; skip does not run it. An id or glob that names no check is refused
+before the run (exit 2).
+
 The server may also be given as $KBKIT_URL, the token as $KBKIT_TOKEN (and
 the other as $KBKIT_OTHER_TOKEN, the second device's as $KBKIT_TOKEN2,
 the one to revoke as $KBKIT_REVOKE_TOKEN), keeping them out of the process list.
 
-Exit status: 0 every check passed (or was skipped, without --strict),
-1 a check failed (or was skipped, with --strict), 2 the suite could not
-run (server unreachable, token refused, bad flags).`,
+Exit status: 0 every check passed (or was skipped, without --strict, or
+failed as --expect allows), 1 a check failed (or was skipped, with
+--strict) or an expected failure passed, 2 the suite could not run
+(server unreachable, token refused, bad flags or expectations file).`,
 		Example: `  kbkit serve --addr 127.0.0.1:8080 > server.json & srv=$!
   until [ -s server.json ]; do sleep 1; done
   kbkit conformance protocol --server http://127.0.0.1:8080 --token "$(jq -r .token server.json)"
@@ -89,6 +99,7 @@ run (server unreachable, token refused, bad flags).`,
       kbkit conformance protocol --junit protocol.xml
   kbkit conformance protocol --run 'protocol/(retry|rejection)' --json - | jq -c '{id, status}'
   kbkit conformance protocol --strict --restart-command 'systemctl restart kbkit' --junit protocol.xml
+  kbkit conformance protocol --expect protocol-expectations.yaml --junit protocol.xml
   kbkit conformance protocol --list; kill $srv`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -117,6 +128,7 @@ run (server unreachable, token refused, bad flags).`,
 	f.Int64Var(&o.maxBody, "max-body", 256<<10, "the server's body, GET input and WebSocket message limit in bytes (the limit checks send more)")
 	f.DurationVar(&o.timeout, "timeout", 60*time.Second, "time limit of one check")
 	f.DurationVar(&o.eventTimeout, "event-timeout", 10*time.Second, "how long to wait for an answer or event the server owes")
+	f.StringVar(&o.expect, "expect", "", "expectations file (spec/EXPECTATIONS.md): check ids or globs expected to fail, known to be flaky or to be skipped")
 	f.BoolVar(&o.list, "list", false, "list the checks and exit")
 	f.BoolVar(&o.strict, "strict", false, "a skipped check fails the run (exit 1), as a failed one does")
 	f.StringVar(&o.restartCmd, "restart-command", "", "shell command that has the server shut down gracefully and come back on the same URL: enables protocol/reconnect")
@@ -147,6 +159,10 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 	if len(checks) == 0 {
 		return fail(stderr, "--run %q matches no check (see --list)", o.run)
 	}
+	expect, err := loadExpect(o.expect)
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
 	o.fromEnv()
 	switch {
 	case o.server == "":
@@ -161,6 +177,7 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
+	out.expect = expect
 	defer out.close()
 	env := o.env()
 	if err := env.Preflight(ctx); err != nil {
@@ -168,6 +185,27 @@ func runProtocol(ctx context.Context, o protocolOptions, stdout, stderr io.Write
 	}
 	fmt.Fprintf(stderr, "kbkit conformance protocol: %s, workspace %s, device %s\n", env.BaseURL, env.WorkspaceID, env.DeviceID)
 	return runChecks(ctx, env, checks, o, out, stderr)
+}
+
+// loadExpect reads --expect ("": none) and refuses, before the run, an
+// entry that names no check or carries a key of another suite.
+func loadExpect(name string) (*report.Expectations, error) {
+	if name == "" {
+		return nil, nil
+	}
+	x, err := report.LoadExpectations(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := x.Refuse(func(e report.Expectation) string {
+		if e.Client != "" || e.Server != "" {
+			return "client and server narrow entries of kbkit conformance run only"
+		}
+		return ""
+	}); err != nil {
+		return nil, err
+	}
+	return x, x.RequireKnown(wiresuite.CheckIDs(wiresuite.Checks()), "protocol check", "kbkit conformance protocol --list lists them")
 }
 
 // listChecks is --list: each check's id and description.
@@ -211,10 +249,11 @@ func (o protocolOptions) env() *wiresuite.Env {
 // reports are where the results go: TAP (stdout, or stderr when --json
 // is stdout), --junit's file and --json's writer (nil: not asked for).
 type reports struct {
-	tap   io.Writer
-	junit *os.File
-	json  io.Writer
-	files []*os.File
+	tap    io.Writer
+	junit  *os.File
+	json   io.Writer
+	files  []*os.File
+	expect *report.Expectations
 }
 
 // openReports creates --junit's and --json's files.
@@ -259,7 +298,7 @@ func runChecks(ctx context.Context, env *wiresuite.Env, checks []wiresuite.Check
 	if err := tap.Begin(len(checks)); err != nil {
 		return fail(stderr, "%v", err)
 	}
-	results := wiresuite.Run(ctx, env, checks, wiresuite.Options{Timeout: o.timeout, Strict: o.strict,
+	results := wiresuite.Run(ctx, env, checks, wiresuite.Options{Timeout: o.timeout, Strict: o.strict, Expect: out.expect,
 		OnResult: func(n, _ int, r wiresuite.Result) { _ = tap.Result(n, r) }})
 	sum := wiresuite.Summarize(results)
 	_ = tap.End(sum)
@@ -277,9 +316,15 @@ func runChecks(ctx context.Context, env *wiresuite.Env, checks []wiresuite.Check
 		}
 	}
 	for _, r := range results {
-		if r.Status == wiresuite.Skip {
+		switch {
+		case r.Status == wiresuite.Skip:
 			fmt.Fprintf(stderr, "kbkit conformance protocol: skipped %s: %s\n", r.ID, r.Message)
+		case r.Verdict != "" && r.Verdict != report.VerdictExpectedFail:
+			fmt.Fprintf(stderr, "kbkit conformance protocol: %s: %s\n", r.ID, r.Message)
 		}
+	}
+	for _, e := range out.expect.Unused() {
+		fmt.Fprintf(stderr, "kbkit conformance protocol: %s: expectation %q (%s) matched no check that ran\n", out.expect.Where(e), e.ID, e.Status)
 	}
 	fmt.Fprintf(stderr, "kbkit conformance protocol: %s in %s\n", sum, time.Since(start).Round(time.Millisecond))
 	if sum.Skipped > 0 {
