@@ -261,8 +261,11 @@ func (c *Client) start(ctx context.Context) error {
 		if errors.As(err, &t) {
 			err = t.err
 		}
-		p.kill()
+		p.kill() // waits for its stderr
 		c.p = nil
+		if first := p.firstStderr(); first != "" {
+			return fmt.Errorf("init: %w; the adapter's first stderr line: %q", err, first)
+		}
 		return fmt.Errorf("init: %w", err)
 	}
 	c.info = info
@@ -368,6 +371,17 @@ type proc struct {
 	exited     chan struct{} // closed once Wait returned
 	killOnce   sync.Once
 	waitErr    error
+
+	errMu    sync.Mutex
+	firstErr string // the first non-blank line of its stderr
+}
+
+// firstStderr is the first non-blank line the process wrote on stderr
+// (so far).
+func (p *proc) firstStderr() string {
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return p.firstErr
 }
 
 func (c *Client) spawn() (*proc, error) {
@@ -437,6 +451,11 @@ func (c *Client) spawn() (*proc, error) {
 		sc := bufio.NewScanner(errR)
 		sc.Buffer(make([]byte, 0, 4096), 1<<20)
 		for sc.Scan() {
+			p.errMu.Lock()
+			if p.firstErr == "" {
+				p.firstErr = clip(bytes.TrimSpace(sc.Bytes()))
+			}
+			p.errMu.Unlock()
 			fmt.Fprintf(c.errW, "%s%s\n", c.opts.StderrPrefix, sc.Bytes())
 		}
 		_, _ = io.Copy(io.Discard, errR)
