@@ -42,8 +42,8 @@ type Options struct {
 	Self string
 	// MaxFailures is how many transport failures in a row (crash, timeout,
 	// protocol error, failed restart) are tolerated before the client stops
-	// restarting the adapter and fails every later request at once.
-	// Default 5.
+	// restarting the adapter and fails every later request of the same
+	// budget (SetBudget) at once. Default 5.
 	MaxFailures int
 }
 
@@ -76,8 +76,9 @@ type Client struct {
 	info     Info
 	nextID   int64
 	starts   int
-	failures int   // transport failures in a row
-	gaveUp   error // set once failures reached MaxFailures
+	budget   string           // SetBudget's key
+	failures map[string]int   // transport failures in a row, by budget
+	gaveUp   map[string]error // set once failures reached MaxFailures
 }
 
 var (
@@ -100,7 +101,8 @@ func Start(ctx context.Context, argv []string, opts Options) (*Client, error) {
 			argv[0] = opts.Self
 		}
 	}
-	c := &Client{argv: argv, opts: opts, errW: &syncio.Writer{W: opts.Stderr}}
+	c := &Client{argv: argv, opts: opts, errW: &syncio.Writer{W: opts.Stderr},
+		failures: map[string]int{}, gaveUp: map[string]error{}}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.start(ctx); err != nil {
@@ -216,8 +218,8 @@ func (c *Client) call(ctx context.Context, typ string, body, reply any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.p == nil {
-		if c.gaveUp != nil {
-			return c.gaveUp
+		if err := c.gaveUp[c.budget]; err != nil {
+			return err
 		}
 		if err := c.start(ctx); err != nil {
 			c.failed(err)
@@ -232,14 +234,24 @@ func (c *Client) call(ctx context.Context, typ string, body, reply any) error {
 		c.failed(fatal.err)
 		return fatal.err
 	}
-	c.failures = 0
+	c.failures[c.budget] = 0
 	return err
 }
 
+// SetBudget makes the requests that follow count their failures against
+// the budget named key (kbkit spec run: the suite): after MaxFailures in a
+// row in one budget, its requests fail at once, while those of other
+// budgets still restart the adapter. The default budget is "".
+func (c *Client) SetBudget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.budget = key
+}
+
 func (c *Client) failed(err error) {
-	c.failures++
-	if c.failures >= c.opts.MaxFailures {
-		c.gaveUp = fmt.Errorf("%w after %d failures in a row (last: %v)", ErrGaveUp, c.failures, err)
+	c.failures[c.budget]++
+	if n := c.failures[c.budget]; n >= c.opts.MaxFailures {
+		c.gaveUp[c.budget] = fmt.Errorf("%w after %d failures in a row (last: %v)", ErrGaveUp, n, err)
 	}
 }
 
