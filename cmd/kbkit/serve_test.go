@@ -35,7 +35,7 @@ func TestServeUnderGoRunEndsWithIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := harnessDir(t) // TMPDIR: go run's build directory and Postgres's
+	dir := harnessDir(t)                                                     // TMPDIR: go run's build directory and Postgres's
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute) // hang detector: a cold compile on a busy machine
 	defer cancel()
 	cmd := exec.Command(gobin, "run", "./cmd/kbkit", "serve", "--addr", "127.0.0.1:0")
