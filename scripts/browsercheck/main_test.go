@@ -57,3 +57,23 @@ func TestCheckTimeline(t *testing.T) {
 		}
 	}
 }
+
+func TestTimelineFirst(t *testing.T) {
+	lanes := `<div class="lane window" data-lane="w0"></div><div class="lane log" data-lane="log P0"></div>`
+	good := lanes + `<div class="t">setup</div><div class="ev setup" data-setup="12" style="">&#9656; 12 setup events</div>` +
+		`<div class="ev k-open" data-id="0" data-lane="w0" style=""></div><div class="ev k-log" data-id="9" data-lane="log P0" style=""></div>`
+	if msg, err := checkTimelineFirst(good); err != nil {
+		t.Errorf("a collapsed setup then a window's event: %v", err)
+	} else {
+		t.Log(msg)
+	}
+	for name, dom := range map[string]string{
+		"no setup row":      lanes + `<div class="ev k-log" data-id="9" data-lane="log P0" style=""></div><div class="ev k-open" data-id="0" data-lane="w0" style=""></div>`,
+		"setup shown":       strings.Replace(good, `class="ev setup"`, `class="ev setup shown"`, 1),
+		"a log entry first": lanes + `<div class="ev setup" data-setup="3" style=""></div><div class="ev k-log" data-id="9" data-lane="log P0" style=""></div>`,
+	} {
+		if _, err := checkTimelineFirst(dom); err == nil {
+			t.Errorf("%s: passed", name)
+		}
+	}
+}
