@@ -15,7 +15,8 @@
 #  4. two short load runs (A: hot page, 8 editors at 100/s; B, slower:
 #     the same rate over 48 editors, six times the fan-out), then
 #     kbkit loadgen compare A A and A B --html: Chromium renders A's report
-#     and both comparisons; DOM checked, screenshots not blank
+#     and both comparisons; DOM checked, no chart's title overlapping its
+#     legend as Chromium lays them out, screenshots not blank
 #
 # KBKIT_SCREENSHOTS=DIR copies the screenshots there (timeline.png,
 # compare.png, report.png, and compare.txt): the committed docs/timeline.png and
@@ -78,6 +79,9 @@ for p in a self compare; do
 	chrome --window-size=1100,1000 --dump-dom "file://$WORK/$p.html" >"$WORK/$p-dom.html" || die "chromium --dump-dom of $p.html failed"
 done
 "$CHECK" report "$WORK/a-dom.html" >&2 || die "the load report's rendered DOM"
+for p in a compare; do
+	"$CHECK" chart-layout "$CHROME" "file://$WORK/$p.html" >&2 || die "$p.html: a chart's title overlaps its legend"
+done
 "$CHECK" compare "$WORK/self-dom.html" >&2 || die "the comparison of a run with itself"
 "$CHECK" compare "$WORK/compare-dom.html" >&2 || die "the comparison with a slower run"
 chrome --window-size=1100,2300 --screenshot="$WORK/compare.png" "file://$WORK/compare.html" >/dev/null || die "chromium --screenshot of the comparison failed"

@@ -11,6 +11,7 @@
 //	browsercheck k6report REPORT.html METRIC...     # a k6 web dashboard export holds these metrics
 //	browsercheck png FILE.png                # the screenshot is not blank
 //	browsercheck dom-when CHROME URL READY OUT.html  # the DOM once the JavaScript READY is true (DevTools over a pipe)
+//	browsercheck chart-layout CHROME URL     # no chart's title overlaps its legend, as Chromium lays them out
 //	browsercheck wasm DOM.html               # the @kbkit/core example page (js/kbcore/example)
 package main
 
@@ -48,6 +49,17 @@ func main() {
 		if err := os.WriteFile(os.Args[5], []byte(dom), 0o644); err != nil {
 			fail(err)
 		}
+		return
+	}
+	if verb == "chart-layout" {
+		if len(os.Args) != 4 {
+			fail(errors.New("usage: browsercheck chart-layout CHROME URL"))
+		}
+		msg, err := checkChartLayout(file, os.Args[3])
+		if err != nil {
+			fail(fmt.Errorf("%s: %w", os.Args[3], err))
+		}
+		fmt.Println(msg)
 		return
 	}
 	arg := ""

@@ -77,3 +77,14 @@ func TestTimelineFirst(t *testing.T) {
 		}
 	}
 }
+
+func TestChartLayoutOf(t *testing.T) {
+	if _, err := chartLayoutOf(`<body data-charts="6" data-overlaps="">`); err != nil {
+		t.Errorf("no overlap: %v", err)
+	}
+	for _, dom := range []string{`<body data-charts="6" data-overlaps="errors and recovery per second">`, `<body data-charts="0" data-overlaps="">`, `<body>`} {
+		if _, err := chartLayoutOf(dom); err == nil {
+			t.Errorf("%s passed", dom)
+		}
+	}
+}
