@@ -7,7 +7,7 @@ OUT ?= out
 
 # The commit for `kbkit version` when the toolchain records none (a git
 # worktree, GOFLAGS=-buildvcs=false); -v lists packages as they compile
-# (the first build links Docker and OpenTelemetry: ~2 minutes on 2 cores).
+# (the first build links Docker and OpenTelemetry: minutes on a cold cache).
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILDFLAGS ?= -v -buildvcs=auto -ldflags '-X main.commit=$(COMMIT)'
 

@@ -9,6 +9,7 @@
 //	browsercheck compare DOM.html            # a loadgen comparison's table and charts
 //	browsercheck matrix DOM.html OPEN NAME=TIER...  # a spec results matrix opened at #OPEN
 //	browsercheck k6report REPORT.html METRIC...     # a k6 web dashboard export holds these metrics
+//	browsercheck k6summary DOM.html METRIC...       # its rendered Summary section shows them
 //	browsercheck png FILE.png                # the screenshot is not blank
 //	browsercheck dom-when CHROME URL READY OUT.html  # the DOM once the JavaScript READY is true (DevTools over a pipe)
 //	browsercheck chart-layout CHROME URL     # no chart's title overlaps its legend, as Chromium lays them out
@@ -106,6 +107,8 @@ func main() {
 		msg, err = checkMatrix(dom, arg, os.Args[4:])
 	case "k6report":
 		msg, err = checkK6Report(dom, os.Args[3:])
+	case "k6summary":
+		msg, err = checkK6Summary(dom, os.Args[3:])
 	default:
 		err = fmt.Errorf("unknown check %q", verb)
 	}

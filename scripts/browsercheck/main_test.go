@@ -88,3 +88,17 @@ func TestChartLayoutOf(t *testing.T) {
 		}
 	}
 }
+
+func TestK6Summary(t *testing.T) {
+	dom := `<h2 class="x">Summary</h2><table><tr><td align="left">kbkit_commit</td><td>8ms</td><td>49ms</td></tr>` +
+		`<tr><td>kbkit_errors</td><td>0</td><td>0/s</td></tr></table>`
+	if _, err := checkK6Summary(dom, []string{"kbkit_commit", "kbkit_errors"}); err != nil {
+		t.Error(err)
+	}
+	if _, err := checkK6Summary(dom, []string{"kbkit_echo"}); err == nil {
+		t.Error("a missing metric passed")
+	}
+	if _, err := checkK6Summary(strings.Replace(dom, "Summary", "Overview", 1), []string{"kbkit_commit"}); err == nil {
+		t.Error("a page without its Summary section passed")
+	}
+}
