@@ -150,7 +150,7 @@ soak:
 
 # k6 with kbkit's extension built in (k6/x/kbkit, the Go module in k6/):
 # bin/k6-kbkit run examples/k6/hot-page.js. The first build compiles k6
-# (~2 minutes on 2 cores), later ones are incremental.
+# (minutes on a cold module cache), later ones are incremental.
 k6:
 	cd k6 && $(GO) build -v -o ../bin/k6-kbkit ./cmd/k6-kbkit
 	@echo "built bin/k6-kbkit"
