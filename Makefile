@@ -7,7 +7,7 @@ OUT ?= out
 
 # The commit for `kbkit version` when the toolchain records none (a git
 # worktree, GOFLAGS=-buildvcs=false); -v lists packages as they compile
-# (the first build links Docker and OpenTelemetry: ~2 minutes on 2 cores).
+# (the first build links Docker and OpenTelemetry: minutes on a cold cache).
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILDFLAGS ?= -v -buildvcs=auto -ldflags '-X main.commit=$(COMMIT)'
 
@@ -185,7 +185,7 @@ soak:
 
 # k6 with kbkit's extension built in (k6/x/kbkit, the Go module in k6/):
 # bin/k6-kbkit run examples/k6/hot-page.js. The first build compiles k6
-# (~2 minutes on 2 cores), later ones are incremental.
+# (minutes on a cold module cache), later ones are incremental.
 k6:
 	cd k6 && $(GO) build -v -o ../bin/k6-kbkit ./cmd/k6-kbkit
 	@echo "built bin/k6-kbkit"

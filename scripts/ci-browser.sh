@@ -10,11 +10,13 @@
 #  3. Chromium opens the timeline at an exactly-once finding (one about
 #     a command acknowledged at a seq the log gives another, if any; #fN): --dump-dom shows lanes of every kind, rendered events, the
 #     finding active and its events selected and lit; --screenshot is not
-#     blank
+#     blank; opened without a finding, its first screen is the setup
+#     collapsed in one row, then a window's first event
 #  4. two short load runs (A: hot page, 8 editors at 100/s; B, slower:
 #     the same rate over 48 editors, six times the fan-out), then
 #     kbkit loadgen compare A A and A B --html: Chromium renders A's report
-#     and both comparisons; DOM checked, screenshots not blank
+#     and both comparisons; DOM checked, no chart's title overlapping its
+#     legend as Chromium lays them out, screenshots not blank
 #  5. a short kbkit loadgen find-max (1 s steps): Chromium renders its
 #     page: the verdict, one table row per step, the charts; screenshot
 #     not blank
@@ -59,6 +61,8 @@ grep -q "replayed from [0-9]* choices" "$STL" || die "the shrunk seed's timeline
 
 chrome --window-size=1400,1000 --dump-dom "file://$TL#f$FINDING" >"$WORK/tl-dom.html" || die "chromium --dump-dom of the timeline failed"
 "$CHECK" timeline "$WORK/tl-dom.html" "$FINDING" >&2 || die "the timeline's rendered DOM"
+chrome --window-size=1400,1000 --dump-dom "file://$TL" >"$WORK/tl-first.html" || die "chromium --dump-dom of the timeline failed"
+"$CHECK" timeline-first "$WORK/tl-first.html" >&2 || die "the timeline's first screen (setup collapsed, a window's event first)"
 chrome --window-size=1400,1000 --screenshot="$WORK/timeline.png" "file://$TL#f$FINDING" >/dev/null || die "chromium --screenshot of the timeline failed"
 "$CHECK" png "$WORK/timeline.png" >&2 || die "the timeline's screenshot"
 
@@ -78,6 +82,9 @@ for p in a self compare; do
 	chrome --window-size=1100,1000 --dump-dom "file://$WORK/$p.html" >"$WORK/$p-dom.html" || die "chromium --dump-dom of $p.html failed"
 done
 "$CHECK" report "$WORK/a-dom.html" >&2 || die "the load report's rendered DOM"
+for p in a compare; do
+	"$CHECK" chart-layout "$CHROME" "file://$WORK/$p.html" >&2 || die "$p.html: a chart's title overlaps its legend"
+done
 "$CHECK" compare "$WORK/self-dom.html" >&2 || die "the comparison of a run with itself"
 "$CHECK" compare "$WORK/compare-dom.html" >&2 || die "the comparison with a slower run"
 chrome --window-size=1100,2300 --screenshot="$WORK/compare.png" "file://$WORK/compare.html" >/dev/null || die "chromium --screenshot of the comparison failed"

@@ -25,7 +25,8 @@
 #     16 editors once
 #  6. a 3-second run with k6's web dashboard exporting its HTML report
 #     (K6_WEB_DASHBOARD=true, K6_WEB_DASHBOARD_EXPORT, port -1): the
-#     report exists and its embedded data holds the kbkit metrics
+#     report exists, its embedded data holds the kbkit metrics, and
+#     headless Chromium renders them in its Summary section
 #  7. stop the server with SIGTERM (it must exit cleanly)
 # Any failure exits non-zero. Needs Go and PostgreSQL server binaries (or
 # a DSN); the Go module proxy for k6's modules on the first build.
@@ -159,6 +160,13 @@ KBKIT_DURATION=3s KBKIT_P99=1000 K6_WEB_DASHBOARD=true K6_WEB_DASHBOARD_PORT=-1 
 [ -s "$WORK/dashboard.html" ] || die "K6_WEB_DASHBOARD_EXPORT wrote no report"
 "$WORK/browsercheck" k6report "$WORK/dashboard.html" kbkit_commit kbkit_echo kbkit_fanout kbkit_convergence >&2 ||
 	die "the web dashboard's report lacks the kbkit metrics"
+# Where examples/k6/README.md sends readers: the Summary section, as
+# Chromium renders the report.
+. scripts/lib/chrome.sh
+chrome --window-size=1280,3000 --virtual-time-budget=5000 --dump-dom "file://$WORK/dashboard.html" >"$WORK/dashboard-dom.html" ||
+	die "chromium --dump-dom of the web dashboard's report failed"
+"$WORK/browsercheck" k6summary "$WORK/dashboard-dom.html" kbkit_commit kbkit_echo kbkit_errors >&2 ||
+	die "the web dashboard's rendered Summary section does not show the kbkit metrics"
 say "web dashboard report: $(wc -c <"$WORK/dashboard.html") bytes ($(( $(date +%s) - t0 ))s)"
 
 say "stopping kbkit serve"

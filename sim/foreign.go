@@ -135,37 +135,13 @@ type opened struct {
 // startForeign starts fw's adapter, checks its init_ok and opens its
 // window. It touches only fw (it runs beside the others).
 func (s *sim) startForeign(fw *foreignWin) opened {
-	argv, err := adapter.SplitCommand(fw.line)
-	if err != nil || len(argv) == 0 {
-		return opened{startErr: cmp.Or(err, errors.New("an empty command line"))}
-	}
-	var stderr io.Writer = os.Stderr
-	if s.opts.ClientStderr != nil {
-		stderr = s.opts.ClientStderr
-	}
-	// Starting (init) may take a while on a loaded machine; every
-	// request after it is held to the client timeout.
-	fw.ad, err = adapter.Start(s.ctx, argv, adapter.Options{Timeout: max(s.clientTimeout(), 30*time.Second), Stderr: stderr,
-		StderrPrefix: fmt.Sprintf("[client w%d seed %d] ", fw.idx, s.seed), MaxFailures: 1})
+	ad, intents, err := startClient(s.ctx, fw.line, s.opts, fmt.Sprintf("[client w%d seed %d] ", fw.idx, s.seed))
 	if err != nil {
 		return opened{startErr: err}
 	}
-	fw.ad.SetTimeout(s.clientTimeout())
-	info := fw.ad.Info()
-	if !info.Supports(adapter.SuiteClient) {
-		return opened{startErr: fmt.Errorf("init_ok does not list suite %q", adapter.SuiteClient)}
-	}
-	if info.Protocol < adapter.ProtocolClient {
-		return opened{startErr: fmt.Errorf("the client suite needs adapter protocol %d; the adapter took protocol %d (spec/ADAPTER.md section 3, init)", adapter.ProtocolClient, info.Protocol)}
-	}
-	for _, in := range info.Intents {
-		if !slices.Contains(adapter.Intents, in) {
-			return opened{startErr: fmt.Errorf("init_ok lists intent %q, which is none of %s (spec/ADAPTER.md section 7)", in, strings.Join(adapter.Intents, ", "))}
-		}
+	fw.ad = ad
+	for _, in := range intents {
 		fw.intents[in] = true
-	}
-	if len(fw.intents) == 0 {
-		return opened{startErr: errors.New("init_ok lists no intents (spec/ADAPTER.md section 7)")}
 	}
 	st, err := fw.ad.Open(s.ctx, adapter.OpenRequest{Window: fmt.Sprintf("w%d", fw.idx), URL: fw.proxy.URL(),
 		Token: s.devices[fw.dev].token, DeviceID: s.devices[fw.dev].deviceID, PageID: s.pages[fw.page],
@@ -173,12 +149,81 @@ func (s *sim) startForeign(fw *foreignWin) opened {
 	return opened{st: st, openErr: err}
 }
 
-// clientTimeout bounds one adapter request (Options.ClientTimeout).
-func (s *sim) clientTimeout() time.Duration {
-	if s.opts.ClientTimeout > 0 {
-		return s.opts.ClientTimeout
+// startClient starts the client adapter of command line line and checks
+// its init_ok: it lists the client suite and at least one intent, all
+// known. The adapter then answers within the client timeout.
+func startClient(ctx context.Context, line string, opts Options, prefix string) (*adapter.Client, []string, error) {
+	argv, err := adapter.SplitCommand(line)
+	if err != nil || len(argv) == 0 {
+		return nil, nil, cmp.Or(err, errors.New("an empty command line"))
 	}
-	return min(s.opts.EchoTimeout, 10*time.Second)
+	var stderr io.Writer = os.Stderr
+	if opts.ClientStderr != nil {
+		stderr = opts.ClientStderr
+	}
+	// Starting (init) may take a while on a loaded machine; every
+	// request after it is held to the client timeout.
+	ad, err := adapter.Start(ctx, argv, adapter.Options{Timeout: max(clientTimeout(opts), 30*time.Second), Stderr: stderr,
+		StderrPrefix: prefix, MaxFailures: 1})
+	if err != nil {
+		return nil, nil, err
+	}
+	ad.SetTimeout(clientTimeout(opts))
+	info := ad.Info()
+	fail := func(err error) (*adapter.Client, []string, error) {
+		_ = ad.Close()
+		return nil, nil, err
+	}
+	if !info.Supports(adapter.SuiteClient) {
+		return fail(fmt.Errorf("init_ok does not list suite %q", adapter.SuiteClient))
+	}
+	if info.Protocol < adapter.ProtocolClient {
+		return fail(fmt.Errorf("the client suite needs adapter protocol %d; the adapter took protocol %d (spec/ADAPTER.md section 3, init)", adapter.ProtocolClient, info.Protocol))
+	}
+	for _, in := range info.Intents {
+		if !slices.Contains(adapter.Intents, in) {
+			return fail(fmt.Errorf("init_ok lists intent %q, which is none of %s (spec/ADAPTER.md section 7)", in, strings.Join(adapter.Intents, ", ")))
+		}
+	}
+	if len(info.Intents) == 0 {
+		return fail(errors.New("init_ok lists no intents (spec/ADAPTER.md section 7)"))
+	}
+	return ad, info.Intents, nil
+}
+
+// PreflightClients starts each of opts.Clients once, checks its init_ok
+// and ends it, before any seed creates anything on the server: a client
+// that cannot start, dies or does not answer during init, or declares
+// nothing it can do, stops the run at once (target.ErrCannotRun) with
+// what the adapter wrote first on stderr.
+func PreflightClients(ctx context.Context, opts Options) error {
+	opts.defaults()
+	errs := make([]error, len(opts.Clients))
+	var wg sync.WaitGroup
+	for k, line := range opts.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ad, _, err := startClient(ctx, line, opts, fmt.Sprintf("[client %d preflight] ", k+1))
+			if err != nil {
+				errs[k] = fmt.Errorf("%w: --client %q: %v", target.ErrCannotRun, line, err)
+				return
+			}
+			_ = ad.Close()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// clientTimeout bounds one adapter request (Options.ClientTimeout).
+func (s *sim) clientTimeout() time.Duration { return clientTimeout(s.opts) }
+
+func clientTimeout(opts Options) time.Duration {
+	if opts.ClientTimeout > 0 {
+		return opts.ClientTimeout
+	}
+	return min(opts.EchoTimeout, 10*time.Second)
 }
 
 func (s *sim) clientDied(fw *foreignWin, what string, err error) {

@@ -203,6 +203,9 @@ type SeedReport struct {
 	// Halt is why no further seed should start: the seed hit its deadline
 	// or waited out an echo timeout (the server is not answering).
 	Halt string `json:"halt,omitempty"`
+	// ClientStart is set when a client adapter could not start (Err says
+	// why): no further seed starts either.
+	ClientStart bool `json:"client_start,omitempty"`
 	// Clients is what each foreign window was given and saw.
 	Clients []ClientCoverage `json:"clients,omitempty"`
 	// Replay is the command line that runs this seed again

@@ -115,12 +115,20 @@ func (s *sim) chance(p float64) bool { return s.rng.Chance(p) }
 // RunSeeds runs opts.Seeds seeds against target and returns the reports of
 // the seeds that ran. An error means the run could not proceed at all.
 //
+// Each client adapter (opts.Clients) is started once first
+// (PreflightClients): one that cannot start ends the run before anything
+// is made on the server, and so does one that fails to start in a seed
+// (its report's ClientStart).
+//
 // A seed that hits its deadline or waits out an echo timeout (its report's
 // Halt) stops the run: no further seed starts, and the seeds running end
 // by their own deadlines, so a run against a server that stops answering
 // or echoing ends within 2 x SeedTimeout.
 func RunSeeds(ctx context.Context, target Target, opts Options) ([]SeedReport, error) {
 	opts.defaults()
+	if err := PreflightClients(ctx, opts); err != nil {
+		return nil, err
+	}
 	if err := Preflight(ctx, target); err != nil {
 		return nil, err
 	}
@@ -137,7 +145,7 @@ func RunSeeds(ctx context.Context, target Target, opts Options) ([]SeedReport, e
 			defer wg.Done()
 			for i := range next {
 				reports[i] = RunSeed(ctx, target, opts, opts.Seed+int64(i))
-				if reports[i].Halt != "" {
+				if reports[i].Halt != "" || reports[i].ClientStart {
 					haltOnce.Do(func() { close(halted) })
 				}
 				results <- i
@@ -239,6 +247,7 @@ func RunSeed(ctx context.Context, target Target, opts Options, seed int64) SeedR
 		return finish("setup", err)
 	}
 	if err := s.openForeign(); err != nil {
+		rep.ClientStart = true
 		return finish("setup", err)
 	}
 	for i := 0; i < opts.Steps; i++ {

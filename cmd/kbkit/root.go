@@ -1,6 +1,10 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/subspace/kbkit/internal/cliutil"
+)
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -19,5 +23,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newVersionCmd())
 	refuseEmptyNames(root)
+	cliutil.Strict(root)
 	return root
 }

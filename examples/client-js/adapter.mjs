@@ -10,10 +10,26 @@
 //
 // stdout carries replies only (one JSON object a line); logs go to stderr.
 
+import { dirname, relative } from "node:path";
 import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
-import { BROKEN, ClientWindow } from "./window.mjs";
+// The client's dependencies (package.json) come from `npm ci` in this
+// directory; without them the adapter says so in one line on stderr and
+// exits 2 before init, which kbkit reports as the reason the run cannot
+// start.
+let BROKEN, ClientWindow;
+try {
+  ({ BROKEN, ClientWindow } = await import("./window.mjs"));
+} catch (err) {
+  if (err?.code !== "ERR_MODULE_NOT_FOUND") throw err;
+  const abs = dirname(fileURLToPath(import.meta.url));
+  const rel = relative(process.cwd(), abs);
+  const dir = rel === "" ? "." : rel.startsWith("..") ? abs : rel;
+  console.error(`adapter.mjs: ${err.message.split(" imported from ")[0]}: run \`npm ci\` in ${dir} first (the client's dependencies are not installed)`);
+  process.exit(2);
+}
 
 // The intents this client performs (spec/ADAPTER.md section 7).
 // With --page-intents it also declares the page operations its reducer

@@ -64,7 +64,7 @@ func Code(err error) int {
 
 // Mount is a kbkit root command with cmds under the parent commands named
 // by parents (none: directly under the root), as cmd/kbkit mounts a kit's
-// commands: what a kit's tests run in process.
+// commands (Strict): what a kit's tests run in process.
 func Mount(parents []string, cmds ...*cobra.Command) *cobra.Command {
 	root := &cobra.Command{Use: "kbkit", SilenceUsage: true, SilenceErrors: true}
 	at := root
@@ -74,6 +74,7 @@ func Mount(parents []string, cmds ...*cobra.Command) *cobra.Command {
 		at = c
 	}
 	at.AddCommand(cmds...)
+	Strict(root)
 	return root
 }
 

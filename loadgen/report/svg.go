@@ -81,6 +81,12 @@ func (c chart) svg() template.HTML {
 			ymin, ymax = math.Min(ymin, p[1]), math.Max(ymax, p[1])
 		}
 	}
+	// The legend stands right-aligned on the title's line, or on a line of
+	// its own under the title when they would overlap.
+	top, legendY := padT, 18
+	if float64(w-padR)-c.legendWidth() < titleEnd(c.title) {
+		top, legendY = padT+16, 34
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`, w, h, w, h, html.EscapeString(c.title))
 	fmt.Fprintf(&b, `<text x="%d" y="18" class="ct">%s</text>`, padL, html.EscapeString(c.title))
@@ -106,9 +112,9 @@ func (c chart) svg() template.HTML {
 	if xmax <= xmin {
 		xmax = xmin + 1
 	}
-	pw, ph := float64(w-padL-padR), float64(h-padT-padB)
+	pw, ph := float64(w-padL-padR), float64(h-top-padB)
 	X := func(x float64) float64 { return float64(padL) + (x-xmin)/(xmax-xmin)*pw }
-	Y := func(y float64) float64 { return float64(padT) + ph - (y-ymin)/(ymax-ymin)*ph }
+	Y := func(y float64) float64 { return float64(top) + ph - (y-ymin)/(ymax-ymin)*ph }
 	for _, t := range yt {
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" class="grid"/>`, padL, w-padR, Y(t), Y(t))
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="yt">%s</text>`, padL-6, Y(t)+4, html.EscapeString(c.yFmt(t)))
@@ -121,7 +127,7 @@ func (c chart) svg() template.HTML {
 		if i == len(xt)-1 && X(t) > float64(w-padR)-20 {
 			anchor = ` style="text-anchor:end"` // the last label stays inside
 		}
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" class="grid"/>`, X(t), X(t), padT, h-padB)
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" class="grid"/>`, X(t), X(t), top, h-padB)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="xt"%s>%s</text>`, X(t), h-padB+16, anchor, html.EscapeString(c.xFmt(t)))
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" class="xl">%s</text>`, padL+int(pw/2), h-6, html.EscapeString(c.xLabel))
@@ -130,10 +136,10 @@ func (c chart) svg() template.HTML {
 		if x1 <= x0 {
 			continue
 		}
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%.1f" class="band %s"/>`, X(x0), padT, X(x1)-X(x0), ph, bd.class)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%.1f" class="band %s"/>`, X(x0), top, X(x1)-X(x0), ph, bd.class)
 	}
 	if c.note != "" {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" class="note">%s</text>`, padL, padT+10, html.EscapeString(c.note))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" class="note">%s</text>`, padL, top+10, html.EscapeString(c.note))
 	}
 	lx := float64(w - padR)
 	for i := len(c.series) - 1; i >= 0; i-- {
@@ -154,20 +160,38 @@ func (c chart) svg() template.HTML {
 		if len(s.pts) == 1 {
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"/>`, X(s.pts[0][0]), Y(s.pts[0][1]), s.color)
 		}
-		// legend, right-aligned on the title line
 		name := html.EscapeString(s.name)
-		lx -= float64(8*len(s.name) + 26)
+		lx -= legendEntry(s.name)
 		if s.dash {
-			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="12" y2="12" stroke="%s" stroke-width="2" stroke-dasharray="4 2"/>`, lx, lx+12, s.color)
+			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s" stroke-width="2" stroke-dasharray="4 2"/>`, lx, lx+12, legendY-6, legendY-6, s.color)
 		} else {
-			fmt.Fprintf(&b, `<rect x="%.1f" y="10" width="12" height="4" fill="%s"/>`, lx, s.color)
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="12" height="4" fill="%s"/>`, lx, legendY-8, s.color)
 		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="18" class="lg">%s</text>`, lx+16, name)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="lg">%s</text>`, lx+16, legendY, name)
 	}
-	c.hover(&b, X, float64(padT), ph)
+	c.hover(&b, X, float64(top), ph)
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
 }
+
+// legendEntry is the width a series' legend entry takes: its swatch, its
+// name (11px text, at most 8px a character) and the gap after it.
+func legendEntry(name string) float64 { return float64(8*len(name) + 26) }
+
+// legendWidth is the width of the whole legend.
+func (c chart) legendWidth() float64 {
+	var lw float64
+	for _, s := range c.series {
+		if len(s.pts) > 0 {
+			lw += legendEntry(s.name)
+		}
+	}
+	return lw
+}
+
+// titleEnd is where the title (bold 12px, at most 8px a character) ends,
+// with a gap after it.
+func titleEnd(title string) float64 { return float64(padL + 8*len(title) + 12) }
 
 // hover draws an invisible column around every x with a tooltip of every
 // series' value there (the page's script shows it at once; the <title>

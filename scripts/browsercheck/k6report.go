@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -75,4 +76,23 @@ func checkK6Report(page string, metrics []string) (string, error) {
 		return "", fmt.Errorf("no values: %d snapshots, %d cumulative events (a run shorter than K6_WEB_DASHBOARD_PERIOD has none)", events["snapshot"], events["cumulative"])
 	}
 	return fmt.Sprintf("k6 report: %d metrics, %d snapshots; %s declared, with values", len(known), events["snapshot"], strings.Join(metrics, ", ")), nil
+}
+
+// checkK6Summary checks the web dashboard report as Chromium rendered it
+// (--dump-dom): its Summary section has a table row for each metric, with
+// values; examples/k6/README.md sends readers there for kbkit's metrics.
+func checkK6Summary(dom string, metrics []string) (string, error) {
+	if len(metrics) == 0 {
+		return "", errors.New("no metric to look for")
+	}
+	if !regexp.MustCompile(`<h2[^>]*>Summary`).MatchString(dom) {
+		return "", errors.New("no Summary section rendered")
+	}
+	for _, m := range metrics {
+		row := regexp.MustCompile(`<td[^>]*>` + regexp.QuoteMeta(m) + `</td>((?:<td[^>]*>[^<]+</td>)+)`).FindStringSubmatch(dom)
+		if row == nil {
+			return "", fmt.Errorf("the Summary section has no row of %s with values", m)
+		}
+	}
+	return fmt.Sprintf("k6 dashboard report: the Summary section shows %s", strings.Join(metrics, ", ")), nil
 }

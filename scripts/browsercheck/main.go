@@ -4,12 +4,15 @@
 //
 //	browsercheck finding PAGE.html CHECKER [WORD]  # the id of CHECKER's first finding with events (saying WORD, if one does)
 //	browsercheck timeline DOM.html ID        # lanes, events, finding ID lit in the rendered DOM
+//	browsercheck timeline-first DOM.html     # the first screen: setup collapsed, a window's event first
 //	browsercheck report DOM.html             # a loadgen report's charts and tables
 //	browsercheck compare DOM.html            # a loadgen comparison's table and charts
 //	browsercheck matrix DOM.html OPEN NAME=TIER...  # a spec results matrix opened at #OPEN
 //	browsercheck k6report REPORT.html METRIC...     # a k6 web dashboard export holds these metrics
+//	browsercheck k6summary DOM.html METRIC...       # its rendered Summary section shows them
 //	browsercheck png FILE.png                # the screenshot is not blank
 //	browsercheck dom-when CHROME URL READY OUT.html  # the DOM once the JavaScript READY is true (DevTools over a pipe)
+//	browsercheck chart-layout CHROME URL     # no chart's title overlaps its legend, as Chromium lays them out
 //	browsercheck wasm DOM.html               # the @kbkit/core example page (js/kbcore/example)
 package main
 
@@ -49,6 +52,17 @@ func main() {
 		}
 		return
 	}
+	if verb == "chart-layout" {
+		if len(os.Args) != 4 {
+			fail(errors.New("usage: browsercheck chart-layout CHROME URL"))
+		}
+		msg, err := checkChartLayout(file, os.Args[3])
+		if err != nil {
+			fail(fmt.Errorf("%s: %w", os.Args[3], err))
+		}
+		fmt.Println(msg)
+		return
+	}
 	arg := ""
 	if len(os.Args) > 3 {
 		arg = os.Args[3]
@@ -81,6 +95,8 @@ func main() {
 		msg, err = findingOf(dom, arg, os.Args[4:]...)
 	case "timeline":
 		msg, err = checkTimeline(dom, arg)
+	case "timeline-first":
+		msg, err = checkTimelineFirst(dom)
 	case "report":
 		msg, err = checkReport(dom)
 	case "compare":
@@ -91,6 +107,8 @@ func main() {
 		msg, err = checkMatrix(dom, arg, os.Args[4:])
 	case "k6report":
 		msg, err = checkK6Report(dom, os.Args[3:])
+	case "k6summary":
+		msg, err = checkK6Summary(dom, os.Args[3:])
 	default:
 		err = fmt.Errorf("unknown check %q", verb)
 	}
@@ -171,6 +189,30 @@ func checkTimeline(dom, id string) (string, error) {
 		return "", fmt.Errorf("none of finding %s's events (%s) is rendered lit", id, events)
 	}
 	return fmt.Sprintf("timeline: lanes %v, %d events rendered, finding %s links events %s, %d rendered lit", lanes, evs, id, events, lit), nil
+}
+
+// checkTimelineFirst checks a timeline's first screen (opened without a
+// #f or #e): the setup is one collapsed row at the top and the first
+// event row is on a window's lane, not a row of setup at 0.0 ms.
+func checkTimelineFirst(dom string) (string, error) {
+	windows := map[string]bool{}
+	for _, m := range regexp.MustCompile(`<div class="lane window" data-lane="([^"]+)"`).FindAllStringSubmatch(dom, -1) {
+		windows[m[1]] = true
+	}
+	if len(windows) == 0 {
+		return "", errors.New("no window lane rendered")
+	}
+	rows := regexp.MustCompile(`<div class="ev ([^"]*)" (?:data-setup="(\d+)"|data-id="\d+" data-lane="([^"]+)")`).FindAllStringSubmatch(dom, -1)
+	if len(rows) < 2 {
+		return "", fmt.Errorf("%d rows rendered", len(rows))
+	}
+	if !strings.HasPrefix(rows[0][1], "setup") || strings.Contains(rows[0][1], "shown") || rows[0][2] == "" {
+		return "", fmt.Errorf("the first row is not the collapsed setup: class %q", rows[0][1])
+	}
+	if !windows[rows[1][3]] {
+		return "", fmt.Errorf("the first event row is on lane %q, not a window's (class %q)", rows[1][3], rows[1][1])
+	}
+	return fmt.Sprintf("timeline first screen: %s setup events collapsed, then %s on %s", rows[0][2], strings.Fields(rows[1][1])[0], rows[1][3]), nil
 }
 
 // checkReport checks a loadgen report: every chart drawn with lines and

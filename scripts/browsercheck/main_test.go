@@ -57,3 +57,48 @@ func TestCheckTimeline(t *testing.T) {
 		}
 	}
 }
+
+func TestTimelineFirst(t *testing.T) {
+	lanes := `<div class="lane window" data-lane="w0"></div><div class="lane log" data-lane="log P0"></div>`
+	good := lanes + `<div class="t">setup</div><div class="ev setup" data-setup="12" style="">&#9656; 12 setup events</div>` +
+		`<div class="ev k-open" data-id="0" data-lane="w0" style=""></div><div class="ev k-log" data-id="9" data-lane="log P0" style=""></div>`
+	if msg, err := checkTimelineFirst(good); err != nil {
+		t.Errorf("a collapsed setup then a window's event: %v", err)
+	} else {
+		t.Log(msg)
+	}
+	for name, dom := range map[string]string{
+		"no setup row":      lanes + `<div class="ev k-log" data-id="9" data-lane="log P0" style=""></div><div class="ev k-open" data-id="0" data-lane="w0" style=""></div>`,
+		"setup shown":       strings.Replace(good, `class="ev setup"`, `class="ev setup shown"`, 1),
+		"a log entry first": lanes + `<div class="ev setup" data-setup="3" style=""></div><div class="ev k-log" data-id="9" data-lane="log P0" style=""></div>`,
+	} {
+		if _, err := checkTimelineFirst(dom); err == nil {
+			t.Errorf("%s: passed", name)
+		}
+	}
+}
+
+func TestChartLayoutOf(t *testing.T) {
+	if _, err := chartLayoutOf(`<body data-charts="6" data-overlaps="">`); err != nil {
+		t.Errorf("no overlap: %v", err)
+	}
+	for _, dom := range []string{`<body data-charts="6" data-overlaps="errors and recovery per second">`, `<body data-charts="0" data-overlaps="">`, `<body>`} {
+		if _, err := chartLayoutOf(dom); err == nil {
+			t.Errorf("%s passed", dom)
+		}
+	}
+}
+
+func TestK6Summary(t *testing.T) {
+	dom := `<h2 class="x">Summary</h2><table><tr><td align="left">kbkit_commit</td><td>8ms</td><td>49ms</td></tr>` +
+		`<tr><td>kbkit_errors</td><td>0</td><td>0/s</td></tr></table>`
+	if _, err := checkK6Summary(dom, []string{"kbkit_commit", "kbkit_errors"}); err != nil {
+		t.Error(err)
+	}
+	if _, err := checkK6Summary(dom, []string{"kbkit_echo"}); err == nil {
+		t.Error("a missing metric passed")
+	}
+	if _, err := checkK6Summary(strings.Replace(dom, "Summary", "Overview", 1), []string{"kbkit_commit"}); err == nil {
+		t.Error("a page without its Summary section passed")
+	}
+}

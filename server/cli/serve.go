@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -72,7 +73,10 @@ stdout, so scripts can read it:
   {"url":"http://127.0.0.1:8080","workspace":"dev","workspace_id":"...","device_id":"...","token":"kbk_...","dsn":"postgres://..."}
 
 Logs are JSON lines on stderr. SIGINT or SIGTERM shuts down gracefully:
-WebSocket clients are told to reconnect, requests in flight finish.
+WebSocket clients are told to reconnect, requests in flight finish. Started
+by go run, it shuts down so too when the go command is gone (killing go
+run does not pass the signal on). A port already taken: exit 2, pick
+another with --addr.
 
 Endpoints: /trpc (tRPC HTTP and WebSocket), /metrics (Prometheus), /healthz.
 
@@ -136,12 +140,22 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) (er
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if startedByGoRun() {
+		// Killing `go run` leaves its child running: shut down when it
+		// goes, as on SIGTERM.
+		var stopWatch func()
+		ctx, stopWatch = withParent(ctx, time.Second)
+		defer stopWatch()
+	}
 	// Fewer collections under load (internal/gcfloor; GOGC or GOMEMLIMIT
 	// in the environment turn it off).
 	defer gcfloor.Start(gcfloor.Default)()
 
 	// Bind first: a taken port fails in milliseconds, not after Postgres.
 	ln, err := net.Listen("tcp", o.addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w: another process (a kbkit serve still running?) holds %s; give another with --addr HOST:PORT (port 0 picks a free one)", err, o.addr)
+	}
 	if err != nil {
 		return err
 	}
@@ -189,7 +203,11 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) (er
 
 	select {
 	case <-ctx.Done():
-		log.Info("signal received, shutting down", "timeout", o.drain.String())
+		if errors.Is(context.Cause(ctx), errParentGone) {
+			log.Info("the parent process is gone, shutting down", "parent", "go run", "timeout", o.drain.String())
+		} else {
+			log.Info("signal received, shutting down", "timeout", o.drain.String())
+		}
 	case <-in.Done():
 		in.Kill()
 		return fmt.Errorf("serve: %w", in.Err())

@@ -39,6 +39,11 @@ func runConformance(c *cobra.Command, f conformanceFlags, broken BrokenServers) 
 	if err := f.settle(c.Flags()); err != nil {
 		return errored(stderr, err)
 	}
+	// A client that cannot start ends the run before a server is even
+	// started (sim.RunSeeds checks again, for its other callers).
+	if err := sim.PreflightClients(ctx, f.options()); err != nil {
+		return errored(stderr, cliutil.CannotRun(err))
+	}
 	tgt, fresh, closeTarget, err := openTarget(ctx, &f, broken)
 	if err != nil {
 		return errored(stderr, err)

@@ -153,6 +153,7 @@ table.checks{border-collapse:collapse} .checks td{padding:1px 8px;border-bottom:
 .k-post{background:#e4dbf3} .span.k-post{background:#9467bd} .k-echo{background:#dff1df} .k-refetch{background:#fde7c9}
 .span.k-refetch{background:#ff7f0e} .k-open{background:#eee} .k-undo,.k-redo{background:#f7dff0} .k-toast{background:#f4f4d0}
 .k-fault{background:#d62728;color:#fff} .k-log{background:#cfe8d0} .k-note{background:#f0f0f0;color:#555}
+.ev.setup{max-width:none;background:#f4f4f4;color:#555;border:1px dashed #bbb}
 .ev.rej{outline:1px dashed #c5221f} .span.open{background:repeating-linear-gradient(#1f77b4 0 4px,transparent 4px 8px)}
 .ev.bad{border-color:#c5221f} .ev.hl{box-shadow:0 0 0 2px #ffb300;border-color:#b06000;z-index:2;font-weight:600}
 .span.hl{box-shadow:0 0 0 2px #ffb300;opacity:1}

@@ -3,6 +3,11 @@ package timeline
 // script draws the timeline from the JSON in #tl-data: lane headers, then
 // only the rows in view (and the spans crossing them), redrawn on scroll;
 // selection, findings, filter and the hover card. Written for this page.
+//
+// The setup (every event before the first one on a window's lane: pages
+// created, their first log entries) is one collapsed row at the top, so
+// the page opens at the first event of a window; a click on that row, or
+// a selection that reaches a setup event, shows it; a filter shows it.
 const script = `(function(){
 "use strict";
 var D=JSON.parse(document.getElementById("tl-data").textContent);
@@ -10,8 +15,12 @@ var H=22,LW=150,TW=76;
 var box=document.getElementById("tl"),head=document.getElementById("tl-head"),body=document.getElementById("tl-body"),
  layer=document.getElementById("tl-rows"),svg=document.getElementById("tl-links"),tip=document.getElementById("tip"),
  selBox=document.getElementById("sel"),filterIn=document.getElementById("tl-filter"),onlyIn=document.getElementById("tl-only");
-var laneX={},ev=D.events,byCmd={},back={},inFinding={};
-D.lanes.forEach(function(l,i){laneX[l.id]=TW+i*LW;});
+var laneX={},laneKind={},ev=D.events,byCmd={},back={},inFinding={};
+D.lanes.forEach(function(l,i){laneX[l.id]=TW+i*LW;laneKind[l.id]=l.kind;});
+var firstUser=Infinity;ev.forEach(function(e){if(laneKind[e.lane]==="window")firstUser=Math.min(firstUser,e.at);});
+function isSetup(e){return e.at<firstUser;}
+var setupN=ev.filter(isSetup).length,setupEnd=0,showSetup=false;
+ev.forEach(function(e){if(isSetup(e))setupEnd=Math.max(setupEnd,e.at);});
 ev.forEach(function(e){
  if(e.cmd){(byCmd[e.cmd]=byCmd[e.cmd]||[]).push(e.id);}
  (e.links||[]).forEach(function(l){(back[l]=back[l]||[]).push(e.id);});
@@ -26,12 +35,15 @@ head.innerHTML=D.lanes.map(function(l){return '<div class="lane '+esc(l.kind)+'"
  '" style="left:'+laneX[l.id]+'px"><b>'+esc(l.id)+'</b>'+esc(l.label)+'</div>';}).join("");
 head.style.width=(TW+D.lanes.length*LW)+"px";
 function layout(){
+ var row=setupN>0&&!filter&&!(only&&selList.length);
  rows=sorted.filter(function(e){
+  if(row&&!showSetup&&isSetup(e))return false;
   if(only&&selList.length&&!sel[e.id])return false;
   if(!filter)return true;
   return (e.lane+" "+e.kind+" "+e.label+" "+(e.cmd||"")+" "+(e.status||"")+(e.fault?" fault":"")).toLowerCase().indexOf(filter)>=0;
  });
- rowOf={};rows.forEach(function(e,i){rowOf[e.id]=i;});
+ if(row)rows.unshift({setup:true,id:-1,at:-1});
+ rowOf={};rows.forEach(function(e,i){if(!e.setup)rowOf[e.id]=i;});
  spans=[];
  rows.forEach(function(e,i){if(e.end||e.open){var j=lastAtOrBefore(e.open?D.end:e.end);spans.push({e:e,r0:i,r1:Math.max(i,j)});}});
  var h=rows.length*H+H,w=TW+D.lanes.length*LW;
@@ -46,7 +58,10 @@ function render(){
  spans.forEach(function(s){if(s.r1<r0||s.r0>r1)return;var e=s.e;
   out.push('<div class="span'+cls(e)+'" data-id="'+e.id+'" style="top:'+(s.r0*H+4)+'px;height:'+((s.r1-s.r0)*H+14)+'px;left:'+(laneX[e.lane]+2)+'px"></div>');});
  for(var i=r0;i<=r1;i++){var e=rows[i];
-  out.push('<div class="t" style="top:'+(i*H)+'px">'+ms(e.at)+'</div><div class="ev'+cls(e)+'" data-id="'+e.id+'" style="top:'+(i*H+2)+'px;left:'+(laneX[e.lane]+10)+'px">'+esc(e.label)+'</div>');}
+  if(e.setup){out.push('<div class="t" style="top:'+(i*H)+'px">setup</div><div class="ev setup'+(showSetup?' shown':'')+'" data-setup="'+setupN+
+   '" style="top:'+(i*H+2)+'px;left:'+(box.scrollLeft+TW+4)+'px;width:'+Math.max(200,box.clientWidth-TW-16)+'px">'+(showSetup?'&#9662; ':'&#9656; ')+setupN+
+   ' setup events (pages and their first entries, '+ms(0)+' to '+ms(setupEnd)+') before the first window event at '+ms(firstUser)+': click to '+(showSetup?'hide':'show')+'</div>');continue;}
+  out.push('<div class="t" style="top:'+(i*H)+'px">'+ms(e.at)+'</div><div class="ev'+cls(e)+'" data-id="'+e.id+'" data-lane="'+esc(e.lane)+'" style="top:'+(i*H+2)+'px;left:'+(laneX[e.lane]+10)+'px">'+esc(e.label)+'</div>');}
  layer.innerHTML=out.join("");
  box.setAttribute("data-rendered",String(Math.max(0,r1-r0+1)));
 }
@@ -61,7 +76,7 @@ function schedule(){if(!pending){pending=true;requestAnimationFrame(render);}}
 box.addEventListener("scroll",schedule);
 window.addEventListener("resize",schedule);
 function setSel(ids){
- sel={};selList=[];ids.forEach(function(id){if(!sel[id]&&ev[id]){sel[id]=true;selList.push(id);}});
+ sel={};selList=[];ids.forEach(function(id){if(!sel[id]&&ev[id]){sel[id]=true;selList.push(id);if(isSetup(ev[id]))showSetup=true;}});
  box.setAttribute("data-selected",selList.join(" "));
  layout();
 }
@@ -110,7 +125,9 @@ function selectFinding(fid){
  selBox.innerHTML='finding <b>'+esc(f.checker)+'</b>: '+f.events.length+' events lit'+(f.events.length?'':' (it names no event of this seed)');
  scrollTo(f.events);
 }
-layer.addEventListener("click",function(x){var t=x.target.closest("[data-id]");if(t)selectEvent(+t.getAttribute("data-id"));});
+layer.addEventListener("click",function(x){
+ if(x.target.closest("[data-setup]")){showSetup=!showSetup;layout();return;}
+ var t=x.target.closest("[data-id]");if(t)selectEvent(+t.getAttribute("data-id"));});
 document.getElementById("findings").addEventListener("click",function(x){var a=x.target.closest("a.finding");if(!a)return;
  x.preventDefault();history.replaceState(null,"","#f"+a.getAttribute("data-finding"));selectFinding(+a.getAttribute("data-finding"));});
 layer.addEventListener("mouseover",function(x){var t=x.target.closest("[data-id]");if(!t){tip.style.display="none";return;}

@@ -43,8 +43,8 @@ type Options struct {
 	Self string
 	// MaxFailures is how many transport failures in a row (crash, timeout,
 	// protocol error, failed restart) are tolerated before the client stops
-	// restarting the adapter and fails every later request at once.
-	// Default 5.
+	// restarting the adapter and fails every later request of the same
+	// budget (SetBudget) at once. Default 5.
 	MaxFailures int
 }
 
@@ -77,8 +77,9 @@ type Client struct {
 	info     Info
 	nextID   int64
 	starts   int
-	failures int   // transport failures in a row
-	gaveUp   error // set once failures reached MaxFailures
+	budget   string           // SetBudget's key
+	failures map[string]int   // transport failures in a row, by budget
+	gaveUp   map[string]error // set once failures reached MaxFailures
 }
 
 var (
@@ -101,7 +102,8 @@ func Start(ctx context.Context, argv []string, opts Options) (*Client, error) {
 			argv[0] = opts.Self
 		}
 	}
-	c := &Client{argv: argv, opts: opts, errW: &syncio.Writer{W: opts.Stderr}}
+	c := &Client{argv: argv, opts: opts, errW: &syncio.Writer{W: opts.Stderr},
+		failures: map[string]int{}, gaveUp: map[string]error{}}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.start(ctx); err != nil {
@@ -217,8 +219,8 @@ func (c *Client) call(ctx context.Context, typ string, body, reply any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.p == nil {
-		if c.gaveUp != nil {
-			return c.gaveUp
+		if err := c.gaveUp[c.budget]; err != nil {
+			return err
 		}
 		if err := c.start(ctx); err != nil {
 			c.failed(err)
@@ -233,14 +235,24 @@ func (c *Client) call(ctx context.Context, typ string, body, reply any) error {
 		c.failed(fatal.err)
 		return fatal.err
 	}
-	c.failures = 0
+	c.failures[c.budget] = 0
 	return err
 }
 
+// SetBudget makes the requests that follow count their failures against
+// the budget named key (kbkit spec run: the suite): after MaxFailures in a
+// row in one budget, its requests fail at once, while those of other
+// budgets still restart the adapter. The default budget is "".
+func (c *Client) SetBudget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.budget = key
+}
+
 func (c *Client) failed(err error) {
-	c.failures++
-	if c.failures >= c.opts.MaxFailures {
-		c.gaveUp = fmt.Errorf("%w after %d failures in a row (last: %v)", ErrGaveUp, c.failures, err)
+	c.failures[c.budget]++
+	if n := c.failures[c.budget]; n >= c.opts.MaxFailures {
+		c.gaveUp[c.budget] = fmt.Errorf("%w after %d failures in a row (last: %v)", ErrGaveUp, n, err)
 	}
 }
 
@@ -258,8 +270,11 @@ func (c *Client) start(ctx context.Context) error {
 		if errors.As(err, &t) {
 			err = t.err
 		}
-		p.kill()
+		p.kill() // waits for its stderr
 		c.p = nil
+		if first := p.firstStderr(); first != "" {
+			return fmt.Errorf("init: %w; the adapter's first stderr line: %q", err, first)
+		}
 		return fmt.Errorf("init: %w", err)
 	}
 	c.info = info
@@ -398,6 +413,17 @@ type proc struct {
 	exited     chan struct{} // closed once Wait returned
 	killOnce   sync.Once
 	waitErr    error
+
+	errMu    sync.Mutex
+	firstErr string // the first non-blank line of its stderr
+}
+
+// firstStderr is the first non-blank line the process wrote on stderr
+// (so far).
+func (p *proc) firstStderr() string {
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return p.firstErr
 }
 
 func (c *Client) spawn() (*proc, error) {
@@ -467,6 +493,11 @@ func (c *Client) spawn() (*proc, error) {
 		sc := bufio.NewScanner(errR)
 		sc.Buffer(make([]byte, 0, 4096), 1<<20)
 		for sc.Scan() {
+			p.errMu.Lock()
+			if p.firstErr == "" {
+				p.firstErr = clip(bytes.TrimSpace(sc.Bytes()))
+			}
+			p.errMu.Unlock()
 			fmt.Fprintf(c.errW, "%s%s\n", c.opts.StderrPrefix, sc.Bytes())
 		}
 		_, _ = io.Copy(io.Discard, errR)

@@ -255,7 +255,11 @@ func checkCases(ctx context.Context, impl cases.Impl, selected []cases.Case, exp
 	if err := w.Begin(len(selected)); err != nil {
 		return sum, err
 	}
+	budget, _ := impl.(interface{ SetBudget(string) })
 	for i, c := range selected {
+		if budget != nil {
+			budget.SetBudget(c.Suite()) // one crashing suite does not error the others
+		}
 		var r report.Result
 		if e := expect.Match(c.ID); e != nil && e.Status == report.ExpectSkip {
 			r = report.NotRun(c, e)

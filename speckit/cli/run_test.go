@@ -409,6 +409,36 @@ func TestCrashingAdapter(t *testing.T) {
 	}
 }
 
+// TestCrashBudgetPerSuite: after 5 crashes in a row in one suite the
+// adapter is no longer restarted for that suite (its remaining cases are
+// errored at once), but the other suites still run; the TAP trailer lists
+// the ids that are not ok one a line.
+func TestCrashBudgetPerSuite(t *testing.T) {
+	t.Setenv(envAdapter, "misbehaving")
+	code, out, errOut := kbkit(t, "", "spec", "run", "--impl", self(t), "testdata/crash-suite.yaml")
+	if code != cliutil.ExitErrored {
+		t.Fatalf("exit %d, want 2\n%s\n%s", code, out, errOut)
+	}
+	want := map[string]string{
+		"crash-suite/crash-1": "not ok", "crash-suite/crash-2": "not ok", "crash-suite/crash-3": "not ok",
+		"crash-suite/crash-4": "not ok", "crash-suite/crash-5": "not ok", "crash-suite/given-up": "not ok",
+		"crash-suite/other-suite-runs": "ok",
+	}
+	if got := tapResults(t, out); !equalMaps(got, want) {
+		t.Errorf("results %q, want %q\n%s", got, want, out)
+	}
+	if !strings.Contains(tapBlock(t, out, "crash-suite/given-up"), "gave up restarting") {
+		t.Errorf("crash-suite/given-up is not errored for the exhausted budget:\n%s", out)
+	}
+	trailer := "# not ok (6):\n"
+	for _, id := range []string{"crash-1", "crash-2", "crash-3", "crash-4", "crash-5", "given-up"} {
+		trailer += "#   crash-suite/" + id + "\n"
+	}
+	if !strings.Contains(out, trailer) {
+		t.Errorf("TAP lacks the trailer %q:\n%s", trailer, out)
+	}
+}
+
 func TestSpecRunUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--suite", "nope"},

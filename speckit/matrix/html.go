@@ -11,21 +11,29 @@ import (
 )
 
 // Text writes the matrix as a table (one line per implementation, a
-// column per suite: passed/total, then what failed) and the changes.
+// column per suite: passed/total, then what did not pass, in words) and
+// the changes.
 func (m *Matrix) Text(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kbkit %s spec_version %d\n", m.Kit, m.SpecVersion)
+	width := map[string]int{}
+	for _, s := range m.Suites {
+		width[s] = max(len(s), 7)
+		for _, r := range m.Rows {
+			width[s] = max(width[s], len(cellText(r, s)))
+		}
+	}
 	fmt.Fprintf(&b, "%-14s", "implementation")
 	for _, s := range m.Suites {
-		fmt.Fprintf(&b, " %-22s", s)
+		fmt.Fprintf(&b, "  %-*s", width[s], s)
 	}
-	fmt.Fprintf(&b, " %s\n", "tier")
+	fmt.Fprintf(&b, "  %s\n", "tier")
 	for _, r := range m.Rows {
 		fmt.Fprintf(&b, "%-14s", r.Name)
 		for _, s := range m.Suites {
-			fmt.Fprintf(&b, " %-22s", cellText(r, s))
+			fmt.Fprintf(&b, "  %-*s", width[s], cellText(r, s))
 		}
-		fmt.Fprintf(&b, " %s\n", r.Tier)
+		fmt.Fprintf(&b, "  %s\n", r.Tier)
 		if r.Err != "" {
 			fmt.Fprintf(&b, "  could not run: %s\n", r.Err)
 		}
@@ -33,7 +41,7 @@ func (m *Matrix) Text(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s\n", note)
 		}
 	}
-	b.WriteString("(cells: passed/cases, then f failed, e errored, u passed unexpectedly, x expected to fail, s skipped)\n")
+	b.WriteString("(cells: passed/cases, then the cases that did not pass)\n")
 	if m.Against != "" {
 		fmt.Fprintf(&b, "\nchanges since %s: %d\n", m.Against, len(m.Changes))
 		for _, c := range m.Changes {
@@ -56,6 +64,8 @@ func (r Row) runBy(m *Matrix) string {
 	return fmt.Sprintf("results of kbkit %s spec_version %d", r.Kit, r.SpecVersion)
 }
 
+// cellText is a cell of the text table: "276/499, 3 failed, 220 skipped"
+// (words, not letters: "276s" read as seconds).
 func cellText(r Row, suite string) string {
 	c, ok := r.Suites[suite]
 	if !ok {
@@ -65,9 +75,9 @@ func cellText(r Row, suite string) string {
 	for _, p := range []struct {
 		n int
 		k string
-	}{{c.Fail, "f"}, {c.Error, "e"}, {c.UnexpectedPass, "u"}, {c.ExpectedFail, "x"}, {c.Skip, "s"}} {
+	}{{c.Fail, "failed"}, {c.Error, "errored"}, {c.UnexpectedPass, "passed unexpectedly"}, {c.ExpectedFail, "expected to fail"}, {c.Skip, "skipped"}} {
 		if p.n > 0 {
-			s += fmt.Sprintf(" %d%s", p.n, p.k)
+			s += fmt.Sprintf(", %d %s", p.n, p.k)
 		}
 	}
 	return s

@@ -161,7 +161,7 @@ func TestTAP(t *testing.T) {
 		"ok 6 - t/unsupported # SKIP cases: not supported: x\n",
 		"ok 7 - s # SKIP expected skip: later\n",
 		"# 7 cases: 1 passed, 1 failed, 1 errored, 1 passed unexpectedly, 1 failed as expected, 2 skipped\n",
-		"# not ok: t/fail#1 t/unexpected t/error\n",
+		"# not ok (3):\n#   t/fail#1\n#   t/unexpected\n#   t/error\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("TAP lacks %q:\n%s", want, out)

@@ -139,11 +139,15 @@ func TAPYAML(v any) (string, error) {
 	return out.String(), nil
 }
 
-// End writes the summary as comments.
+// End writes the summary as comments, then the ids of the cases that are
+// not ok, one a line.
 func (t *TAP) End(s Summary) error {
 	t.Printf("# %s\n", s)
 	if len(s.Failed) > 0 {
-		t.Printf("# not ok: %s\n", strings.Join(s.Failed, " "))
+		t.Printf("# not ok (%d):\n", len(s.Failed))
+		for _, id := range s.Failed {
+			t.Printf("#   %s\n", id)
+		}
 	}
 	return t.Flush()
 }
