@@ -11,12 +11,12 @@ import (
 // rather than drawn, so that the server decides against the client and
 // the client is left without the answer when the seed says so.
 type proxyArms struct {
-	hold    map[string]*heldPost // command id -> its next post is held
-	lose    map[string]*lostPost // command id -> the answer to its next post is lost
-	block   map[string]bool      // posts of these ids are answered 503 until a kb.page
-	dropCmd map[string]bool      // the next echo of these command ids is dropped
-	dupCmd  map[string]bool      // the next echo of these command ids is written twice
-	lateCmd map[string]bool      // the next echo of these command ids is written after the event that follows it
+	hold    map[string]*heldPost  // command id -> its next post is held
+	lose    map[string]*lostPost  // command id -> the answer to its next post is lost
+	block   map[string]bool       // posts of these ids are answered 503 until a kb.page
+	dropCmd map[string]bool       // the next echo of these command ids is dropped
+	dupCmd  map[string]bool       // the next echo of these command ids is written twice
+	lateCmd map[string]bool       // the next echo of these command ids is written after the event that follows it
 	seen    map[string]chan int64 // command id -> gets the seq of its next echo, written or dropped
 }
 

@@ -48,7 +48,7 @@ type clientRules struct {
 	replies []clientReply
 	settled map[string]int64 // command id -> when its echo, an answer or an outcome first went to the client
 	subs    []clientSub
-	seen    int64 // the highest seq of its page delivered to the client (events, snapshots)
+	seen    int64   // the highest seq of its page delivered to the client (events, snapshots)
 	rises   []seqAt // when seen rose, in record order
 }
 

@@ -447,7 +447,13 @@ export class ClientWindow {
         const ids = this.pending.map((c) => c.id);
         try {
           const snap = await this.trpc.kb.page.query({ page_id: this.pageId, pending: ids });
-          if (this.snapshot(snap)) break;
+          if (this.snapshot(snap)) {
+            // wsLink would resume from the last event it received, which
+            // the snapshot may have passed: resubscribe after the window's
+            // seq (spec/window.md).
+            this.subscribe(String(this.seq));
+            break;
+          }
         } catch (err) {
           this.log(`kb.page: ${err.message}; again`);
           await sleep(30);
