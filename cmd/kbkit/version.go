@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/subspace/kbkit/internal/version"
 	"github.com/subspace/kbkit/speckit/cases"
 )
 
@@ -73,7 +74,7 @@ func versionOf(bi *debug.BuildInfo) versionInfo {
 }
 
 func newVersionCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, short bool
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print kbkit's module version, commit and spec_version",
@@ -81,15 +82,25 @@ func newVersionCmd() *cobra.Command {
 (from the build information the Go toolchain records), the spec_version of
 the case files it runs, and the Go version. "(devel)" means a build from a
 checkout rather than "go install module@version"; the commit is missing
-when the binary was built outside a git checkout (or with -buildvcs=false).`,
+when the binary was built outside a git checkout (or with -buildvcs=false).
+--short prints kbkit's release version alone (X.Y.Z; scripts read it so).`,
 		Example: `  kbkit version
+  kbkit version --short
   kbkit version --json | jq -r .commit`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if short && asJSON {
+				return fmt.Errorf("--short and --json: choose one")
+			}
+			if short {
+				_, err := fmt.Fprintln(c.OutOrStdout(), version.Kit)
+				return err
+			}
 			return printVersion(c.OutOrStdout(), buildVersion(), asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().BoolVar(&short, "short", false, "print kbkit's release version alone (X.Y.Z)")
 	return cmd
 }
 

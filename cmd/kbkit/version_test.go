@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/subspace/kbkit/internal/version"
 )
 
 func TestVersion(t *testing.T) {
@@ -55,5 +57,17 @@ func TestVersionOfCheckout(t *testing.T) {
 		if got := versionOf(bi).Version; got != tc.want {
 			t.Errorf("%s (stamped %v): %s, want %s", tc.version, tc.stamped, got, tc.want)
 		}
+	}
+}
+
+// --short prints version.Kit alone: what make release compares with the
+// version it releases.
+func TestVersionShort(t *testing.T) {
+	code, out, errs := kbkit(t, "", "version", "--short")
+	if code != exitOK || errs != "" || out != version.Kit+"\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %q", code, out, errs, version.Kit)
+	}
+	if code, _, _ := kbkit(t, "", "version", "--short", "--json"); code != exitErrored {
+		t.Errorf("--short --json: exit %d, want %d", code, exitErrored)
 	}
 }
