@@ -9,7 +9,8 @@
 #     expectations: exit 0; spec.xml, fuzz.xml, matrix.html, the badges
 #     (SVG, well-formed XML; the matrix's NAME.json) and the outputs exist;
 #  2. the example client (examples/client-js, after npm ci) under client
-#     and a kbkit serve on loopback under protocol: exit 0, the same files;
+#     and a kbkit serve on loopback under protocol (six checks, chosen
+#     with protocol-args): exit 0, the same files;
 #  3. the broken adapter (speckit/adapters/broken): exit 1, a red badge;
 #  4. a release whose binary does not match SHA256SUMS: exit 2, "checksum
 #     mismatch", and nothing left to run in the tool cache;
@@ -135,11 +136,13 @@ grep -q 'passing' "$R/badges/spec.svg" || die "spec.svg does not say passing"
 (cd examples/client-js && npm ci --no-audit --no-fund --loglevel=error) >&2 || die "npm ci in examples/client-js"
 serve_start "$RELEASE/kbkit-$HOST" "$WORK"
 action client KBKIT_SUITES="protocol,client" KBKIT_NAME=example-client KBKIT_SERVER="$(serve_field url)" \
-	KBKIT_TOKEN="$(serve_field token)" KBKIT_CLIENT="node examples/client-js/adapter.mjs" KBKIT_SEEDS="${SEEDS:-3}" KBKIT_PG=local
+	KBKIT_TOKEN="$(serve_field token)" KBKIT_CLIENT="node examples/client-js/adapter.mjs" KBKIT_SEEDS="${SEEDS:-3}" KBKIT_PG=local \
+	KBKIT_PROTOCOL_ARGS="--run ^protocol/(healthz|whoami|create-page|command-seq|rejection|ws-ping)$ --event-timeout 20s"
 [ "$RC" = 0 ] || { tail -n 40 "$WORK/client/stderr" >&2; die "the example client and kbkit serve: exit $RC, want 0"; }
 serve_stop
 R=$WORK/client/results
 need "$R/protocol.xml" "$R/client.xml" "$R/badges/protocol.svg" "$R/badges/client.svg"
+grep -q '<testsuites[^>]* tests="6"' "$R/protocol.xml" || die "protocol-args did not reach conformance protocol (--run: 6 checks)"
 "$WORK/svgcheck" "$R/badges/protocol.svg" "$R/badges/client.svg" || die "a badge is not well-formed SVG"
 [ -z "$(output client matrix)" ] || die "a matrix without the spec suite"
 
