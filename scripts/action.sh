@@ -168,13 +168,15 @@ attr() {
 	v=$(sed -n '/<testsuites\{0,1\}[ >]/{s/.*<testsuites\{0,1\} \([^>]*\)>.*/\1/p;q;}' "$1" | tr ' ' '\n' | sed -n "s/^$2=\"\([0-9]*\)\"\$/\1/p")
 	echo "${v:-0}"
 }
-# badge FILE LABEL MESSAGE COLOR: a flat SVG badge (widths from 7 px a
-# character of 11 px Verdana, as wide as shields.io's to a few pixels).
+# badge FILE LABEL MESSAGE COLOR: a flat SVG badge, 7 px a character of
+# 11 px Verdana (about shields.io's widths); textLength fits each text to
+# its box in whatever font the viewer has.
 badge() {
 	local lw=$(( ${#2} * 7 + 10 )) mw=$(( ${#3} * 7 + 10 ))
-	local w=$(( lw + mw ))
+	local w=$(( lw + mw )) id
+	id=kbkit-$(basename "$1" .svg) # ids unique per badge, should a page inline several
 	cat >"$1" <<SVG
-<svg xmlns="http://www.w3.org/2000/svg" width="$w" height="20" role="img" aria-label="$2: $3"><title>$2: $3</title><linearGradient id="s" x2="0" y2="100%"><stop offset="0" stop-color="#bbb" stop-opacity=".1"/><stop offset="1" stop-opacity=".1"/></linearGradient><clipPath id="r"><rect width="$w" height="20" rx="3" fill="#fff"/></clipPath><g clip-path="url(#r)"><rect width="$lw" height="20" fill="#555"/><rect x="$lw" width="$mw" height="20" fill="$4"/><rect width="$w" height="20" fill="url(#s)"/></g><g fill="#fff" text-anchor="middle" font-family="Verdana,Geneva,DejaVu Sans,sans-serif" font-size="11"><text x="$(( lw / 2 ))" y="14">$2</text><text x="$(( lw + mw / 2 ))" y="14">$3</text></g></svg>
+<svg xmlns="http://www.w3.org/2000/svg" width="$w" height="20" role="img" aria-label="$2: $3"><title>$2: $3</title><linearGradient id="$id-s" x2="0" y2="100%"><stop offset="0" stop-color="#bbb" stop-opacity=".1"/><stop offset="1" stop-opacity=".1"/></linearGradient><clipPath id="$id-r"><rect width="$w" height="20" rx="3" fill="#fff"/></clipPath><g clip-path="url(#$id-r)"><rect width="$lw" height="20" fill="#555"/><rect x="$lw" width="$mw" height="20" fill="$4"/><rect width="$w" height="20" fill="url(#$id-s)"/></g><g fill="#fff" text-anchor="middle" font-family="Verdana,Geneva,DejaVu Sans,sans-serif" font-size="11"><text x="$(( lw / 2 ))" y="14" textLength="$(( lw - 10 ))" lengthAdjust="spacingAndGlyphs">$2</text><text x="$(( lw + mw / 2 ))" y="14" textLength="$(( mw - 10 ))" lengthAdjust="spacingAndGlyphs">$3</text></g></svg>
 SVG
 }
 {
