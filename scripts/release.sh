@@ -37,8 +37,7 @@ ci_begin release
 ci_on_exit() { dockerd_stop; }
 
 OUT=${OUT:-out}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
+case $OUT in /*) ;; *) OUT=$PWD/$OUT ;; esac # nothing is written before the checks
 REL=$OUT/release
 CHANGELOG=${CHANGELOG:-CHANGELOG.md}
 COMMIT=${COMMIT:-$(git rev-parse HEAD 2>/dev/null || true)}
@@ -56,6 +55,7 @@ command -v docker >/dev/null || command -v dockerd >/dev/null || [ "$(id -u)" = 
 	die "docker is needed to build the image (apt-get install docker.io)"
 
 # ---- the binaries ------------------------------------------------------------
+mkdir -p "$OUT"
 OUT=$OUT DIST=$REL COMMIT=$COMMIT scripts/dist.sh || die "scripts/dist.sh (GOPROXY=off) failed"
 HOST=$(go env GOHOSTOS)-$(go env GOHOSTARCH)
 if [ -x "$REL/kbkit-$HOST" ]; then
