@@ -76,9 +76,8 @@ say "$TGZ ($(wc -c <"$REL/$TGZ") bytes)"
 ARCH=$(go env GOHOSTARCH)
 [ -x "$REL/kbkit-linux-$ARCH" ] || die "no $REL/kbkit-linux-$ARCH for the image (TARGETS must include linux/$ARCH)"
 CTX=$WORK/image
-mkdir -p "$CTX/rootfs/etc" "$CTX/rootfs/home/nonroot" "$CTX/rootfs/tmp"
+mkdir -p "$CTX/rootfs/etc" "$CTX/rootfs/tmp" "$CTX/home"
 chmod 1777 "$CTX/rootfs/tmp"
-chown 65532:65532 "$CTX/rootfs/home/nonroot" 2>/dev/null || chmod 1777 "$CTX/rootfs/home/nonroot"
 printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$CTX/rootfs/etc/passwd"
 printf 'root:x:0:\nnonroot:x:65532:\n' >"$CTX/rootfs/etc/group"
 if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
@@ -98,6 +97,10 @@ DOCKER_BUILDKIT=0 docker build --quiet --build-arg VERSION="$VERSION" --build-ar
 	{ cat "$WORK/build.log" >&2; die "docker build of $IMAGE failed"; }
 got=$(docker run --rm --network host "$IMAGE" version --short) || die "docker run $IMAGE version --short failed"
 [ "$got" = "$VERSION" ] || die "the image $IMAGE says version $got, not $VERSION"
+for d in . /tmp; do # the working directory and /tmp are writable by the image's user
+	docker run --rm --network host "$IMAGE" spec export "$d/spec" >/dev/null 2>"$WORK/export.log" ||
+		{ cat "$WORK/export.log" >&2; die "$IMAGE cannot write into $d as its user"; }
+done
 IMG=kbkit-$VERSION-image-linux-$ARCH.tar.gz
 docker save "$IMAGE" | gzip -9 >"$REL/$IMG" || die "docker save $IMAGE failed"
 say "image $IMAGE ($(docker image inspect --format '{{.Size}}' "$IMAGE") bytes; saved as $IMG, $(wc -c <"$REL/$IMG") bytes) in $(( $(date +%s) - t0 ))s"
