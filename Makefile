@@ -44,6 +44,16 @@ build:
 dist:
 	OUT=$(OUT) COMMIT=$(COMMIT) scripts/dist.sh
 
+# Everything a release publishes, built offline (GOPROXY=off) into
+# $(OUT)/release: the dist binaries, the image kbkit:VERSION saved as a
+# tarball, the @kbkit/core tarball, RELEASE-NOTES.md cut from CHANGELOG.md
+# and SHA256SUMS of them all (scripts/release.sh; VERSION is version.Kit).
+# Cutting vX.Y.Z: set version.Kit (and js/kbcore/package.json), write the
+# CHANGELOG section, make release, git tag vX.Y.Z (docs/ci.md).
+.PHONY: release
+release:
+	OUT=$(OUT) COMMIT=$(COMMIT) scripts/release.sh
+
 # Installs kbkit into $(go env GOBIN), else $(go env GOPATH)/bin.
 install:
 	$(GO) install $(BUILDFLAGS) ./cmd/kbkit

@@ -5,6 +5,8 @@
 #
 #   OUT=out TARGETS="linux/amd64 darwin/arm64" scripts/dist.sh
 #
+# DIST=DIR writes them into DIR instead (make release: $OUT/release).
+#
 # Needs only Go and the module cache (GOPROXY=off works once `go mod
 # download` or a build has filled it). Prints each binary and the time.
 set -euo pipefail
@@ -12,7 +14,7 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
 OUT=${OUT:-out}
-DIST=$OUT/dist
+DIST=${DIST:-$OUT/dist}
 TARGETS=${TARGETS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64}
 COMMIT=${COMMIT:-$(git rev-parse HEAD 2>/dev/null || true)}
 

@@ -85,3 +85,15 @@ func TestVersionTagMismatch(t *testing.T) {
 		}
 	}
 }
+
+// --short prints version.Kit alone: what make release compares with the
+// version it releases.
+func TestVersionShort(t *testing.T) {
+	code, out, errs := kbkit(t, "", "version", "--short")
+	if code != exitOK || errs != "" || out != version.Kit+"\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %q", code, out, errs, version.Kit)
+	}
+	if code, _, _ := kbkit(t, "", "version", "--short", "--json"); code != exitErrored {
+		t.Errorf("--short --json: exit %d, want %d", code, exitErrored)
+	}
+}
