@@ -17,6 +17,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newConformanceCmd())
 	root.AddCommand(newLoadgenCmd())
 	root.AddCommand(newBenchCmd())
+	root.AddCommand(newSelftestCmd())
 	root.AddCommand(newVersionCmd())
 	refuseEmptyNames(root)
 	return root
