@@ -163,10 +163,10 @@ func clientAtRest(ctx context.Context, opts *Options, tgt sim.Target, cl string)
 
 // clientControl runs seeds 0, 1, ... of the bug's options until a checker
 // fails or the profile's seeds are spent.
-func clientControl(ctx context.Context, opts *Options, tgt sim.Target, cl, kind, bug, breaks string) Result {
+func clientControl(ctx context.Context, opts *Options, tgt sim.Target, cl, kind, bug, breaks string) (r Result) {
 	o := clientSimOptions(bug)
 	o.Clients = []string{cl + " --broken " + bug}
-	r := Result{Kind: kind, Name: bug, Breaks: breaks, Suite: SuiteClient, Status: Missed}
+	r = Result{Kind: kind, Name: bug, Breaks: breaks, Suite: SuiteClient, Status: Missed}
 	start := time.Now()
 	defer func() { r.Seconds = time.Since(start).Seconds() }()
 	for seed := int64(0); seed < int64(opts.Profile.Seeds); seed++ {

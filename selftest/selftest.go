@@ -138,6 +138,9 @@ type Result struct {
 	Seed    *int64  `json:"seed,omitempty"`
 	Seeds   int     `json:"seeds,omitempty"`
 	Seconds float64 `json:"seconds"`
+	// Fired counts the mutations a broken server's proxy made (0 on a
+	// missed control: the runs never exercised the bug).
+	Fired int64 `json:"fired,omitempty"`
 	// Detail says why, for a missed or errored control (and the first
 	// finding of a caught one, cut short).
 	Detail string `json:"detail,omitempty"`
