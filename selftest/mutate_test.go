@@ -93,3 +93,34 @@ func TestSampleIsReplayable(t *testing.T) {
 		t.Errorf("seeds 1 and 2 drew the same order")
 	}
 }
+
+// The reviewed equivalents parse, each with a reason, and each names a
+// mutant the engine draws today (a stale entry would judge nothing).
+func TestEquivalentsAreCurrent(t *testing.T) {
+	eq, err := Equivalents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := FindRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn := map[string]bool{}
+	for _, a := range Areas {
+		ms, err := Enumerate(root, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			drawn[m.Signature] = true
+		}
+	}
+	for sig, reason := range eq {
+		if !drawn[sig] {
+			t.Errorf("equivalents.txt lists %s, which no area draws any more", sig)
+		}
+		if len(reason) < 20 {
+			t.Errorf("%s: the reason %q says too little", sig, reason)
+		}
+	}
+}

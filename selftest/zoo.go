@@ -103,11 +103,11 @@ func missingZoo(opts *Options, kind string, ran []Result) []Result {
 			found = found || (r.Kind == KindZoo && r.Name == z.Name)
 		}
 		if !found {
-			where := "the broken-server table (sim/broken)"
+			where, suite := "the broken-server table (sim/broken)", SuiteSim
 			if kind == KindClient {
-				where = "the example client's bugs (examples/client-js/window.mjs BROKEN)"
+				where, suite = "the example client's bugs (examples/client-js/window.mjs BROKEN)", SuiteClient
 			}
-			out = append(out, Result{Kind: KindZoo, Name: z.Name, Breaks: z.Counterpart, Status: Errored,
+			out = append(out, Result{Kind: KindZoo, Name: z.Name, Breaks: z.Counterpart, Suite: suite, Status: Errored,
 				Detail: "not in " + where})
 		}
 	}

@@ -27,7 +27,7 @@ type options struct {
 	fuzzSeconds             float64
 	mutantSeed              uint64
 	protocol, allChecks     string // "": the profile's
-	only, root              string
+	only, root, dsn         string
 	parts                   []string
 	jsonOut, htmlOut, mdOut string
 }
@@ -99,6 +99,7 @@ or a part could not run (never counted as caught).`,
 	f.StringVar(&o.allChecks, "all-checks", "", "judge each mutant by every check, not only up to the first kill: true or false (default: the profile's)")
 	f.StringVar(&o.only, "only", "", "run only the controls, zoo entries and mutant areas whose name matches this regular expression")
 	f.StringSliceVar(&o.parts, "parts", nil, "run only these parts ("+strings.Join(partNames, ", ")+"; default all)")
+	f.StringVar(&o.dsn, "dsn", "", "run the reference server on this PostgreSQL database (default: one of pgprovider's: $KBKIT_PG_DSN, Docker or local binaries)")
 	f.StringVar(&o.root, "root", "", "kbkit's source tree (default: the one around the working directory)")
 	f.StringVar(&o.jsonOut, "json", "", "also write the report as JSON to this file (- = stdout; the text then goes to stderr)")
 	f.StringVar(&o.htmlOut, "html", "", "also write the report as an HTML page to this file")
@@ -188,6 +189,13 @@ func run(ctx context.Context, c *cobra.Command, o options, servers selftest.Serv
 	rep := selftest.Run(ctx, selftest.Options{
 		Profile: p, Root: root, Servers: servers, Only: only, Parts: o.parts,
 		Target: func(ctx context.Context) (sim.Target, func(), error) {
+			if o.dsn != "" {
+				e, err := target.NewEmbedded(ctx, o.dsn, target.EmbeddedOptions{Instances: 2})
+				if err != nil {
+					return nil, nil, err
+				}
+				return e, e.Close, nil
+			}
 			e, stop, err := target.Provide(ctx, target.ProvideOptions{Postgres: pgprovider.OptionsFromEnv(),
 				Embedded: target.EmbeddedOptions{Instances: 2}})
 			if err != nil {
