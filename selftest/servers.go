@@ -68,8 +68,11 @@ func simFlags(o sim.Options) string {
 	if o.Pages != 0 {
 		f = append(f, fmt.Sprintf("--pages %d", o.Pages))
 	}
-	if o.EchoTimeout != time.Second && o.EchoTimeout != 0 {
+	if o.EchoTimeout != 0 {
 		f = append(f, "--echo-timeout "+o.EchoTimeout.String())
+	}
+	if o.SeedTimeout != 0 {
+		f = append(f, "--seed-timeout "+o.SeedTimeout.String())
 	}
 	return strings.Join(f, " ")
 }
