@@ -99,12 +99,6 @@ func runClients(ctx context.Context, opts *Options, tgt sim.Target) []Result {
 	if err != nil {
 		return []Result{{Kind: KindClient, Name: "(examples/client-js)", Suite: SuiteClient, Status: Errored, Detail: err.Error()}}
 	}
-	pos := clientAtRest(ctx, opts, tgt, cl)
-	out := []Result{pos}
-	opts.logf("selftest: the example client unbroken under %s: %s", SuiteClient, pos.Status)
-	if pos.Status != Passed {
-		return out
-	}
 	names := make([]string, 0, len(bugs))
 	for b := range bugs {
 		if opts.selected(b) {
@@ -112,6 +106,12 @@ func runClients(ctx context.Context, opts *Options, tgt sim.Target) []Result {
 		}
 	}
 	sort.Strings(names)
+	pos := clientAtRest(ctx, opts, tgt, cl, names)
+	out := []Result{pos}
+	opts.logf("selftest: the example client unbroken under %s: %s", SuiteClient, pos.Status)
+	if pos.Status != Passed {
+		return out
+	}
 	for _, bug := range names {
 		kind := KindClient
 		if _, ok := zooEntry(bug); ok {
@@ -124,17 +124,12 @@ func runClients(ctx context.Context, opts *Options, tgt sim.Target) []Result {
 	return append(out, missingZoo(opts, KindClient, out)...)
 }
 
-// clientAtRest runs the unbroken client with the options of every bug,
-// one seed each: every checker must pass.
-func clientAtRest(ctx context.Context, opts *Options, tgt sim.Target, cl string) Result {
+// clientAtRest runs the unbroken client with the options of every bug
+// of bugs, one seed each: every checker must pass.
+func clientAtRest(ctx context.Context, opts *Options, tgt sim.Target, cl string, bugs []string) Result {
 	start := time.Now()
 	r := Result{Kind: KindPositive, Name: "example client", Breaks: "examples/client-js without --broken", Suite: SuiteClient, Status: Passed}
 	seen := map[string]bool{}
-	bugs := make([]string, 0, len(clientOptions))
-	for b := range clientOptions {
-		bugs = append(bugs, b)
-	}
-	sort.Strings(bugs)
 	for _, b := range bugs {
 		o := clientSimOptions(b)
 		key := fmt.Sprintf("%v %v %v %v %v", o.Faults, o.Windows, o.Pages, o.Steps, o.ClientFaults)

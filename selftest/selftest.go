@@ -64,7 +64,7 @@ type Profile struct {
 
 // Profiles: quick for CI, full by hand.
 var (
-	Quick = Profile{Name: "quick", Seeds: 3, Protocol: false, FuzzSeconds: 3, MutantsPerArea: 1, MutantSeed: 1}
+	Quick = Profile{Name: "quick", Seeds: 6, Protocol: false, FuzzSeconds: 3, MutantsPerArea: 1, MutantSeed: 1}
 	Full  = Profile{Name: "full", Seeds: 6, Protocol: true, FuzzSeconds: 30, MutantsPerArea: 15, MutantSeed: 1, AllChecks: true}
 )
 

@@ -71,7 +71,7 @@ var Zoo = []ZooEntry{
 		Counterpart: "after a refetch the client renders the snapshot alone, its pending commands left out until their echoes " +
 			"come: a user's edit disappears, then comes back",
 		Checker: "convergence",
-		Options: &sim.Options{Faults: true, ClientFaults: &sim.Faults{Drop: 0.3}},
+		Options: &sim.Options{Faults: true, Steps: 200, ClientFaults: &sim.Faults{Drop: 0.5}},
 	},
 }
 

@@ -207,6 +207,8 @@ func TestForeignClientBugsAreCaught(t *testing.T) {
 		// Others' echoes applied on top, and no server document to
 		// compare with: the kit's own fold of the log catches it.
 		{"no-server-doc", CheckConvergence, Options{Windows: 2, Pages: 1, Steps: 200}},
+		// The zoo (selftest/zoo.go): PowerSync's local changes reverted.
+		{"revert-pending-on-refetch", CheckConvergence, Options{Faults: true, Steps: 200, ClientFaults: &Faults{Drop: 0.5}}},
 	} {
 		t.Run(tc.bug, func(t *testing.T) {
 			opts := tc.opts

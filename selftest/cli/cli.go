@@ -90,7 +90,7 @@ or a part could not run (never counted as caught).`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.quick, "quick", false, "the CI profile: 3 seeds, no protocol suite, 1 mutant per area, 3 s of fuzz")
+	f.BoolVar(&o.quick, "quick", false, "the CI profile: 6 seeds at most, no protocol suite, 1 mutant per area, 3 s of fuzz")
 	f.IntVar(&o.seeds, "seeds", 0, "most seeds per broken server or client before it counts as missed (default: the profile's)")
 	f.IntVar(&o.mutants, "mutants", -1, "mutants per area (0: none; default: the profile's)")
 	f.Float64Var(&o.fuzzSeconds, "fuzz-seconds", 0, "spec fuzz's seconds per mutant and broken adapter (default: the profile's)")
