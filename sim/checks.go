@@ -123,6 +123,8 @@ var Checks = []Checker{
 		"resubscribes", evidenceOf(CheckResume)},
 	{CheckOutcomes, "PROTOCOL.md 4.2", "a refetch's outcomes list every pending id the server had decided, with that decision", noRun,
 		"decided pending ids", evidenceOf(CheckOutcomes)},
+	{CheckRecency, "PROTOCOL.md 4.2", "kb.page answers a snapshot at or past every seq of the page the server had revealed before the request", noRun,
+		"page reads after a known seq", evidenceOf(CheckRecency)},
 	{CheckDedup, "PROTOCOL.md 4.1", "a retry of a decided id gets the original decision (duplicate: true, the original seq)", noRun,
 		"retries of decided ids", evidenceOf(CheckDedup)},
 	{CheckLocalRejection, "ADAPTER.md 7; window.md", "a client window toasts an intent its reducer rejects, with its id, and never sends it", noRun,
@@ -203,6 +205,7 @@ var noEvidence = map[string]string{
 	CheckResume:      "no subscription was opened after a seq",
 	CheckOutcomes:    "no refetch had a pending id the server had decided",
 	CheckDedup:       "no decided id was sent again",
+	CheckRecency:     "no page was read after one of its seqs was known",
 }
 
 func (s *sim) check() ([]CheckResult, string) {

@@ -29,7 +29,23 @@ const (
 	// CheckDedup: a retry of a decided id gets the original decision; a
 	// committed one answers duplicate: true with the original seq (4.1).
 	CheckDedup = "dedup"
+	// CheckRecency: kb.page answers a snapshot at or past every seq of
+	// the page the server had revealed before the request (4.2).
+	CheckRecency = "recency"
 )
+
+// checkRecency checks a kb.page answer of page at seq against floor, the
+// highest seq of the page the server had acknowledged or answered before
+// the request was sent.
+func (s *sim) checkRecency(who, page string, floor, seq int64) {
+	if floor <= 0 {
+		return
+	}
+	s.exercise(CheckRecency)
+	if seq < floor {
+		s.find(CheckRecency, "%s kb.page of page %s answered seq %d, but the server had revealed seq %d of it before the request", who, shortID(page), seq, floor)
+	}
+}
 
 // verdict is what the server answered for an id, first known from an
 // answer (delivered or lost by a fault), an echo or a refetch's outcome.

@@ -151,10 +151,12 @@ func (s *sim) concludeSend(sc *sendCall) error {
 
 func (s *sim) refreshHeads(c *client.Client) {
 	for k, page := range s.pages {
+		floor := s.known[page]
 		snap, err := s.retryPage(c, page, nil)
 		if err != nil {
 			continue
 		}
+		s.checkRecency("after a derived command:", page, floor, snap.Seq)
 		if snap.Seq > s.known[page] {
 			s.known[page] = snap.Seq
 		}

@@ -212,6 +212,8 @@ var clientBugs = []struct {
 	// Others' echoes applied on top, and no server document to
 	// compare with: the kit's own fold of the log catches it.
 	{"no-server-doc", CheckConvergence, Options{Windows: 2, Pages: 1, Steps: 200}},
+	// The zoo (selftest/zoo.go): PowerSync's local changes reverted.
+	{"revert-pending-on-refetch", CheckConvergence, Options{Faults: true, Steps: 200, ClientFaults: &Faults{Drop: 0.5}}},
 }
 
 // Each bug of the example client breaks one guarantee; the checker named

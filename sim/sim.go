@@ -405,6 +405,7 @@ func (s *sim) refetch(w *win) error {
 	}
 	want := s.expectOutcomes(ids)
 	t0 := s.now()
+	floor := s.known[s.pages[w.page]]
 	snap, err := s.retryPage(w.c, s.pages[w.page], ids)
 	s.rec.refetch(w, t0, ids, snap, err)
 	if err != nil {
@@ -416,6 +417,7 @@ func (s *sim) refetch(w *win) error {
 	}
 	s.logf("w%d refetch -> seq %d (%d outcomes)", w.idx, snap.Seq, len(snap.Outcomes))
 	s.checkOutcomes(w, want, snap)
+	s.checkRecency(fmt.Sprintf("w%d refetch:", w.idx), s.pages[w.page], floor, snap.Seq)
 	if d := canonicalDoc(snap.RawDoc, snap.Doc); d != "" {
 		s.find(CheckProjection, "w%d refetch of page %s: kb.page's doc is not in canonical JSON:%s", w.idx, shortID(s.pages[w.page]), d)
 	}

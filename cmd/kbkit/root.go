@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newConformanceCmd())
 	root.AddCommand(newLoadgenCmd())
 	root.AddCommand(newBenchCmd())
+	root.AddCommand(newSelftestCmd())
 	root.AddCommand(newVersionCmd())
 	refuseEmptyNames(root)
 	cliutil.Strict(root)

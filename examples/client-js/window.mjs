@@ -33,6 +33,8 @@ export const BROKEN = {
   "send-local-rejections": "keeps an intent its reducer rejects pending and sends it",
   "resubscribe-wrong-seq": "resubscribes after a reconnect with lastEventId one past its seq",
   "no-server-doc": "reports no server document, and applies others' echoes on top of what it renders",
+  // The zoo (kbkit selftest): a published anomaly of a real sync engine.
+  "revert-pending-on-refetch": "renders a refetched snapshot alone, its pending commands left out until the next echo (PowerSync's local changes reverted)",
 };
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -314,7 +316,8 @@ export class ClientWindow {
     this.dropReverting(rejected);
     // Every command still pending is sent again (the server deduplicates).
     for (const c of this.pending) if (this.broken !== "keep-rejected") this.acked.delete(c.id);
-    this.rebase();
+    if (this.broken === "revert-pending-on-refetch") this.rendered = this.server;
+    else this.rebase();
     this.drainBuffer();
     if (this.buffer.size > 0) {
       // Events past a hole the snapshot does not reach: still a gap.

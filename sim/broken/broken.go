@@ -19,11 +19,12 @@ type Broken struct {
 	New    func() Mutation // a fresh mutation (each proxy counts its own)
 }
 
-// Table holds the deliberately broken servers of mutate.go and
-// mutate_wire.go, one row each, in name order (TestTable). New, Variant
+// Table holds the deliberately broken servers of mutate.go,
+// mutate_wire.go and mutate_zoo.go, one row each, in name order (TestTable). New, Variant
 // and Variants derive from it.
 var Table = []Broken{
 	{"ack-seq", "acknowledges some commands with another seq than their echo's", mutAckSeq},
+	{"ack-without-commit", "acknowledges every seventh edit-text with a seq but never commits it (zoo: lost writes)", mutAckWithoutCommit},
 	{"double-echo", "logs every command of seq 3 mod 8 twice", mutDoubleEcho},
 	{"drop-derived", "never publishes derived commands", mutDropDerived},
 	{"drop-rejected-outcomes", "leaves rejections out of a refetch's outcomes", mutDropRejectedOutcomes},
@@ -38,7 +39,10 @@ var Table = []Broken{
 	{"refuse-sockets", "refuses every WebSocket", mutRefuseSockets},
 	{"renumber", "loses events and renumbers the rest so that no gap shows", mutRenumber},
 	{"reorder", "swaps the commands of seqs 4 and 5 mod 10", mutReorder},
+	{"resume-behind", "resumes a subscription from two events before its lastEventId (zoo: non-monotonic reads after a reconnect)", mutResumeBehind},
 	{"skip-dedup", "applies a retried command again", mutSkipDedup},
+	{"split-plan", "answers kb.page of other pages from before an acknowledged rename or merge (zoo: intermediate reads)", mutSplitPlan},
+	{"stale-page", "answers every other kb.page of a page with the older snapshot it answered before (zoo: failed read-your-writes)", mutStalePage},
 	{"untracked-events", "sends events without result.id", mutUntracked(false)},
 }
 
@@ -140,3 +144,6 @@ func Wrap(name string) (func(http.Handler) http.Handler, func() int64, error) {
 	}
 	return wrap, m.Fired, nil
 }
+
+// Fired counts the mutations this proxy made.
+func (p *Proxy) Fired() int64 { return p.mut.Fired() }

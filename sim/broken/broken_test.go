@@ -22,7 +22,7 @@ func TestTable(t *testing.T) {
 			t.Errorf("%s: says nothing of what it breaks", v.Name)
 		}
 		m := v.New()
-		if m.command == nil && m.response == nil && m.upstream == nil && m.stream == nil && !m.refuseSockets {
+		if m.command == nil && m.response == nil && m.upstream == nil && m.stream == nil && m.lose == nil && !m.refuseSockets {
 			t.Errorf("%s: its mutation changes nothing", v.Name)
 		}
 		if mk, ok := Variant(v.Name); !ok || mk == nil {

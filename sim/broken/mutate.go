@@ -51,6 +51,13 @@ type Mutation struct {
 	// refuseSockets answers every WebSocket upgrade 503 (counted in
 	// fired).
 	refuseSockets bool
+	// lose sees every kb.command body first; a non-nil answer is sent
+	// back 200 in place of forwarding the command (which never reaches
+	// the server).
+	lose func(body []byte) (answer []byte)
+	// answered sees each forwarded kb.command's body with the server's
+	// answer (before response's rewriting).
+	answered func(cmd, answer []byte)
 	// fired counts the mutations made (commands rewritten, events doubled,
 	// swapped or dropped): zero means the run did not exercise the bug.
 	fired *atomic.Int64
@@ -159,13 +166,23 @@ func (p *Proxy) handler(i int) http.Handler {
 			p.websocket(w, r, i)
 			return
 		}
-		if p.mut.command != nil && r.Method == http.MethodPost && r.URL.Path == "/trpc/kb.command" {
+		if (p.mut.command != nil || p.mut.lose != nil || p.mut.answered != nil) && r.Method == http.MethodPost && r.URL.Path == "/trpc/kb.command" {
 			body, err := io.ReadAll(r.Body)
 			if err != nil {
 				http.Error(w, "proxy: "+err.Error(), http.StatusBadGateway)
 				return
 			}
-			body = p.mut.command(r.Header.Get("Authorization"), body)
+			if p.mut.command != nil {
+				body = p.mut.command(r.Header.Get("Authorization"), body)
+			}
+			if p.mut.lose != nil {
+				if answer := p.mut.lose(body); answer != nil {
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = w.Write(answer)
+					return
+				}
+			}
+			r = r.WithContext(context.WithValue(r.Context(), commandBody{}, body))
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
 		}
@@ -173,10 +190,13 @@ func (p *Proxy) handler(i int) http.Handler {
 	})
 }
 
-// modifyResponse passes the answer to a kb.command, kb.page or kb.limits
-// call through the Mutation's response hook.
+// commandBody is the context key of a forwarded kb.command's body.
+type commandBody struct{}
+
+// modifyResponse passes the answer to a kb.command, kb.page or kb.limits call
+// through the Mutation's answered and response hooks.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
-	if p.mut.response == nil || resp.Request == nil || resp.Header.Get("Content-Encoding") != "" {
+	if (p.mut.response == nil && p.mut.answered == nil) || resp.Request == nil || resp.Header.Get("Content-Encoding") != "" {
 		return nil
 	}
 	proc := strings.TrimPrefix(resp.Request.URL.Path, "/trpc/")
@@ -188,7 +208,12 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if err != nil {
 		return err
 	}
-	body = p.mut.response(proc, body)
+	if cmd, ok := resp.Request.Context().Value(commandBody{}).([]byte); ok && p.mut.answered != nil {
+		p.mut.answered(cmd, body)
+	}
+	if p.mut.response != nil {
+		body = p.mut.response(proc, body)
+	}
 	if body == nil {
 		select { // a server that never answers
 		case <-resp.Request.Context().Done():

@@ -30,7 +30,7 @@ func TestConformanceRunHTMLFlags(t *testing.T) {
 		{[]string{"--html-all"}, "--html-all needs --html DIR"},
 		{[]string{"--client", " "}, "--client needs a command line"},
 		{[]string{"--html", filepath.Join(file, "tl")}, "--html:"},
-		{[]string{"--broken-server", "nope"}, `no broken-server variant "nope" (one of ack-seq, double-echo, drop-derived, drop-rejected-outcomes, event-id-not-seq, ignore-last-event-id, limits-no-rate-burst, lose-cells, no-answer, no-duplicate-flag, no-own-echo, non-canonical-page, refuse-sockets, renumber, reorder, skip-dedup, untracked-events)`},
+		{[]string{"--broken-server", "nope"}, `no broken-server variant "nope" (one of ack-seq, ack-without-commit, double-echo, drop-derived, drop-rejected-outcomes, event-id-not-seq, ignore-last-event-id, limits-no-rate-burst, lose-cells, no-answer, no-duplicate-flag, no-own-echo, non-canonical-page, refuse-sockets, renumber, reorder, resume-behind, skip-dedup, split-plan, stale-page, untracked-events)`},
 	} {
 		args := append([]string{"conformance", "run", "--server", url, "--token", "good", "--seeds", "1"}, tc.args...)
 		code, out, errs := kbkit(t, "", args...)

@@ -1,0 +1,126 @@
+package selftest
+
+import (
+	"go/parser"
+	"go/token"
+	"strings"
+	"testing"
+)
+
+const sample = `package p
+
+func f(a, b int) int {
+	if a < b && b != 0 {
+		return g(a, b)
+	}
+	a++
+	for {
+		break
+	}
+	return a + 1
+}
+
+func g(x, y int) int { return x - y }
+`
+
+// Each kind of edit is drawn from a small source, each mutant's edit
+// parses, and signatures are unique.
+func TestEnumerateFile(t *testing.T) {
+	ms, err := enumerateFile("p.go", []byte(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	sigs := map[string]bool{}
+	for _, m := range ms {
+		kinds[m.Kind]++
+		if sigs[m.Signature] {
+			t.Errorf("duplicate signature %s", m.Signature)
+		}
+		sigs[m.Signature] = true
+		out, err := m.Apply([]byte(sample))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) == sample {
+			t.Errorf("%s changes nothing", m.Signature)
+		}
+		if _, err := parser.ParseFile(token.NewFileSet(), "p.go", out, 0); err != nil {
+			t.Errorf("%s does not parse: %v\n%s", m.Signature, err, out)
+		}
+	}
+	for _, k := range []string{EditFlip, EditOffByOne, EditDropStmt, EditDropCond, EditSwapArgs, EditNegateIf, EditDropBreak} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s mutant in %v", k, kinds)
+		}
+	}
+	want := []string{
+		"p.go:f:flip:<-><=#1", "p.go:f:flip:!=->==#1", "p.go:f:drop-cond:a < b && b != 0->a < b#1",
+		"p.go:f:swap-args:a, b->b, a#1", "p.go:f:drop-stmt:a++->#1", "p.go:f:drop-break:break->#1",
+		"p.go:f:off-by-one:1->2#1", "p.go:f:drop-break:return g(a, b)->#1",
+	}
+	for _, w := range want {
+		if !sigs[w] {
+			t.Errorf("no mutant %s", w)
+		}
+	}
+	for s := range sigs {
+		if strings.HasPrefix(s, "p.go:f:drop-break:return a + 1") {
+			t.Errorf("the function's last return was dropped: %s", s)
+		}
+	}
+}
+
+// A sample is a permutation that depends on the seed only.
+func TestSampleIsReplayable(t *testing.T) {
+	ms, err := enumerateFile("p.go", []byte(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := Sample(ms, 1), Sample(ms, 1), Sample(ms, 2)
+	same := func(x, y []Mutant) bool {
+		for i := range x {
+			if x[i].Signature != y[i].Signature {
+				return false
+			}
+		}
+		return true
+	}
+	if len(a) != len(ms) || !same(a, b) {
+		t.Errorf("the same seed drew different samples")
+	}
+	if same(a, c) {
+		t.Errorf("seeds 1 and 2 drew the same order")
+	}
+}
+
+// The reviewed equivalents parse, each with a reason, and each names a
+// mutant the engine draws today (a stale entry would judge nothing).
+func TestEquivalentsAreCurrent(t *testing.T) {
+	eq, err := Equivalents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := FindRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn := map[string]bool{}
+	for _, a := range Areas {
+		ms, err := Enumerate(root, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			drawn[m.Signature] = true
+		}
+	}
+	for sig, reason := range eq {
+		if !drawn[sig] {
+			t.Errorf("equivalents.txt lists %s, which no area draws any more", sig)
+		}
+		if len(reason) < 20 {
+			t.Errorf("%s: the reason %q says too little", sig, reason)
+		}
+	}
+}
