@@ -72,6 +72,11 @@ var (
 // only cmd/ may import: the command line passes the table in).
 type BrokenServer struct {
 	Name, Breaks string
+	// WireOnly: it breaks only what the protocol suite reads before its
+	// checks (kb.limits), which the simulator never reads: it runs under
+	// the protocol suite alone (protocol/hostile-limits), in every
+	// profile.
+	WireOnly bool
 }
 
 // Servers are the broken servers and how to put a target behind one.

@@ -111,10 +111,12 @@ func runServers(ctx context.Context, opts *Options, tgt sim.Target) []Result {
 			if _, ok := zooEntry(b.Name); ok {
 				kind = KindZoo
 			}
-			r := simControl(ctx, opts, tgt, kind, b)
-			opts.logf("selftest: %s %s under %s: %s %v", kind, b.Name, SuiteSim, r.Status, r.CaughtBy)
-			results[i] = append(results[i], r)
-			if opts.Profile.Protocol {
+			if !b.WireOnly {
+				r := simControl(ctx, opts, tgt, kind, b)
+				opts.logf("selftest: %s %s under %s: %s %v", kind, b.Name, SuiteSim, r.Status, r.CaughtBy)
+				results[i] = append(results[i], r)
+			}
+			if opts.Profile.Protocol || b.WireOnly {
 				p := protocolControl(ctx, opts, tgt, kind, b, unusable)
 				opts.logf("selftest: %s %s under %s: %s %v", kind, b.Name, SuiteProtocol, p.Status, p.CaughtBy)
 				results[i] = append(results[i], p)
@@ -257,6 +259,9 @@ func protocolControl(ctx context.Context, opts *Options, tgt sim.Target, kind st
 	return r
 }
 
+// limitsCheck is the protocol check about kb.limits' fields.
+const limitsCheck = "protocol/hostile-limits"
+
 // protocolChecks are the protocol checks selftest runs: all but the
 // hostile ones, which hold connections up to the server's timeouts and
 // spend its allowances (the broken servers change none of that).
@@ -302,6 +307,11 @@ func protocolRun(ctx context.Context, opts *Options, tgt sim.Target, b *BrokenSe
 		return r
 	}
 	checks := slices.DeleteFunc(protocolChecks(), func(c wiresuite.Check) bool { return unusable[c.ID] })
+	if b != nil && b.WireOnly {
+		// What it breaks is read by the suite's preflight and judged
+		// by the check about the limits alone.
+		checks = slices.DeleteFunc(wiresuite.Checks(), func(c wiresuite.Check) bool { return c.ID != limitsCheck })
+	}
 	// A broken server stops the suite at its first failing check (a
 	// server that stops answering would hold every later check up to its
 	// timeout); the proxy at rest runs every check.

@@ -22,7 +22,7 @@ func brokenServers() selftest.Servers {
 		},
 	}
 	for _, b := range broken.Table {
-		s.Table = append(s.Table, selftest.BrokenServer{Name: b.Name, Breaks: b.Breaks})
+		s.Table = append(s.Table, selftest.BrokenServer{Name: b.Name, Breaks: b.Breaks, WireOnly: broken.WireOnly(b.Name)})
 	}
 	return s
 }

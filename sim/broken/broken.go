@@ -69,6 +69,19 @@ func New(tgt target.Target, name string) (target.Target, func(), error) {
 }
 
 // Variant returns the constructor of the named variant's mutation.
+// WireOnly reports whether the named variant changes only what the
+// wire suite reads before its checks (the kb.limits answer): the
+// simulator reads none of it, so only `kbkit conformance protocol` can
+// catch it.
+func WireOnly(name string) bool {
+	mk, ok := Variant(name)
+	if !ok {
+		return false
+	}
+	m := mk()
+	return m.answers == "kb.limits" && m.command == nil && m.upstream == nil && m.stream == nil && !m.refuseSockets
+}
+
 func Variant(name string) (func() Mutation, bool) {
 	for _, v := range Table {
 		if v.Name == name {
