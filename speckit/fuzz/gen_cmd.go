@@ -141,9 +141,13 @@ var payloadGens = map[string]func(g cmdGen, s *Source) map[string]any{
 		return map[string]any{"node": g.doc.pickNode(s), "text": g.text(s)}
 	},
 	kbcore.TypeMoveNode: func(g cmdGen, s *Source) map[string]any {
-		p := map[string]any{"node": g.doc.pickNode(s), "parent": nil, "after": nil}
-		if s.Chance(40) {
+		node := g.doc.pickNode(s)
+		p := map[string]any{"node": node, "parent": nil, "after": nil}
+		switch s.Intn(5) {
+		case 3:
 			p["parent"] = g.doc.pickNode(s)
+		case 4: // under itself, deep down: a cycle a shallow check misses
+			p["parent"] = g.doc.pickDescendant(s, node)
 		}
 		if s.Chance(50) {
 			p["after"] = g.doc.pickNode(s)
@@ -167,15 +171,24 @@ var payloadGens = map[string]func(g cmdGen, s *Source) map[string]any{
 		return map[string]any{"node": g.doc.pickKind(s, "code"), "outputs": outs}
 	},
 	kbcore.TypeSetCell: func(g cmdGen, s *Source) map[string]any {
+		node := g.doc.pickKind(s, "table")
+		// The table's own cells and the graph's, mostly: an edit that
+		// closes, breaks or shares a path of the table's formula graph.
+		cells := g.doc.cells[node]
 		cell := Pick(s, cellNames)
-		if s.Chance(10) {
+		switch k := s.Intn(10); {
+		case k == 9:
 			cell = Pick(s, []string{"a1", "A", "1", "A0", "", "AAAA1"})
+		case k >= 6:
+			cell = Pick(s, graphCells)
+		case k >= 3 && len(cells) > 0:
+			cell = Pick(s, cells)
 		}
 		value := ""
 		if !s.Chance(20) {
-			value = genFormula(s)
+			value = cellValue(s, append(slices.Clone(cells), cell))
 		}
-		return map[string]any{"node": g.doc.pickKind(s, "table"), "cell": cell, "value": value}
+		return map[string]any{"node": node, "cell": cell, "value": value}
 	},
 	kbcore.TypeCreatePage: func(g cmdGen, s *Source) map[string]any {
 		p := map[string]any{"title": Pick(s, g.titles)}
@@ -242,6 +255,9 @@ func (g cmdGen) aliases(s *Source) []any {
 // mostly, parents among themselves or the document.
 func (g cmdGen) records(s *Source) []any {
 	nodes, _ := genNodes(s, 65, 3, g.text)
+	if fresh := s.Chance(60); fresh {
+		freshIDs(nodes, g.doc)
+	}
 	for _, n := range nodes {
 		m := n.(map[string]any)
 		if under := s.Chance(25); under && len(g.doc.ids) > 0 && m["parent"] == nil {
@@ -259,4 +275,38 @@ func (g cmdGen) records(s *Source) []any {
 		}
 	}
 	return nodes
+}
+
+// freshIDs renames the records whose ids the document has to ids it has
+// not (while the pool lasts), parents following, so that a restore of
+// several roots applies rather than failing node-exists.
+func freshIDs(nodes []any, doc docInfo) {
+	taken := map[string]bool{}
+	for _, id := range doc.ids {
+		taken[id] = true
+	}
+	for _, n := range nodes {
+		taken[n.(map[string]any)["id"].(string)] = true
+	}
+	rename := map[string]string{}
+	for _, n := range nodes {
+		m := n.(map[string]any)
+		id := m["id"].(string)
+		if !doc.has(id) {
+			continue
+		}
+		for _, f := range nodeIDs {
+			if !taken[f] {
+				taken[f], rename[id] = true, f
+				m["id"] = f
+				break
+			}
+		}
+	}
+	for _, n := range nodes {
+		m := n.(map[string]any)
+		if p, ok := m["parent"].(string); ok && rename[p] != "" {
+			m["parent"] = rename[p]
+		}
+	}
 }
