@@ -254,14 +254,21 @@ func (g cmdGen) aliases(s *Source) []any {
 // records draws node records for restore and restore-page: fresh ids
 // mostly, parents among themselves or the document.
 func (g cmdGen) records(s *Source) []any {
-	nodes, _ := genNodes(s, 65, 3, g.text)
+	nodes, _ := genNodes(s, 80, 3, g.text)
 	if fresh := s.Chance(60); fresh {
 		freshIDs(nodes, g.doc)
+	}
+	if forest := s.Chance(30); forest { // every record a root
+		for _, n := range nodes {
+			delete(n.(map[string]any), "parent")
+		}
 	}
 	for _, n := range nodes {
 		m := n.(map[string]any)
 		if under := s.Chance(25); under && len(g.doc.ids) > 0 && m["parent"] == nil {
-			m["parent"] = Pick(s, g.doc.ids)
+			if p := Pick(s, g.doc.ids); p != m["id"] {
+				m["parent"] = p
+			}
 		}
 		// Records carry every field (spec/README.md "Nested records").
 		if _, ok := m["kind"]; !ok {

@@ -70,22 +70,24 @@ var windowEventNames = []string{"local", "echo", "ack", "reject", "snapshot", "u
 // interleaved with the server's verdicts.
 func (g *windowGen) stepWeights(pending int) []int {
 	w := inverseWeights(windowEventNames, specCoverage().events)
+	// Local commands build the state every other event acts on: the cases
+	// send them most because every script needs them, and so does this.
+	w[evLocal] = 4
 	boost := func(k, by int) { w[k] *= by }
 	if pending == 0 {
-		boost(evLocal, 4)
+		boost(evLocal, 2)
 	}
-	switch g.last {
-	case evLocal:
-		if g.sent {
-			boost(evUndo, 3)
-		}
-	case evUndo:
-		boost(evRedo, 3)
+	switch {
+	case g.last == evLocal && g.sent:
+		boost(evUndo, 6)
+	case g.last == evUndo && g.sent:
+		boost(evRedo, 6)
 		boost(evReject, 2)
-	case evRedo:
-		boost(evReject, 3)
+	case g.last == evRedo && g.sent:
+		boost(evReject, 6)
 		boost(evSnapshot, 2)
-	case evReject, evSnapshot:
+		boost(evUndo, 2)
+	case g.last == evReject || g.last == evSnapshot:
 		boost(evUndo, 2)
 		boost(evRedo, 2)
 	}
@@ -99,6 +101,7 @@ func (g *windowGen) step() map[string]any {
 	pending := w.Pending()
 	k := weightedIndex(s, g.stepWeights(len(pending)))
 	g.last, g.sent = k, false
+	before := len(pending)
 	switch k {
 	case evLocal:
 		g.local++
@@ -107,7 +110,7 @@ func (g *windowGen) step() map[string]any {
 			id = pending[0].ID
 		}
 		gen := cmdGen{types: windowTypes, doc: nodeInfo(w.Rendered(), g.info), text: genNodeText}
-		cmd := gen.drawType(s, id, pickWeighted(s, windowTypes, typeWeights(windowTypes)))
+		cmd := gen.drawType(s, id, pickWeighted(s, windowTypes, windowTypeWeights()))
 		c, ok := asCommand(cmd)
 		if !ok {
 			return nil
@@ -133,8 +136,18 @@ func (g *windowGen) step() map[string]any {
 		w.Snapshot(snap, at, oc)
 		return map[string]any{"snapshot": map[string]any{"doc": plainDoc(snap, g.page), "seq": float64(at), "outcomes": outcomes}}
 	default:
-		return g.undoRedo(k == evRedo, pending)
+		ev := g.undoRedo(k == evRedo, pending)
+		g.sent = len(w.Pending()) > before
+		return ev
 	}
+}
+
+// windowTypeWeights weighs the local commands as typeWeights, restore
+// thrice over: its undo entry is the one of several commands.
+func windowTypeWeights() []int {
+	w := typeWeights(windowTypes)
+	w[slices.Index(windowTypes, kbcore.TypeRestore)] *= 3
+	return w
 }
 
 // pickPending is a pending id, one the latest local, undo or redo step
@@ -192,33 +205,52 @@ func (g *windowGen) echo(pending []kbcore.Command) map[string]any {
 	return map[string]any{"echo": map[string]any{"seq": float64(at), "cmd": cmd}}
 }
 
-// undoRedo asks for an undo (or redo) with usually two fresh ids (an
-// entry of one command uses the first, one of several commands, a
-// restore's, needs more), else one, three or none, and now and then a
-// pending id or one id twice.
+// undoRedo asks for an undo (or redo). Mostly its ids fit the entry it
+// reverts: one, then one more while the window answers missing-ids (which
+// changes nothing), so that an entry of several commands, a restore's of
+// several roots, is undone as often as one of one; else a drawn number of
+// ids, too few or too many. Now and then an id is a pending one, or the
+// same id twice.
 func (g *windowGen) undoRedo(redo bool, pending []kbcore.Command) map[string]any {
 	s := g.s
-	ids := []any{}
-	var strs []string
-	for range pickWeighted(s, []int{2, 1, 3, 0}, []int{8, 5, 5, 2}) {
+	var ids []string
+	mint := func() {
 		g.undos++
 		id := fmt.Sprintf("u%d", g.undos)
 		switch k := s.Intn(20); {
 		case k == 19 && len(pending) > 0:
 			id = pending[0].ID
-		case k == 18 && len(strs) > 0: // the same id twice
-			id = strs[len(strs)-1]
+		case k == 18 && len(ids) > 0: // the same id twice
+			id = ids[len(ids)-1]
 		}
 		ids = append(ids, id)
-		strs = append(strs, id)
 	}
-	g.issued = strs
+	do := func() []kbcore.Action {
+		if redo {
+			return g.w.Redo(ids)
+		}
+		return g.w.Undo(ids)
+	}
+	if fit := s.Chance(75); fit {
+		mint()
+		for acts := do(); len(ids) < 4 && len(acts) == 1 && acts[0].Code == kbcore.ToastMissingIDs; acts = do() {
+			mint()
+		}
+	} else {
+		for range pickWeighted(s, []int{1, 2, 3, 0}, []int{4, 3, 2, 1}) {
+			mint()
+		}
+		do()
+	}
+	g.issued = ids
+	list := []any{}
+	for _, id := range ids {
+		list = append(list, id)
+	}
 	if redo {
-		g.w.Redo(strs)
-		return map[string]any{"redo": map[string]any{"ids": ids}}
+		return map[string]any{"redo": map[string]any{"ids": list}}
 	}
-	g.w.Undo(strs)
-	return map[string]any{"undo": map[string]any{"ids": ids}}
+	return map[string]any{"undo": map[string]any{"ids": list}}
 }
 
 // genSnapshot draws a snapshot for w: the server document, or the rendered

@@ -34,7 +34,7 @@ var deepMutants = []mutant{
 		"for _, c := range cmds[:1] {\n\t\tif w.isPending(c.ID) {\n\t\t\tif w.reverts == nil {"},
 	// An undo of several commands given one id twice stops half way.
 	{"undo-same-id-twice-unchecked", "window", "window", "kbcore/window.go",
-		"if w.isPending(id) || contains(ids[:i], id) {", "if w.isPending(id) {"},
+		"if w.isPending(id) || contains(ids[:i], id) {", "if w.isPending(id) || i < 0 {"},
 	// restore-page takes its names back from a merge target that was
 	// merged in turn.
 	{"unmerge-from-merged-target", "planner", "planner", "kbcore/plan.go",
