@@ -106,7 +106,7 @@ func genPlannerCase(s *Source, types []string) cases.Case {
 	var pages []any
 	var infos []docInfo
 	var recs []map[string]any
-	n := 1 + s.Intn(3)
+	n := pickWeighted(s, []int{1, 2, 3}, []int{1, 2, 3})
 	for i := range n {
 		nodes, info := genNodes(s, 65, 3, plannerText)
 		rec := genPageRecord(s, plannerPages[i], plannerPages[:n])
@@ -118,18 +118,21 @@ func genPlannerCase(s *Source, types []string) cases.Case {
 		recs = append(recs, rec)
 		pages = append(pages, map[string]any{"page": rec, "nodes": nodes})
 	}
-	// Merges of merged pages: each page merged into the next (P into Q
-	// into R), or the last into the first when a loop is drawn.
-	if chain := s.Chance(30); chain && n > 1 {
-		for i := range n - 1 {
-			recs[i]["merged_into"] = plannerPages[i+1]
-		}
-		if loop := s.Chance(10); loop {
-			recs[n-1]["merged_into"] = plannerPages[0]
-		}
-	}
 	k := s.Intn(n)
 	page := plannerPages[k]
+	// Merges of merged pages: a chain of pages each merged into the next,
+	// from the command's page (restore-page takes names back from a target
+	// merged in turn) or from the one after it (a merge into a merged
+	// page), closed into a loop now and then.
+	if chain := s.Chance(30); chain && n > 1 {
+		from := k + s.Intn(2)
+		for j := range n - 1 {
+			recs[(from+j)%n]["merged_into"] = plannerPages[(from+j+1)%n]
+		}
+		if loop := s.Chance(10); loop {
+			recs[(from+n-1)%n]["merged_into"] = plannerPages[from%n]
+		}
+	}
 	if s.Chance(5) {
 		page = "Z"
 	}

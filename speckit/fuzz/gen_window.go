@@ -150,21 +150,32 @@ func windowTypeWeights() []int {
 	return w
 }
 
-// pickPending is a pending id, one the latest local, undo or redo step
-// issued half the time (the first command of a redo, say), or one that is
+// pickPending is a pending id: any, one the latest local, undo or redo
+// step issued (the first command of a redo, say), one that such an undo
+// or redo command reverts (the restore an undo undoes), or one that is
 // not pending.
 func (g *windowGen) pickPending(pending []kbcore.Command) string {
 	s := g.s
-	var recent []string
+	isPending := func(id string) bool {
+		return slices.ContainsFunc(pending, func(c kbcore.Command) bool { return c.ID == id })
+	}
+	var recent, reverted []string
 	for _, id := range g.issued {
-		if slices.ContainsFunc(pending, func(c kbcore.Command) bool { return c.ID == id }) {
+		if isPending(id) {
 			recent = append(recent, id)
+		}
+		for _, r := range g.w.Reverts(id) {
+			if isPending(r) && !slices.Contains(reverted, r) {
+				reverted = append(reverted, r)
+			}
 		}
 	}
 	switch k := s.Intn(10); {
 	case k == 9 || len(pending) == 0:
 		return "zz"
-	case k >= 4 && len(recent) > 0:
+	case k >= 6 && len(reverted) > 0:
+		return Pick(s, reverted)
+	case k >= 3 && len(recent) > 0:
 		return Pick(s, recent)
 	}
 	return pending[s.Intn(len(pending))].ID
@@ -220,7 +231,7 @@ func (g *windowGen) undoRedo(redo bool, pending []kbcore.Command) map[string]any
 		switch k := s.Intn(20); {
 		case k == 19 && len(pending) > 0:
 			id = pending[0].ID
-		case k == 18 && len(ids) > 0: // the same id twice
+		case k >= 17 && len(ids) > 0: // the same id twice
 			id = ids[len(ids)-1]
 		}
 		ids = append(ids, id)
