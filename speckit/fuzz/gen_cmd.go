@@ -23,6 +23,9 @@ type cmdGen struct {
 	pages  []string // other page ids (merge-page's into)
 	titles []string // titles for page commands
 	text   func(*Source) string
+	// namesakes are ids restore-page's roots are often given: the nodes
+	// of the page's merge target, where a merge put them.
+	namesakes []string
 }
 
 // draw returns one command {id, type, payload} with id cmdID.
@@ -263,6 +266,9 @@ func (g cmdGen) records(s *Source) []any {
 			delete(n.(map[string]any), "parent")
 		}
 	}
+	if len(g.namesakes) > 0 {
+		nameAfter(s, nodes, g.namesakes)
+	}
 	for _, n := range nodes {
 		m := n.(map[string]any)
 		if under := s.Chance(25); under && len(g.doc.ids) > 0 && m["parent"] == nil {
@@ -308,6 +314,35 @@ func freshIDs(nodes []any, doc docInfo) {
 				m["id"] = f
 				break
 			}
+		}
+	}
+	for _, n := range nodes {
+		m := n.(map[string]any)
+		if p, ok := m["parent"].(string); ok && rename[p] != "" {
+			m["parent"] = rename[p]
+		}
+	}
+}
+
+// nameAfter gives some root records an id of names (one no other record
+// has), their children following.
+func nameAfter(s *Source, nodes []any, names []string) {
+	taken := map[string]bool{}
+	for _, n := range nodes {
+		taken[n.(map[string]any)["id"].(string)] = true
+	}
+	rename := map[string]string{}
+	for _, n := range nodes {
+		m := n.(map[string]any)
+		if _, child := m["parent"]; child {
+			continue
+		}
+		if named := s.Chance(50); !named {
+			continue
+		}
+		if id := Pick(s, names); !taken[id] {
+			taken[id], rename[m["id"].(string)] = true, id
+			m["id"] = id
 		}
 	}
 	for _, n := range nodes {

@@ -124,7 +124,11 @@ func genPlannerCase(s *Source, types []string) cases.Case {
 	// from the command's page (restore-page takes names back from a target
 	// merged in turn) or from the one after it (a merge into a merged
 	// page), closed into a loop now and then.
-	if chain := s.Chance(30); chain && n > 1 {
+	p := 30
+	if typ == kbcore.TypeRestorePage {
+		p = 60
+	}
+	if chain := s.Chance(p); chain && n > 1 {
 		from := k + s.Intn(2)
 		for j := range n - 1 {
 			recs[(from+j)%n]["merged_into"] = plannerPages[(from+j+1)%n]
@@ -140,7 +144,33 @@ func genPlannerCase(s *Source, types []string) cases.Case {
 	if merged := s.Chance(70); merged && typ == kbcore.TypeRestorePage && n > 1 {
 		recs[k]["merged_into"] = plannerPages[(k+1)%n]
 	}
+	// A merge left its page's names as aliases of the target: mostly so
+	// here too, for the unmerge to take back.
+	for _, rec := range recs {
+		into, _ := rec["merged_into"].(string)
+		t := slices.Index(plannerPages[:n], into)
+		if mirror := s.Chance(70); !mirror || t < 0 || recs[t] == nil {
+			continue
+		}
+		aliases, _ := recs[t]["aliases"].([]any)
+		for _, a := range append([]any{rec["title"]}, rec["aliases"].([]any)...) {
+			if a != recs[t]["title"] && !slices.Contains(aliases, a) {
+				aliases = append(aliases, a)
+			}
+		}
+		recs[t]["aliases"] = aliases
+	}
 	g := cmdGen{types: types, doc: infos[k], self: page, pages: plannerPages[:n], titles: plannerTitles, text: plannerText}
+	if into, _ := recs[k]["merged_into"].(string); slices.Contains(plannerPages[:n], into) {
+		// Its nested nodes twice: a root that is no root there any more.
+		t := slices.Index(plannerPages[:n], into)
+		for _, id := range infos[t].ids {
+			if infos[t].parent[id] != "" {
+				g.namesakes = append(g.namesakes, id)
+			}
+		}
+		g.namesakes = append(g.namesakes, infos[t].ids...)
+	}
 	cmd := g.drawType(s, "c1", typ)
 	return cases.Case{Given: map[string]any{"pages": pages}, When: map[string]any{"page": page, "cmd": cmd}}
 }

@@ -32,7 +32,7 @@ type guide struct {
 
 // corpusMax bounds a suite's corpus; past it a new input replaces a
 // random one.
-const corpusMax = 512
+const corpusMax = 256
 
 func newGuide() *guide {
 	return &guide{seen: map[string]bool{}, corpus: map[string][]Choices{}}
