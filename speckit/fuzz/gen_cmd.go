@@ -241,9 +241,14 @@ func (g cmdGen) other(s *Source) string {
 	return Pick(s, others)
 }
 
+// rank is a rank hint: a valid key, a bad one, or, often, the rank of a
+// node of the document (a hint equal to a neighbour's).
 func (g cmdGen) rank(s *Source) string {
-	if s.Chance(20) {
+	switch k := s.Intn(10); {
+	case k >= 8:
 		return Pick(s, badRanks)
+	case k >= 5 && len(g.doc.ids) > 0:
+		return g.doc.ranks[Pick(s, g.doc.ids)]
 	}
 	return Pick(s, rankKeys)
 }

@@ -29,6 +29,7 @@ type docInfo struct {
 	ids    []string            // node ids, in drawing order
 	kinds  map[string]string   // id -> kind
 	parent map[string]string   // id -> parent id ("" at the root)
+	ranks  map[string]string   // id -> rank
 	cells  map[string][]string // table id -> its cell names, sorted
 	page   map[string]any      // the page record, nil when the default
 }
@@ -91,7 +92,7 @@ func genPageRecord(s *Source, id string, mergedInto []string) map[string]any {
 // null, kind text, text ""), with distinct ids and distinct ranks among
 // siblings, so the document is valid.
 func genNodes(s *Source, p, maxNodes int, text func(*Source) string) ([]any, docInfo) {
-	info := docInfo{kinds: map[string]string{}, parent: map[string]string{}, cells: map[string][]string{}}
+	info := docInfo{kinds: map[string]string{}, parent: map[string]string{}, ranks: map[string]string{}, cells: map[string][]string{}}
 	var nodes []any
 	used := map[string]map[string]bool{} // parent -> ranks
 	s.List(p, maxNodes, func(int) {
@@ -153,6 +154,7 @@ func genNodes(s *Source, p, maxNodes int, text func(*Source) string) ([]any, doc
 		info.ids = append(info.ids, id)
 		info.kinds[id] = kind
 		info.parent[id] = parent
+		info.ranks[id] = rankKeys[k]
 	})
 	if nodes == nil {
 		nodes = []any{}

@@ -40,11 +40,12 @@ var windowTypes = []string{kbcore.TypeEditText, kbcore.TypeCreateAfter, kbcore.T
 
 // nodeInfo describes the nodes of d (the page record of base is kept).
 func nodeInfo(d kbcore.Doc, base docInfo) docInfo {
-	info := docInfo{kinds: map[string]string{}, parent: map[string]string{}, cells: map[string][]string{}, page: base.page}
+	info := docInfo{kinds: map[string]string{}, parent: map[string]string{}, ranks: map[string]string{}, cells: map[string][]string{}, page: base.page}
 	for _, n := range d.Nodes() {
 		info.ids = append(info.ids, n.ID)
 		info.kinds[n.ID] = n.Kind
 		info.parent[n.ID] = n.Parent
+		info.ranks[n.ID] = n.Rank
 		if n.Kind == kbcore.KindTable {
 			for c := range n.Cells {
 				info.cells[n.ID] = append(info.cells[n.ID], c)

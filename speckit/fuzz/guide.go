@@ -27,7 +27,16 @@ import (
 // still choice sequences: the shrinker shrinks them as any other input.
 type guide struct {
 	seen   map[string]bool
-	corpus map[string][]Choices // by suite
+	corpus map[string][]entry // by suite
+}
+
+// entry is a corpus input and its energy: how much more often than
+// others it is mutated. An input whose reply holds a rejection code or
+// toast the spec's cases use rarely has more (inverseWeights over the
+// codes the cases use), so that the fuzzer dwells where they test least.
+type entry struct {
+	choices Choices
+	energy  int
 }
 
 // corpusMax bounds a suite's corpus; past it a new input replaces a
@@ -35,7 +44,7 @@ type guide struct {
 const corpusMax = 256
 
 func newGuide() *guide {
-	return &guide{seen: map[string]bool{}, corpus: map[string][]Choices{}}
+	return &guide{seen: map[string]bool{}, corpus: map[string][]entry{}}
 }
 
 // source is the source of the next input of suite: rng's random choices,
@@ -46,7 +55,20 @@ func (g *guide) source(suite string, rng *rand.Rand) *Source {
 	if len(cs) == 0 || rng.IntN(2) == 0 {
 		return newRandomSource(rng)
 	}
-	return &Source{prefix: mutateChoices(cs[rng.IntN(len(cs))], rng), rng: rng}
+	total := 0
+	for _, e := range cs {
+		total += e.energy
+	}
+	v := rng.IntN(total)
+	pick := cs[len(cs)-1]
+	for _, e := range cs {
+		if v < e.energy {
+			pick = e
+			break
+		}
+		v -= e.energy
+	}
+	return &Source{prefix: mutateChoices(pick.choices, rng), rng: rng}
 }
 
 // observe adds the input drawn from choices to suite's corpus when the
@@ -54,7 +76,8 @@ func (g *guide) source(suite string, rng *rand.Rand) *Source {
 // feature; rng picks the entry a full corpus gives up.
 func (g *guide) observe(suite string, c cases.Case, choices Choices, rng *rand.Rand) {
 	fresh := false
-	for _, f := range features(c) {
+	fs := features(c)
+	for _, f := range fs {
 		if !g.seen[f] {
 			g.seen[f], fresh = true, true
 		}
@@ -62,12 +85,37 @@ func (g *guide) observe(suite string, c cases.Case, choices Choices, rng *rand.R
 	if !fresh {
 		return
 	}
+	e := entry{choices: slices.Clone(choices), energy: codeEnergy(c)}
 	cs := g.corpus[suite]
 	if len(cs) < corpusMax {
-		g.corpus[suite] = append(cs, slices.Clone(choices))
+		g.corpus[suite] = append(cs, e)
 		return
 	}
-	cs[rng.IntN(len(cs))] = slices.Clone(choices)
+	cs[rng.IntN(len(cs))] = e
+}
+
+// codeEnergy is the energy of an input: the weight of the rarest (in the
+// spec's cases) rejection code or toast its reply holds, 1 without any.
+func codeEnergy(c cases.Case) int {
+	var codes []string
+	if code, ok := c.Then["rejected"].(string); ok {
+		codes = append(codes, code)
+	}
+	for _, st := range c.Steps {
+		step, _ := st.(map[string]any)
+		exp, _ := step["expect"].(map[string]any)
+		acts, _ := exp["actions"].([]any)
+		for _, a := range acts {
+			if s, _ := a.(string); strings.HasPrefix(s, "toast:") {
+				codes = append(codes, strings.TrimPrefix(s, "toast:"))
+			}
+		}
+	}
+	energy := 1
+	for _, code := range codes {
+		energy = max(energy, rarity(specCoverage().codes, code))
+	}
+	return energy
 }
 
 // mutateChoices returns a changed copy of c: a few choices redrawn, a

@@ -46,6 +46,19 @@ func TestCaseCoverageWeights(t *testing.T) {
 		codes = append(codes, c)
 	}
 	sort.Strings(codes)
+	sort.SliceStable(codes, func(i, j int) bool { return cv.codes[codes[i]] > cv.codes[codes[j]] })
+	if len(codes) < 2 {
+		t.Fatalf("the cases use %d rejection codes", len(codes))
+	}
+	if r := rarity(cv.codes, codes[0]); r != 1 {
+		t.Errorf("the most used code %s has rarity %d, want 1", codes[0], r)
+	}
+	if r := rarity(cv.codes, codes[len(codes)-1]); r <= 1 {
+		t.Errorf("the least used code %s has rarity %d, want more than 1", codes[len(codes)-1], r)
+	}
+	if r := rarity(cv.codes, "no-such-code"); r != 4 {
+		t.Errorf("a code no case uses has rarity %d, want 4", r)
+	}
 	t.Logf("command types: %v\nweights %v\nwindow events: %v\nrejection codes and toasts: %v", cv.types, w, cv.events, cv.codes)
 }
 
@@ -67,7 +80,7 @@ func TestWeightedPickShrinksToFirst(t *testing.T) {
 // TestGuideIsDeterministic: two runs with the same seed build the same
 // corpus (features come from the reference alone), and the corpus grows.
 func TestGuideIsDeterministic(t *testing.T) {
-	corpus := func() map[string][]Choices {
+	corpus := func() map[string][]entry {
 		o := Options{Impl: cases.Reference{}, Suites: cases.Suites, Seed: 5, Count: 300}
 		f := &fuzzer{o: o, impl: &recorder{Impl: o.Impl}, areas: map[string]*Difference{}, guide: newGuide(), types: kbcore.Types}
 		if _, err := f.run(context.Background()); err != nil {

@@ -49,16 +49,16 @@ var deepMutants = []mutant{
 		"if d, ok := p.doc(at.PageID); ok && d.page.Merged() {", "if d, ok := p.doc(at.PageID); ok && false && d.page.Merged() {"},
 }
 
-// deepBudget is how many inputs of its suite a deep mutant gets: enough,
-// at the rate of a loaded two-core machine, for well under 60 s of fuzzing.
-const deepBudget = 6000
+// deepBudget is how many inputs of its suite a deep mutant gets: the
+// generators must reach each one's state well within it.
+const deepBudget = 3000
 
 // TestFuzzKillsDeepMutants: with a fixed seed and an input budget (no
 // clock), `spec fuzz` over the mutant's suite finds each deep mutant and
 // shrinks the difference to a case that the reference passes and the
 // mutant fails. KBKIT_FUZZ_DEEP_BUDGET overrides the budget (a larger one
-// measures how many inputs a weaker generator would need);
-// KBKIT_FUZZ_DEEP=<name> runs one mutant.
+// measures how many inputs a weaker generator would need),
+// KBKIT_FUZZ_DEEP_SEED the seed; KBKIT_FUZZ_DEEP=<name> runs one mutant.
 func TestFuzzKillsDeepMutants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a mutant adapter each")
@@ -70,6 +70,14 @@ func TestFuzzKillsDeepMutants(t *testing.T) {
 			t.Fatalf("KBKIT_FUZZ_DEEP_BUDGET=%q: not a positive count", v)
 		}
 		budget = n
+	}
+	seed := uint64(1)
+	if v := os.Getenv("KBKIT_FUZZ_DEEP_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("KBKIT_FUZZ_DEEP_SEED=%q: not a seed", v)
+		}
+		seed = n
 	}
 	only := os.Getenv("KBKIT_FUZZ_DEEP")
 	specCases := cases.ForTest(t)
@@ -85,7 +93,7 @@ func TestFuzzKillsDeepMutants(t *testing.T) {
 					caught++
 				}
 			}
-			rep, err := Run(context.Background(), Options{Impl: c, Suites: []string{m.suite}, Seed: 1,
+			rep, err := Run(context.Background(), Options{Impl: c, Suites: []string{m.suite}, Seed: seed,
 				Count: budget, MaxDifferences: 1, ShrinkTime: time.Hour, ShrinkTests: 3000})
 			if err != nil {
 				t.Fatal(err)

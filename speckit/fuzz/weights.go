@@ -87,6 +87,19 @@ func inverseWeights(names []string, count map[string]int) []int {
 	return w
 }
 
+// rarity is inverseWeights' weight of one name among all that count has:
+// 1 for the most counted, 4 for one never counted.
+func rarity(count map[string]int, name string) int {
+	most := 0
+	for _, n := range count {
+		most = max(most, n)
+	}
+	if most == 0 {
+		return 1
+	}
+	return 1 + 3*(most-min(count[name], most))/most
+}
+
 // pickWeighted returns xs[i] with probability weights[i]/sum: one choice,
 // the first element the simplest.
 func pickWeighted[T any](s *Source, xs []T, weights []int) T {
