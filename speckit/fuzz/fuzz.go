@@ -135,7 +135,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if miss := missingGenerators(); len(miss) > 0 {
 		return nil, fmt.Errorf("%w: no payload generator for command type %s (speckit/fuzz/gen_cmd.go)", target.ErrCannotRun, strings.Join(miss, ", "))
 	}
-	f := &fuzzer{o: o, impl: &recorder{Impl: o.Impl}, areas: map[string]*Difference{}}
+	f := &fuzzer{o: o, impl: &recorder{Impl: o.Impl}, areas: map[string]*Difference{}, guide: newGuide()}
 	f.types = kbcore.Types
 	if o.Commands != nil {
 		f.types = nil
@@ -169,6 +169,7 @@ type fuzzer struct {
 	ref   cases.Reference
 	types []string
 	areas map[string]*Difference // by area and kind
+	guide *guide
 	rep   Report
 }
 
@@ -211,11 +212,15 @@ func (f *fuzzer) run(ctx context.Context) (*Report, error) {
 			return &f.rep, err
 		}
 		suite := f.o.Suites[i%len(f.o.Suites)]
-		src := newRandomSource(rand.New(rand.NewPCG(f.o.Seed, uint64(i))))
+		rng := rand.New(rand.NewPCG(f.o.Seed, uint64(i)))
+		src := f.guide.source(suite, rng)
 		p, err := f.probe(ctx, suite, src)
 		if err != nil {
 			f.rep.Elapsed = time.Since(start)
 			return &f.rep, err
+		}
+		if p.verdict != invalid {
+			f.guide.observe(suite, p.c, src.out, rng)
 		}
 		f.rep.Inputs = i + 1
 		st := f.rep.Suites[suite]

@@ -23,6 +23,9 @@ type cmdGen struct {
 	pages  []string // other page ids (merge-page's into)
 	titles []string // titles for page commands
 	text   func(*Source) string
+	// namesakes are ids restore-page's roots are often given: the nodes
+	// of the page's merge target, where a merge put them.
+	namesakes []string
 }
 
 // draw returns one command {id, type, payload} with id cmdID.
@@ -141,9 +144,13 @@ var payloadGens = map[string]func(g cmdGen, s *Source) map[string]any{
 		return map[string]any{"node": g.doc.pickNode(s), "text": g.text(s)}
 	},
 	kbcore.TypeMoveNode: func(g cmdGen, s *Source) map[string]any {
-		p := map[string]any{"node": g.doc.pickNode(s), "parent": nil, "after": nil}
-		if s.Chance(40) {
+		node := g.doc.pickNode(s)
+		p := map[string]any{"node": node, "parent": nil, "after": nil}
+		switch s.Intn(5) {
+		case 3:
 			p["parent"] = g.doc.pickNode(s)
+		case 4: // under itself, deep down: a cycle a shallow check misses
+			p["parent"] = g.doc.pickDescendant(s, node)
 		}
 		if s.Chance(50) {
 			p["after"] = g.doc.pickNode(s)
@@ -167,15 +174,24 @@ var payloadGens = map[string]func(g cmdGen, s *Source) map[string]any{
 		return map[string]any{"node": g.doc.pickKind(s, "code"), "outputs": outs}
 	},
 	kbcore.TypeSetCell: func(g cmdGen, s *Source) map[string]any {
+		node := g.doc.pickKind(s, "table")
+		// The table's own cells and the graph's, mostly: an edit that
+		// closes, breaks or shares a path of the table's formula graph.
+		cells := g.doc.cells[node]
 		cell := Pick(s, cellNames)
-		if s.Chance(10) {
+		switch k := s.Intn(10); {
+		case k == 9:
 			cell = Pick(s, []string{"a1", "A", "1", "A0", "", "AAAA1"})
+		case k >= 6:
+			cell = Pick(s, graphCells)
+		case k >= 3 && len(cells) > 0:
+			cell = Pick(s, cells)
 		}
 		value := ""
 		if !s.Chance(20) {
-			value = genFormula(s)
+			value = cellValue(s, append(slices.Clone(cells), cell))
 		}
-		return map[string]any{"node": g.doc.pickKind(s, "table"), "cell": cell, "value": value}
+		return map[string]any{"node": node, "cell": cell, "value": value}
 	},
 	kbcore.TypeCreatePage: func(g cmdGen, s *Source) map[string]any {
 		p := map[string]any{"title": Pick(s, g.titles)}
@@ -225,9 +241,14 @@ func (g cmdGen) other(s *Source) string {
 	return Pick(s, others)
 }
 
+// rank is a rank hint: a valid key, a bad one, or, often, the rank of a
+// node of the document (a hint equal to a neighbour's).
 func (g cmdGen) rank(s *Source) string {
-	if s.Chance(20) {
+	switch k := s.Intn(10); {
+	case k >= 8:
 		return Pick(s, badRanks)
+	case k >= 5 && len(g.doc.ids) > 0:
+		return g.doc.ranks[Pick(s, g.doc.ids)]
 	}
 	return Pick(s, rankKeys)
 }
@@ -241,11 +262,24 @@ func (g cmdGen) aliases(s *Source) []any {
 // records draws node records for restore and restore-page: fresh ids
 // mostly, parents among themselves or the document.
 func (g cmdGen) records(s *Source) []any {
-	nodes, _ := genNodes(s, 65, 3, g.text)
+	nodes, _ := genNodes(s, 80, 3, g.text)
+	if fresh := s.Chance(60); fresh {
+		freshIDs(nodes, g.doc)
+	}
+	if forest := s.Chance(30); forest { // every record a root
+		for _, n := range nodes {
+			delete(n.(map[string]any), "parent")
+		}
+	}
+	if len(g.namesakes) > 0 {
+		nameAfter(s, nodes, g.namesakes)
+	}
 	for _, n := range nodes {
 		m := n.(map[string]any)
 		if under := s.Chance(25); under && len(g.doc.ids) > 0 && m["parent"] == nil {
-			m["parent"] = Pick(s, g.doc.ids)
+			if p := Pick(s, g.doc.ids); p != m["id"] {
+				m["parent"] = p
+			}
 		}
 		// Records carry every field (spec/README.md "Nested records").
 		if _, ok := m["kind"]; !ok {
@@ -259,4 +293,67 @@ func (g cmdGen) records(s *Source) []any {
 		}
 	}
 	return nodes
+}
+
+// freshIDs renames the records whose ids the document has to ids it has
+// not (while the pool lasts), parents following, so that a restore of
+// several roots applies rather than failing node-exists.
+func freshIDs(nodes []any, doc docInfo) {
+	taken := map[string]bool{}
+	for _, id := range doc.ids {
+		taken[id] = true
+	}
+	for _, n := range nodes {
+		taken[n.(map[string]any)["id"].(string)] = true
+	}
+	rename := map[string]string{}
+	for _, n := range nodes {
+		m := n.(map[string]any)
+		id := m["id"].(string)
+		if !doc.has(id) {
+			continue
+		}
+		for _, f := range nodeIDs {
+			if !taken[f] {
+				taken[f], rename[id] = true, f
+				m["id"] = f
+				break
+			}
+		}
+	}
+	for _, n := range nodes {
+		m := n.(map[string]any)
+		if p, ok := m["parent"].(string); ok && rename[p] != "" {
+			m["parent"] = rename[p]
+		}
+	}
+}
+
+// nameAfter gives some root records an id of names (one no other record
+// has), their children following.
+func nameAfter(s *Source, nodes []any, names []string) {
+	taken := map[string]bool{}
+	for _, n := range nodes {
+		taken[n.(map[string]any)["id"].(string)] = true
+	}
+	rename := map[string]string{}
+	for _, n := range nodes {
+		m := n.(map[string]any)
+		if _, child := m["parent"]; child {
+			continue
+		}
+		if named := s.Chance(50); !named {
+			continue
+		}
+		if id := Pick(s, names); !taken[id] {
+			taken[id], rename[m["id"].(string)] = true, id
+			m["id"] = id
+		}
+	}
+	for _, n := range nodes {
+		m := n.(map[string]any)
+		if p, ok := m["parent"].(string); ok && rename[p] != "" {
+			m["parent"] = rename[p]
+		}
+	}
 }

@@ -26,9 +26,12 @@ var (
 
 // docInfo is what a generator knows of a document it drew.
 type docInfo struct {
-	ids   []string          // node ids, in drawing order
-	kinds map[string]string // id -> kind
-	page  map[string]any    // the page record, nil when the default
+	ids    []string            // node ids, in drawing order
+	kinds  map[string]string   // id -> kind
+	parent map[string]string   // id -> parent id ("" at the root)
+	ranks  map[string]string   // id -> rank
+	cells  map[string][]string // table id -> its cell names, sorted
+	page   map[string]any      // the page record, nil when the default
 }
 
 func (d docInfo) has(id string) bool { return slices.Contains(d.ids, id) }
@@ -89,7 +92,7 @@ func genPageRecord(s *Source, id string, mergedInto []string) map[string]any {
 // null, kind text, text ""), with distinct ids and distinct ranks among
 // siblings, so the document is valid.
 func genNodes(s *Source, p, maxNodes int, text func(*Source) string) ([]any, docInfo) {
-	info := docInfo{kinds: map[string]string{}}
+	info := docInfo{kinds: map[string]string{}, parent: map[string]string{}, ranks: map[string]string{}, cells: map[string][]string{}}
 	var nodes []any
 	used := map[string]map[string]bool{} // parent -> ranks
 	s.List(p, maxNodes, func(int) {
@@ -100,7 +103,12 @@ func genNodes(s *Source, p, maxNodes int, text func(*Source) string) ([]any, doc
 		n := map[string]any{"id": id}
 		parent := ""
 		if child := s.Chance(45); child && len(info.ids) > 0 {
-			parent = Pick(s, info.ids)
+			// Often under the latest node, which makes deep chains.
+			if deep := s.Chance(40); deep {
+				parent = info.ids[len(info.ids)-1]
+			} else {
+				parent = Pick(s, info.ids)
+			}
 			n["parent"] = parent
 		}
 		if used[parent] == nil {
@@ -134,12 +142,19 @@ func genNodes(s *Source, p, maxNodes int, text func(*Source) string) ([]any, doc
 			n["outputs"] = outs
 		case "table":
 			cells := map[string]any{}
-			s.List(40, 3, func(int) { cells[Pick(s, cellNames)] = genFormula(s) })
+			if graph := s.Chance(50); graph {
+				cells = genCellGraph(s)
+			} else {
+				s.List(40, 3, func(int) { cells[Pick(s, cellNames)] = genFormula(s) })
+			}
 			n["cells"] = cells
+			info.cells[id] = sortedKeys(cells)
 		}
 		nodes = append(nodes, n)
 		info.ids = append(info.ids, id)
 		info.kinds[id] = kind
+		info.parent[id] = parent
+		info.ranks[id] = rankKeys[k]
 	})
 	if nodes == nil {
 		nodes = []any{}
