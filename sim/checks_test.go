@@ -43,9 +43,9 @@ func TestPageModelDerivedRejections(t *testing.T) {
 	}
 }
 
-// TestReadmeListsTheCheckers holds the README's table of checkers to
+// TestDocsListTheCheckers holds docs/testing-clients.md's table of checkers to
 // Checks: every row, in order, with the line it proves.
-func TestReadmeListsTheCheckers(t *testing.T) {
+func TestDocsListTheCheckers(t *testing.T) {
 	b, err := os.ReadFile("../docs/testing-clients.md")
 	if err != nil {
 		t.Fatal(err)
