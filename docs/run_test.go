@@ -202,10 +202,19 @@ func needNode(t *testing.T) {
 
 var (
 	buildOnce sync.Once
+	buildDir  string // removed by TestMain after the tests
 	binDir    string
 	corePath  string
 	buildErr  error
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
 
 // tools builds kbkit and the @kbkit/core tarball once for every page: the
 // binary into a directory put first on the pages' PATH, the tarball from a
@@ -219,6 +228,7 @@ func tools(t *testing.T) (env []string) {
 			buildErr = err
 			return
 		}
+		buildDir = dir
 		binDir = filepath.Join(dir, "bin")
 		corePath, buildErr = build(dir)
 	})
