@@ -79,7 +79,7 @@ fuzz:
 conformance:
 	$(GO) run ./cmd/kbkit conformance run --seeds 20 --faults --junit conformance-junit.xml
 
-# The README's client row (the example client alone, --faults) at 20
+# The client row of docs/testing-clients.md (the example client alone, --faults) at 20
 # seeds per bug of the example client: the checker named for each bug
 # must fail in the majority of seeds, the correct client in none
 # (sim/foreign_row_test.go; needs node and npm ci in examples/client-js).

@@ -122,8 +122,8 @@
 # mutation on the window's WebSocket, whose reply the server writes with
 # the events of the command's transaction; unset, each phase its own:
 # HOT_COMMANDS (ws) on the hot page, where it costs the two processes
-# less CPU per command, http elsewhere; loadgen/README, "One write per
-# group on a hot page"), STRICT (1: exit 1 on a missed
+# less CPU per command, http elsewhere; loadgen/results/
+# 2026-12-05-one-write-per-group-on-a-hot.json), STRICT (1: exit 1 on a missed
 # target; all: on a missed goal too), PHASES (the phases to run, default
 # all: "many-pages hot-page fanout fanout-2000 idle saturation"; the checks
 # of a phase not run are left out), SATURATION_WORKLOADS (default "hot-page

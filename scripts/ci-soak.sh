@@ -3,7 +3,7 @@
 # every fault of the link to Postgres in turn, the server a process of
 # its own; fails on a loss or a series growing by more than 10 % after
 # the warm-up (about 2.5 min; 136 s on 2 December 2026). It passes since
-# the load generator's growth was fixed (README, "A long run").
+# the load generator's growth was fixed (docs/postgres-faults.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 TIMEOUT=${TIMEOUT:-10m}
 LONG_TIMEOUT=${LONG_TIMEOUT:-30m}
-LONG=${LONG:-"sim sim/cli wiresuite wiresuite/cli speckit/cli pgfault"}
+LONG=${LONG:-"sim sim/cli wiresuite wiresuite/cli speckit/cli pgfault docs"}
 read -r -a extra <<<"${GOTESTFLAGS:-}"
 
 mod=$($GO list -m) || exit 2

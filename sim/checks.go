@@ -83,7 +83,7 @@ func lastSeq(evs []client.Event) int64 {
 type Checker struct {
 	Name    string
 	Section string // what of spec/ it holds the server (and the clients) to
-	Proves  string // one line, as the README's table says it
+	Proves  string // one line, as docs/testing-clients.md's table says it
 	run     func(s *sim, f *final) []string
 	// Unit names what the checker's evidence counts ("rejections");
 	// evidence counts it in a seed. A checker with no evidence and no

@@ -43,16 +43,16 @@ func TestPageModelDerivedRejections(t *testing.T) {
 	}
 }
 
-// TestReadmeListsTheCheckers holds the README's table of checkers to
+// TestDocsListTheCheckers holds docs/testing-clients.md's table of checkers to
 // Checks: every row, in order, with the line it proves.
-func TestReadmeListsTheCheckers(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+func TestDocsListTheCheckers(t *testing.T) {
+	b, err := os.ReadFile("../docs/testing-clients.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(b), "| checker | what it proves |\n|---|---|\n")
 	if !ok {
-		t.Fatal("README.md has no table of checkers")
+		t.Fatal("docs/testing-clients.md has no table of checkers")
 	}
 	table, _, _ = strings.Cut(table, "\n\n")
 	var rows []string
@@ -64,6 +64,6 @@ func TestReadmeListsTheCheckers(t *testing.T) {
 		want = append(want, "| "+c.Name+" | "+c.Proves+" |")
 	}
 	if !slices.Equal(rows, want) {
-		t.Errorf("README's checkers:\n%s\nChecks:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+		t.Errorf("docs/testing-clients.md's checkers:\n%s\nChecks:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -44,7 +44,7 @@ func TestVerdictNeedsEvidence(t *testing.T) {
 	}
 }
 
-// The README's client row (one client, faults, no window of the kit's
+// The client row of docs/testing-clients.md (one client, faults, no window of the kit's
 // own): the kit acts as the other users of the client's page, so over a
 // handful of seeds every checker has evidence (the server rejects the
 // client's commands, refetches owe outcomes, retries are deduplicated),

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestClientRow runs the README's client row, `kbkit conformance run
+// TestClientRow runs the client row of docs/testing-clients.md, `kbkit conformance run
 // --client "node examples/client-js/adapter.mjs" --seeds N --faults` (the
 // client alone on its pages, the kit as the other users), once per bug of
 // the example client: the checker named for the bug must fail in the
@@ -21,7 +21,7 @@ import (
 func TestClientRow(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("KBKIT_CLIENT_ROW"))
 	if n <= 0 {
-		t.Skip("set KBKIT_CLIENT_ROW=20 to run the README's client row for every bug (make client-row)")
+		t.Skip("set KBKIT_CLIENT_ROW=20 to run the client row of docs/testing-clients.md for every bug (make client-row)")
 	}
 	cl := exampleClient(t)
 	// The command's echo timeout; a client slowed by a busy machine is
@@ -35,7 +35,7 @@ func TestClientRow(t *testing.T) {
 	var rows []string
 	defer func() {
 		slices.Sort(rows)
-		t.Logf("the README's client row, %d seeds with --faults, per bug of the example client:\n%-26s %-16s %s\n%s",
+		t.Logf("the client row of docs/testing-clients.md, %d seeds with --faults, per bug of the example client:\n%-26s %-16s %s\n%s",
 			n, "bug", "checker", "caught", strings.Join(rows, "\n"))
 	}()
 	t.Run("correct", func(t *testing.T) {
@@ -60,7 +60,7 @@ func TestClientRow(t *testing.T) {
 			rows = append(rows, fmt.Sprintf("%-26s %-16s %d/%d", tc.bug, tc.checker, caught, n))
 			mu.Unlock()
 			if 2*caught <= n {
-				t.Errorf("the README's row caught %s by %s in %d of %d seeds, not a majority", tc.bug, tc.checker, caught, n)
+				t.Errorf("the client row caught %s by %s in %d of %d seeds, not a majority", tc.bug, tc.checker, caught, n)
 			}
 		})
 	}

@@ -7,7 +7,8 @@
 // transaction on a goroutine of its own. Starting a fresh goroutine for
 // every burst costs its creation and, as the call grows the stack from
 // its minimum, a stack copy or two each time, a cost paid per command on
-// a busy socket (loadgen/README.md has the profiles). A parked goroutine
+// a busy socket (loadgen/results/2026-12-05-parked-goroutines-for-the-sockets-bursts.json
+// has the measurements). A parked goroutine
 // keeps the stack it grew (until a garbage collection finds it mostly
 // unused), and handing it a task is one channel send.
 package taskpool

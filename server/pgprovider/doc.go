@@ -1,5 +1,5 @@
 // Package pgprovider supplies a PostgreSQL server to kbkit's tests, the
-// simulator, the load generator and `kbkit serve` (README.md, "Postgres").
+// simulator, the load generator and `kbkit serve` (docs/postgres.md).
 //
 // Three providers, chosen by Options.Kind or, when it is empty, in this
 // order:

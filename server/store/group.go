@@ -76,8 +76,8 @@ const defaultGroupTx = 1
 // small next to a command's latency. The wait ends as soon as every
 // caller is back, so a closed loop rarely waits long; in an open one
 // (callers that do not come back) a command queued behind a group may
-// wait this long for it. The loads that chose it are in loadgen/README,
-// "The group window".
+// wait this long for it. The loads that chose it are in
+// loadgen/results/2026-12-03-the-group-window.json.
 const defaultGroupWait = 2 * time.Millisecond
 
 // groupTimeout bounds one group transaction (it runs on no caller's
@@ -448,8 +448,8 @@ func (s *Store) round(reqs []*request, late bool) (rest []*request, arrived int6
 		// runs them (runLate, after its first send), or the end of this
 		// one when no group follows (runGroup); a page's commits reach
 		// the hooks in seq order either way (committed runs the late
-		// ones first). loadgen/README, "The echoes while PostgreSQL
-		// works".
+		// ones first). loadgen/README, "How the reference server spends
+		// a command".
 		s.deferHooks(g.entries)
 		return nil, arrived
 	}
