@@ -34,8 +34,11 @@ import (
 // have rebased its pending command on the other user's echo; with
 // faults that echo is sometimes delivered twice, which it must count
 // once, or (a concurrent insert) after the client's own echo, which it
-// must not apply before the seq it follows. With faults, the answer to the client's post is then lost and its
-// retries are refused (503) until it calls kb.page, sometimes across a
+// must not apply before the seq it follows.
+//
+// With faults, the answer to the client's post is then lost and its
+// retries are refused (503; the kit waits for two of them) until it
+// calls kb.page, sometimes across a
 // restart of its instance: the command stays undecided. Sometimes the
 // echo is dropped too (the conflict's delete, or the client's own
 // committed edit) and the kit commits once more: the client sees a gap
@@ -142,9 +145,10 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 
 	held, release := fw.proxy.armHold(mine.ID)
 	defer release()
-	var lost <-chan struct{}
+	var lost, refused <-chan struct{}
 	if lose {
 		lost = fw.proxy.armLose(mine.ID, true)
+		refused = fw.proxy.armRefused(mine.ID, 2)
 	}
 	if dropEcho {
 		if kind == advConflict {
@@ -190,6 +194,9 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 		return true, nil
 	}
 	s.wait(lost)
+	// The command stays undecided through two refused retries (or until
+	// the client asks kb.page), however fast or slow the client retries.
+	s.wait(refused)
 	s.drainForeign()
 	if restart {
 		s.logf("restarting instance %d (adversary: %s's answer lost)", fw.proxy.inst, fw.name())

@@ -18,7 +18,18 @@ type proxyArms struct {
 	dupCmd  map[string]bool       // the next echo of these command ids is written twice
 	lateCmd map[string]bool       // the next echo of these command ids is written after the event that follows it
 	seen    map[string]chan int64 // command id -> gets the seq of its next echo, written or dropped
+	refused map[string]*refusals  // command id -> its blocked posts, counted
 }
+
+// refusals counts the posts of one id answered 503 while it is blocked;
+// done is closed at the count wanted, or once the block is lifted.
+type refusals struct {
+	left int
+	done chan struct{}
+	once sync.Once
+}
+
+func (r *refusals) end() { r.once.Do(func() { close(r.done) }) }
 
 type heldPost struct {
 	held, release         chan struct{}
@@ -112,7 +123,29 @@ func (p *clientProxy) lostNow(ids []string) {
 func (p *clientProxy) blocked(id string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.adv.block[id]
+	if !p.adv.block[id] {
+		return false
+	}
+	if r := p.adv.refused[id]; r != nil {
+		if r.left--; r.left <= 0 {
+			r.end()
+		}
+	}
+	return true
+}
+
+// armRefused reports, by closing the channel it returns, when n posts of
+// id were refused while it is blocked (armLose), or when the block was
+// lifted first.
+func (p *clientProxy) armRefused(id string, n int) <-chan struct{} {
+	r := &refusals{left: n, done: make(chan struct{})}
+	p.mu.Lock()
+	if p.adv.refused == nil {
+		p.adv.refused = map[string]*refusals{}
+	}
+	p.adv.refused[id] = r
+	p.mu.Unlock()
+	return r.done
 }
 
 // unblock lets blocked retries through again (a kb.page call: the client
@@ -120,7 +153,12 @@ func (p *clientProxy) blocked(id string) bool {
 func (p *clientProxy) unblock() {
 	p.mu.Lock()
 	p.adv.block = nil
+	refused := p.adv.refused
+	p.adv.refused = nil
 	p.mu.Unlock()
+	for _, r := range refused {
+		r.end()
+	}
 }
 
 // armDrop drops the next echo of command id on the client's sockets.
@@ -217,10 +255,13 @@ func (p *clientProxy) passed(id string, seq int64) {
 // disarm clears every arm and releases every held post (quiesce).
 func (p *clientProxy) disarm() {
 	p.mu.Lock()
-	holds := p.adv.hold
+	holds, refused := p.adv.hold, p.adv.refused
 	p.adv = proxyArms{}
 	p.mu.Unlock()
 	for _, h := range holds {
 		h.free()
+	}
+	for _, r := range refused {
+		r.end()
 	}
 }

@@ -23,8 +23,8 @@ import (
 //     one): otherwise the user's edit is lost, found the first time.
 //   - resume: no kb.onPage subscription resumes past the highest seq
 //     delivered to the client (it would never be sent the next one), nor
-//     below a seq the client reported before it (its seq never goes
-//     down).
+//     below both a seq the client reported before it (its seq never goes
+//     down) and the last event it received.
 //   - convergence: every reply's `rendered` is the fold of the log's first
 //     `seq` commands with `pending` applied in order, computed by the kit
 //     (the client need not report `server`); no reply's `seq` is past the
@@ -49,6 +49,7 @@ type clientRules struct {
 	settled map[string]int64 // command id -> when its echo, an answer or an outcome first went to the client
 	subs    []clientSub
 	seen    int64   // the highest seq of its page delivered to the client (events, snapshots)
+	last    int64   // the seq of the last event of its page delivered to the client
 	rises   []seqAt // when seen rose, in record order
 }
 
@@ -93,6 +94,7 @@ type clientSub struct {
 	after    int64
 	hasAfter bool
 	seen     int64 // the highest seq delivered to the client before it
+	last     int64 // the seq of the last event delivered to the client before it
 }
 
 // reply notes a state the client reported, answering the intent noted
@@ -118,6 +120,7 @@ func (r *clientRules) record(rec proxyRec, page string) {
 		settle(rec.cmdID)
 		if rec.page == page {
 			r.see(rec.at, rec.seq)
+			r.last = rec.seq
 		}
 	case recAnswer:
 		if !rec.lost && rec.err == "" {
@@ -134,7 +137,7 @@ func (r *clientRules) record(rec proxyRec, page string) {
 		}
 	case recSubscribe:
 		if rec.page == page {
-			r.subs = append(r.subs, clientSub{at: rec.at, after: rec.after, hasAfter: rec.hasAfter, seen: r.seen})
+			r.subs = append(r.subs, clientSub{at: rec.at, after: rec.after, hasAfter: rec.hasAfter, seen: r.seen, last: r.last})
 		}
 	}
 }
@@ -216,12 +219,19 @@ func (s *sim) checkClientRules(fw *foreignWin, ps *pageState) {
 	}
 	for _, sub := range r.subs {
 		// The window's seq never goes down: a subscription after a reply
-		// resumes at least at the seq that reply reported.
+		// resumes at least at the seq that reply reported, or at the last
+		// event the client received if that is lower (a transport that
+		// resumes from its last event, as tRPC's wsLink does, after
+		// events came out of order or a snapshot went past them: it is
+		// sent what it has again, which it ignores).
 		var had int64
 		for _, rp := range r.replies {
 			if rp.at < sub.at {
 				had = max(had, rp.seq)
 			}
+		}
+		if sub.last > 0 {
+			had = min(had, sub.last)
 		}
 		if sub.hasAfter && sub.after < had {
 			s.find(CheckResume, "%s subscribed to page %s at %.3fs with lastEventId %d, though it had reported seq %d before: it gets events it applied again; a window resubscribes with lastEventId = its seq (spec/window.md; spec/PROTOCOL.md 4.4)",
