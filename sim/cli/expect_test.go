@@ -2,28 +2,13 @@ package cli
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/server/pgprovider"
 	"github.com/subspace/kbkit/target"
 )
-
-// writeExpect writes an expectations file with the given entries.
-func writeExpect(t *testing.T, entries ...string) string {
-	t.Helper()
-	name := filepath.Join(t.TempDir(), "expect.yaml")
-	body := "spec_version: 1\nexpectations:\n"
-	for _, e := range entries {
-		body += "  - " + e + "\n"
-	}
-	if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
 
 // --expect against the reference server on Postgres, plain and behind
 // sim/broken's non-canonical-page proxy (kb.page documents out of
@@ -50,10 +35,10 @@ func TestConformanceRunExpect(t *testing.T) {
 		return kbkit(t, "", args...)
 	}
 	const brk = "non-canonical-page"
-	narrowed := writeExpect(t, `{id: projection, status: fail, reason: "pages out of order", server: `+brk+`}`)
-	anyRun := writeExpect(t, `{id: projection, status: fail, reason: "pages out of order"}`)
-	flaky := writeExpect(t, `{id: "proj*", status: known_flaky, reason: "sometimes"}`)
-	other := writeExpect(t, `{id: convergence, status: known_flaky, reason: "sometimes"}`)
+	narrowed := cliutil.WriteExpectations(t, `{id: projection, status: fail, reason: "pages out of order", server: `+brk+`}`)
+	anyRun := cliutil.WriteExpectations(t, `{id: projection, status: fail, reason: "pages out of order"}`)
+	flaky := cliutil.WriteExpectations(t, `{id: "proj*", status: known_flaky, reason: "sometimes"}`)
+	other := cliutil.WriteExpectations(t, `{id: convergence, status: known_flaky, reason: "sometimes"}`)
 	for _, tc := range []struct {
 		name, broken, expect string
 		code                 int
@@ -85,9 +70,9 @@ func TestConformanceRunExpect(t *testing.T) {
 func TestConformanceRunExpectRefused(t *testing.T) {
 	url := fakeServer(t)
 	for _, tc := range []struct{ file, want string }{
-		{writeExpect(t, `{id: projektion, status: fail, reason: x}`), `expect.yaml:3: "projektion" is no simulator checker`},
-		{writeExpect(t, `{id: pending, status: fail, reason: x}`, `{id: "zz*", status: known_flaky, reason: x}`), `expect.yaml:4: "zz*" matches no simulator checker`},
-		{writeExpect(t, `{id: pending, status: skip, reason: x}`), "expect.yaml:3: \"pending\": status skip: a checker cannot be left out of a run"},
+		{cliutil.WriteExpectations(t, `{id: projektion, status: fail, reason: x}`), `expect.yaml:3: "projektion" is no simulator checker`},
+		{cliutil.WriteExpectations(t, `{id: pending, status: fail, reason: x}`, `{id: "zz*", status: known_flaky, reason: x}`), `expect.yaml:4: "zz*" matches no simulator checker`},
+		{cliutil.WriteExpectations(t, `{id: pending, status: skip, reason: x}`), "expect.yaml:3: \"pending\": status skip: a checker cannot be left out of a run"},
 	} {
 		code, out, errs := kbkit(t, "", "conformance", "run", "--server", url, "--token", "good", "--seeds", "1", "--expect", tc.file)
 		if code != exitErrored || out != "" || !strings.Contains(errs, tc.want) {

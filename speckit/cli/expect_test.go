@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,29 +22,15 @@ func (p plantedTwo) Tokenize(ctx context.Context, req cases.TokenizeRequest) (ca
 	return r, err
 }
 
-// writeExpect writes an expectations file with the given entries.
-func writeExpect(t *testing.T, entries ...string) string {
-	t.Helper()
-	name := filepath.Join(t.TempDir(), "expect.yaml")
-	body := "spec_version: 1\nexpectations:\n"
-	for _, e := range entries {
-		body += "  - " + e + "\n"
-	}
-	if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
-
 // spec fuzz --expect by signature, against the broken Node adapter
 // (edit-text drops the last character of texts longer than three) and the
 // example Node adapter it is built on (no difference).
 func TestSpecFuzzExpect(t *testing.T) {
 	needNode(t)
 	const brk, good = "node ../adapters/broken/adapter.mjs", "node ../adapters/node/adapter.mjs"
-	expected := writeExpect(t, `{id: "edit-text/fuzz:doc", status: fail, reason: "drops a character"}`)
-	flaky := writeExpect(t, `{id: "edit-text/fuzz:*", status: known_flaky, reason: "sometimes"}`)
-	other := writeExpect(t, `{id: "tokenizer/fuzz:text:refs", status: known_flaky, reason: "sometimes"}`)
+	expected := cliutil.WriteExpectations(t, `{id: "edit-text/fuzz:doc", status: fail, reason: "drops a character"}`)
+	flaky := cliutil.WriteExpectations(t, `{id: "edit-text/fuzz:*", status: known_flaky, reason: "sometimes"}`)
+	other := cliutil.WriteExpectations(t, `{id: "tokenizer/fuzz:text:refs", status: known_flaky, reason: "sometimes"}`)
 	for _, tc := range []struct {
 		name, impl, expect string
 		code               int
@@ -84,7 +68,7 @@ func TestSpecFuzzExpect(t *testing.T) {
 // this run) and labels some texts; the file expects the lost refs.
 func TestSpecFuzzExpectOneBug(t *testing.T) {
 	t.Setenv(envAdapter, "planted-two")
-	x := writeExpect(t, `{id: "tokenizer/fuzz:*:refs", status: fail, reason: "loses the last ref"}`)
+	x := cliutil.WriteExpectations(t, `{id: "tokenizer/fuzz:*:refs", status: fail, reason: "loses the last ref"}`)
 	code, out, errOut := kbkit(t, "", "spec", "fuzz", "--impl", self(t), "--suite", "tokenizer", "--seed", "9", "--count", "600", "--expect", x)
 	if code != cliutil.ExitFailed {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
@@ -104,11 +88,11 @@ func TestSpecFuzzExpectOneBug(t *testing.T) {
 // A bad spec fuzz expectations file is refused before the adapter starts.
 func TestSpecFuzzExpectRefused(t *testing.T) {
 	for _, tc := range []struct{ file, want string }{
-		{writeExpect(t, `{id: "edit-text/fuzz:dco", status: fail, reason: x}`), `expect.yaml:3: "edit-text/fuzz:dco" is no spec case id or spec fuzz signature`},
-		{writeExpect(t, `{id: "edit-text/fuzz-1a2b3c4d", status: fail, reason: x}`), `expect.yaml:3: "edit-text/fuzz-1a2b3c4d" is no spec case id or spec fuzz signature`},
-		{writeExpect(t, `{id: "window/fuzz:*:nothing", status: fail, reason: x}`), `expect.yaml:3: "window/fuzz:*:nothing" matches no spec case id or spec fuzz signature`},
-		{writeExpect(t, `{id: "edit-text/fuzz:doc", status: skip, reason: x}`), `status skip applies to inputs, not to a difference's signature`},
-		{writeExpect(t, `{id: "edit-text/fuzz:doc", status: fail, reason: x, server: a}`), `client and server narrow entries of kbkit conformance run only`},
+		{cliutil.WriteExpectations(t, `{id: "edit-text/fuzz:dco", status: fail, reason: x}`), `expect.yaml:3: "edit-text/fuzz:dco" is no spec case id or spec fuzz signature`},
+		{cliutil.WriteExpectations(t, `{id: "edit-text/fuzz-1a2b3c4d", status: fail, reason: x}`), `expect.yaml:3: "edit-text/fuzz-1a2b3c4d" is no spec case id or spec fuzz signature`},
+		{cliutil.WriteExpectations(t, `{id: "window/fuzz:*:nothing", status: fail, reason: x}`), `expect.yaml:3: "window/fuzz:*:nothing" matches no spec case id or spec fuzz signature`},
+		{cliutil.WriteExpectations(t, `{id: "edit-text/fuzz:doc", status: skip, reason: x}`), `status skip applies to inputs, not to a difference's signature`},
+		{cliutil.WriteExpectations(t, `{id: "edit-text/fuzz:doc", status: fail, reason: x, server: a}`), `client and server narrow entries of kbkit conformance run only`},
 	} {
 		code, out, errOut := kbkit(t, "", "spec", "fuzz", "--impl", "kbkit-no-such-adapter", "--count", "10", "--expect", tc.file)
 		if code != cliutil.ExitErrored || out != "" || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "starting the adapter") {
@@ -121,7 +105,7 @@ func TestSpecFuzzExpectRefused(t *testing.T) {
 // and the report says which; the planted adapter fails the tokenizer
 // cases with two refs or more, the reference passes them.
 func TestSpecRunKnownFlaky(t *testing.T) {
-	x := writeExpect(t, `{id: "tokenizer/*", status: known_flaky, reason: "sometimes"}`)
+	x := cliutil.WriteExpectations(t, `{id: "tokenizer/*", status: known_flaky, reason: "sometimes"}`)
 	run := func(planted bool) (int, string, string) {
 		if planted {
 			t.Setenv(envAdapter, "planted")

@@ -7,24 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/server/pgprovider"
 	"github.com/subspace/kbkit/sim/broken"
 	"github.com/subspace/kbkit/target"
 )
-
-// writeExpect writes an expectations file with the given entries.
-func writeExpect(t *testing.T, entries ...string) string {
-	t.Helper()
-	name := filepath.Join(t.TempDir(), "expect.yaml")
-	body := "spec_version: 1\nexpectations:\n"
-	for _, e := range entries {
-		body += "  - " + e + "\n"
-	}
-	if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
 
 // --expect against a real server: the reference server on Postgres, and
 // the same behind sim/broken's no-duplicate-flag proxy (a retried
@@ -54,9 +41,9 @@ func TestProtocolExpect(t *testing.T) {
 		}
 		return kbkit(t, "", args...)
 	}
-	expectFail := writeExpect(t, `{id: protocol/retry-committed, status: fail, reason: "no duplicate flag yet"}`)
-	flaky := writeExpect(t, `{id: "protocol/retry-*", status: known_flaky, reason: "sometimes"}`)
-	other := writeExpect(t, `{id: protocol/whoami, status: known_flaky, reason: "sometimes"}`)
+	expectFail := cliutil.WriteExpectations(t, `{id: protocol/retry-committed, status: fail, reason: "no duplicate flag yet"}`)
+	flaky := cliutil.WriteExpectations(t, `{id: "protocol/retry-*", status: known_flaky, reason: "sometimes"}`)
+	other := cliutil.WriteExpectations(t, `{id: protocol/whoami, status: known_flaky, reason: "sometimes"}`)
 
 	for _, tc := range []struct {
 		name, url, expect string
@@ -96,9 +83,9 @@ func TestProtocolExpectRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ file, want string }{
-		{writeExpect(t, `{id: protocol/no-such-check, status: fail, reason: x}`), `expect.yaml:3: "protocol/no-such-check" is no protocol check`},
-		{writeExpect(t, `{id: protocol/whoami, status: fail, reason: x}`, `{id: "protocol/nothing-*", status: skip, reason: x}`), `expect.yaml:4: "protocol/nothing-*" matches no protocol check`},
-		{writeExpect(t, `{id: protocol/whoami, status: fail, reason: x, client: "node a.mjs"}`), "client and server narrow entries of kbkit conformance run only"},
+		{cliutil.WriteExpectations(t, `{id: protocol/no-such-check, status: fail, reason: x}`), `expect.yaml:3: "protocol/no-such-check" is no protocol check`},
+		{cliutil.WriteExpectations(t, `{id: protocol/whoami, status: fail, reason: x}`, `{id: "protocol/nothing-*", status: skip, reason: x}`), `expect.yaml:4: "protocol/nothing-*" matches no protocol check`},
+		{cliutil.WriteExpectations(t, `{id: protocol/whoami, status: fail, reason: x, client: "node a.mjs"}`), "client and server narrow entries of kbkit conformance run only"},
 		{malformed, "bad.yaml:3: at /expectations/0/status: value must be one of 'fail', 'skip', 'known_flaky'"},
 	} {
 		code, out, errs := kbkit(t, "", "conformance", "protocol", "--server", url, "--token", "good", "--run", "^protocol/whoami$", "--expect", tc.file)
