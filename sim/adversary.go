@@ -23,6 +23,11 @@ import (
 //   - concurrent insert: the client inserts after a node; its post is
 //     held while the kit inserts after the same node; both commit, the
 //     kit's first (rendered = fold(server, pending) while it is pending).
+//   - concurrent edit: the client edits a node's text; its post is held
+//     while the kit gives the node another text; both commit, the kit's
+//     first: the client's text must show while it is pending and after
+//     (a client that applies others' echoes on top of what it renders
+//     shows the kit's).
 //   - merge (late in a seed): the client's held edit lands on a page the
 //     kit merged meanwhile (page-merged).
 //   - rename (a client that declared rename-page): the client's held
@@ -59,12 +64,13 @@ const (
 	advUndecided
 	advMerge
 	advRename
+	advEdit
 )
 
 // adversary runs one adversary step against fw through kit window a (on
 // fw's page). It reports false when it had nothing to act on.
 func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
-	kind := []int{advConflict, advConflict, advConflict, advInsert, advInsert, advUndecided, advUndecided, advMerge}[s.rng.IntN(8)]
+	kind := []int{advConflict, advConflict, advEdit, advInsert, advInsert, advUndecided, advUndecided, advMerge}[s.rng.IntN(8)]
 	lose, dropEcho, restart, dup, late := false, false, false, false, false
 	if s.opts.Faults {
 		lose = s.rng.IntN(3) > 0
@@ -97,7 +103,7 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 	var mine, theirs kbcore.Command // the client's command, the kit's
 	var renameOther func() error    // the kit's rename of another page
 	switch kind {
-	case advConflict, advMerge, advUndecided:
+	case advConflict, advMerge, advUndecided, advEdit:
 		if !fw.intents[kbcore.TypeEditText] {
 			return false, nil
 		}
@@ -105,6 +111,8 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 		switch kind {
 		case advConflict:
 			theirs = kbcore.Command{ID: s.newID(), Type: kbcore.TypeDelete, Payload: mustJSON(map[string]any{"node": node.ID})}
+		case advEdit:
+			theirs = kbcore.Command{ID: s.newID(), Type: kbcore.TypeEditText, Payload: mustJSON(map[string]any{"node": node.ID, "text": fmt.Sprintf("k%d %s", s.idSeq, s.piece())})}
 		case advMerge:
 			into := (fw.page + 1 + s.rng.IntN(len(s.pages)-1)) % len(s.pages)
 			if s.merged[into] {
@@ -258,7 +266,7 @@ func (s *sim) lookAfterEcho(fw *foreignWin, seen <-chan int64) {
 }
 
 func advName(kind int) string {
-	return [...]string{"conflict", "concurrent insert", "undecided", "merge", "rename"}[kind]
+	return [...]string{"conflict", "concurrent insert", "undecided", "merge", "rename", "concurrent edit"}[kind]
 }
 
 // giveIntent has the user of fw perform command c; false if the client

@@ -217,7 +217,9 @@ var clientBugs = []struct {
 }
 
 // Each bug of the example client breaks one guarantee; the checker named
-// must catch it in a few seeds.
+// must catch it in a few seeds: three at a time, until one of them
+// catches it or nine ran (how often each bug is caught per seed is
+// measured by TestClientRow).
 func TestForeignClientBugsAreCaught(t *testing.T) {
 	cl := exampleClient(t)
 	for _, tc := range clientBugs {
@@ -226,25 +228,38 @@ func TestForeignClientBugsAreCaught(t *testing.T) {
 			opts.Clients = []string{cl + " --broken " + tc.bug}
 			opts.ClientTimeout = hang // a slow client is not the bug under test
 			var caught []int64
-			for _, r := range runForeign(t, opts, 0, 1, 2) {
-				if !slices.Contains(failedCheckers(r), tc.checker) {
-					continue
-				}
-				caught = append(caught, r.Seed)
-				if tc.bug == "no-server-doc" {
-					for _, c := range r.Checks {
-						if c.Name == tc.checker && !strings.Contains(c.Detail, "not the fold of the log's first") {
-							t.Errorf("seed %d: %s did not come from the kit's fold of the log:\n%s", r.Seed, tc.checker, c.Detail)
-						}
-					}
-				}
+			var ran int
+			for first := int64(0); first < 9 && len(caught) == 0; first += 3 {
+				ran += 3
+				caught = append(caught, bugCaught(t, tc.bug, tc.checker, runForeign(t, opts, first, first+1, first+2))...)
 			}
 			if len(caught) == 0 {
-				t.Fatalf("the %s checker caught the client bug %s in none of 3 seeds", tc.checker, tc.bug)
+				t.Fatalf("the %s checker caught the client bug %s in none of %d seeds", tc.checker, tc.bug, ran)
 			}
 			t.Logf("%s caught %s in seeds %v", tc.checker, tc.bug, caught)
 		})
 	}
+}
+
+// bugCaught returns the seeds of rs whose checker failed, checking that a
+// no-server-doc finding came from the kit's fold of the log.
+func bugCaught(t *testing.T, bug, checker string, rs []SeedReport) []int64 {
+	t.Helper()
+	var caught []int64
+	for _, r := range rs {
+		if !slices.Contains(failedCheckers(r), checker) {
+			continue
+		}
+		caught = append(caught, r.Seed)
+		if bug == "no-server-doc" {
+			for _, c := range r.Checks {
+				if c.Name == checker && !strings.Contains(c.Detail, "not the fold of the log's first") {
+					t.Errorf("seed %d: %s did not come from the kit's fold of the log:\n%s", r.Seed, checker, c.Detail)
+				}
+			}
+		}
+	}
+	return caught
 }
 
 // The client suite's messages, as the runner sends them and the example

@@ -338,7 +338,7 @@ func TestReports(t *testing.T) {
 	_ = w.End(Summarize(rs))
 	for _, want := range []string{"TAP version 14\n1..3\n# " + version.Line() + "\n", "ok 1 - protocol/a\n", "not ok 2 - protocol/b\n  ---\n",
 		"  expected: HTTP 409 CONFLICT\n", "  got: HTTP 400\n", "  response: |-\n    HTTP 400 application/json\n",
-		"  ...\n", "ok 3 - protocol/c # SKIP needs --other-token\n", "# 3 checks: 1 passed, 1 failed, 1 skipped\n", "# not ok: protocol/b\n"} {
+		"  ...\n", "ok 3 - protocol/c # SKIP needs --other-token\n", "# 3 checks: 1 passed, 1 failed, 1 skipped\n", "# not ok (1):\n#   protocol/b\n"} {
 		if !strings.Contains(tap.String(), want) {
 			t.Errorf("TAP lacks %q:\n%s", want, tap.String())
 		}

@@ -67,10 +67,7 @@ func (t *TAP) Result(n int, r Result) error {
 
 // End writes the summary as comments.
 func (t *TAP) End(s Summary) error {
-	t.Printf("# %s\n", s)
-	if len(s.FailedIDs) > 0 {
-		t.Printf("# not ok: %s\n", strings.Join(s.FailedIDs, " "))
-	}
+	t.Printf("# %s\n%s", s, report.NotOKTrailer(s.FailedIDs))
 	return t.Flush()
 }
 

@@ -142,13 +142,7 @@ func TAPYAML(v any) (string, error) {
 // End writes the summary as comments, then the ids of the cases that are
 // not ok, one a line.
 func (t *TAP) End(s Summary) error {
-	t.Printf("# %s\n", s)
-	if len(s.Failed) > 0 {
-		t.Printf("# not ok (%d):\n", len(s.Failed))
-		for _, id := range s.Failed {
-			t.Printf("#   %s\n", id)
-		}
-	}
+	t.Printf("# %s\n%s", s, NotOKTrailer(s.Failed))
 	return t.Flush()
 }
 
@@ -436,4 +430,18 @@ func (p *Progress) Clear() {
 	}
 	fmt.Fprint(p.w, "\r\x1b[K")
 	p.shown = false
+}
+
+// NotOKTrailer is the TAP trailer of every kbkit report: the ids that
+// are not ok, one a line after their count ("" when there are none).
+func NotOKTrailer(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# not ok (%d):\n", len(ids))
+	for _, id := range ids {
+		fmt.Fprintf(&b, "#   %s\n", id)
+	}
+	return b.String()
 }

@@ -57,7 +57,7 @@ func TestProtocolExpect(t *testing.T) {
 			"not ok 2 - protocol/retry-committed\n"}},
 		{"stale", good, expectFail, exitFailed, []string{"not ok 2 - protocol/retry-committed\n",
 			`stale expectation: "protocol/retry-committed" is expected to fail (no duplicate flag yet) but passed; remove its entry (` + expectFail + `:3)`,
-			"# not ok: protocol/retry-committed\n"}},
+			"# not ok (1):\n#   protocol/retry-committed\n"}},
 		{"flaky, failing", brk, flaky, exitOK, []string{"not ok 2 - protocol/retry-committed # TODO known flaky, failed: sometimes: "}},
 		{"flaky, passing", good, flaky, exitOK, []string{"ok 2 - protocol/retry-committed\n# protocol/retry-committed: known flaky, passed: sometimes\n"}},
 	} {

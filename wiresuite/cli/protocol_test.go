@@ -64,7 +64,7 @@ func TestConformanceProtocolCLI(t *testing.T) {
 	}
 	code, out, errs = kbkit(t, "", append(skipArgs, "--strict")...)
 	if code != exitFailed || !strings.Contains(out, "not ok 2 - protocol/cross-workspace\n") ||
-		!strings.Contains(out, "# not ok: protocol/cross-workspace protocol/reconnect\n") {
+		!strings.Contains(out, "# not ok (2):\n#   protocol/cross-workspace\n#   protocol/reconnect\n") {
 		t.Errorf("--strict: exit %d, want %d\n%s\n%s", code, exitFailed, out, errs)
 	}
 	// A restart hook that fails: protocol/reconnect runs, and fails.
