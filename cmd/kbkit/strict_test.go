@@ -77,6 +77,27 @@ func TestUnknownCommandExits2(t *testing.T) {
 	}
 }
 
+// TestHelpOfUnknownCommandExits2: `kbkit help` of a word that is no
+// command fails as the word itself would; of a command, it prints that
+// command's help and exits 0.
+func TestHelpOfUnknownCommandExits2(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"help", "specx"}, exitErrored, `unknown command "specx" for "kbkit"`},
+		{[]string{"help", "spec", "runn"}, exitErrored, `unknown command "runn" for "kbkit spec"`},
+		{[]string{"help", "spec", "run"}, exitOK, "--impl"},
+		{[]string{"help"}, exitOK, "Available Commands:"},
+	} {
+		code, out, errs := kbkitProcess(t, tc.args...)
+		if code != tc.code || !strings.Contains(out+errs, tc.want) {
+			t.Errorf("kbkit %s: exit %d, want %d and %q\nstdout: %s\nstderr: %s", strings.Join(tc.args, " "), code, tc.code, tc.want, out, errs)
+		}
+	}
+}
+
 // TestUnknownFlagNamesTheCommand: an unknown flag exits 2, names the
 // subcommand and suggests the nearest flags.
 func TestUnknownFlagNamesTheCommand(t *testing.T) {

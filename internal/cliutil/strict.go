@@ -26,6 +26,11 @@ func Strict(root *cobra.Command) {
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	root.SetFlagErrorFunc(flagError)
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			c.Run, c.RunE = nil, helpRun(root)
+		}
+	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.HasSubCommands() && !c.Runnable() {
@@ -37,6 +42,23 @@ func Strict(root *cobra.Command) {
 		}
 	}
 	walk(root)
+}
+
+// helpRun is the Run of `help [command]`: the help of the command named,
+// or, for a name that is no command, the error an unknown command gets.
+func helpRun(root *cobra.Command) func(*cobra.Command, []string) error {
+	return func(_ *cobra.Command, args []string) error {
+		c, rest, err := root.Find(args)
+		if err != nil || c == nil {
+			return groupRun(root, args)
+		}
+		if len(rest) > 0 {
+			return groupRun(c, rest)
+		}
+		c.InitDefaultHelpFlag()
+		c.InitDefaultVersionFlag()
+		return c.Help()
+	}
 }
 
 // groupRun is the Run of a command that only groups others.
