@@ -1,0 +1,10 @@
+// Package coverage ties the normative sentences of kbkit's spec to the
+// checks that test them. Each requirement is tagged in the prose
+// ([req: id], spec/README.md "Requirement ids"); the checks declare the
+// ids they test (wiresuite.Covers, sim.Covers, and the case rules of
+// cases.go, derived from a case's shape where they can be); a requirement
+// nothing tests is waived in spec/waivers.yaml with the reason.
+//
+//	rep, err := coverage.Build(spec.FS)
+//	for _, r := range rep.Uncovered(coverage.MUST) { ... }
+package coverage
