@@ -46,13 +46,13 @@ var (
 // RuleTables are the header rows of the tables each row of which is a
 // requirement (a MUST), whether or not it holds a key word.
 var RuleTables = []string{
-	"| check | code |",                                  // README.md 2.1, planner.md
+	"| check | code |", // README.md 2.1, planner.md
 	"| type | payload | semantics | rejections (in check order) | inverse |", // README.md 2.2
-	"| code | meaning |",                                 // README.md 2.3
-	"| event | effect | actions |",                       // window.md
-	"| `data.code` | `code` | HTTP | when |",              // PROTOCOL.md 6
+	"| code | meaning |",                                                 // README.md 2.3
+	"| event | effect | actions |",                                       // window.md
+	"| `data.code` | `code` | HTTP | when |",                             // PROTOCOL.md 6
 	"| limit | `kb.limits` field | reference default | flag | past it |", // PROTOCOL.md 8
-	"| checker | the client must |",                      // ADAPTER.md 7
+	"| checker | the client must |",                                      // ADAPTER.md 7
 }
 
 // Problem is a place in the prose that breaks the tagging rule.
@@ -250,7 +250,9 @@ func sentences(block string, line int) []unit {
 	return out
 }
 
-func leadingNewlines(s string) int { return strings.Count(s[:len(s)-len(strings.TrimLeft(s, " \n"))], "\n") }
+func leadingNewlines(s string) int {
+	return strings.Count(s[:len(s)-len(strings.TrimLeft(s, " \n"))], "\n")
+}
 
 func isAbbr(before string) bool {
 	for _, a := range abbrs {
