@@ -159,7 +159,8 @@ func TestSentences(t *testing.T) {
 	readme := "The key words MUST and SHOULD are used as in RFC 2119.\n\n" +
 		"Keys, e.g. `a.b. c`, MUST be\nsorted. [req: k.sorted] Titles are trimmed. Offsets never\ncross. [req: k.cross]\n\n" +
 		"- a list item SHOULD hold one. [req: k.item]\n\n```\nnever parsed: MUST\n```\n\n" +
-		"| code | meaning |\n|---|---|\n| `x` | y [req: k.row] |\n\n| other | table |\n|---|---|\n| a | b |\n"
+		"| code | meaning |\n|---|---|\n| `x` | y [req: k.row] |\n\n| other | table |\n|---|---|\n| a | b |\n" +
+		"\nThe word `must` in code, and `[req: k.example]` there, are examples.\n"
 	reqs, probs, err := coverage.ReadProse(specFS(readme, ""))
 	if err != nil || len(probs) > 0 {
 		t.Fatalf("err %v, problems %v", err, probs)

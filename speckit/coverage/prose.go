@@ -107,8 +107,8 @@ func parseProse(file, text string) ([]Requirement, []Problem) {
 	var reqs []Requirement
 	var probs []Problem
 	for _, u := range units(text) {
-		masked := codeRE.ReplaceAllStringFunc(u.text, func(s string) string { return strings.Repeat("x", len(s)) })
-		for _, m := range looseTagRE.FindAllString(u.text, -1) {
+		masked := mask(u.text)
+		for _, m := range looseTagRE.FindAllString(masked, -1) {
 			if !tagRE.MatchString(m) {
 				probs = append(probs, Problem{file, u.line, fmt.Sprintf("%q is not a tag [req: dotted.kebab-id]", m)})
 			}
@@ -121,7 +121,7 @@ func parseProse(file, text string) ([]Requirement, []Problem) {
 		case shouldRE.MatchString(masked):
 			level = SHOULD
 		}
-		tags := tagRE.FindAllStringSubmatch(u.text, -1)
+		tags := tagRE.FindAllStringSubmatch(masked, -1) // a tag in a code span is an example, not a tag
 		if level == "" {
 			if len(tags) > 0 {
 				probs = append(probs, Problem{file, u.line, fmt.Sprintf("[req: %s] tags a sentence with no key word (must, must not, should, never, required): %s", tags[0][1], clip(u.text))})
@@ -135,7 +135,7 @@ func parseProse(file, text string) ([]Requirement, []Problem) {
 		if len(tags) > 1 {
 			probs = append(probs, Problem{file, u.line, "one " + kindOf(u) + " carries several tags: " + clip(u.text)})
 		}
-		reqs = append(reqs, Requirement{ID: tags[0][1], Level: level, File: file, Line: u.line + lineOf(u.text, tags[0][0]), Text: u.text})
+		reqs = append(reqs, Requirement{ID: tags[0][1], Level: level, File: file, Line: u.line + lineOf(masked, tags[0][0]), Text: u.text})
 	}
 	return reqs, probs
 }
@@ -218,7 +218,7 @@ func isRuleHeader(t string) bool {
 // sentences splits a block at sentence ends outside code spans; tags
 // right after a sentence's end belong to that sentence.
 func sentences(block string, line int) []unit {
-	masked := codeRE.ReplaceAllStringFunc(block, func(s string) string { return strings.Repeat("x", len(s)) })
+	masked := mask(block)
 	var out []unit
 	from := 0
 	emit := func(to int) {
@@ -234,8 +234,7 @@ func sentences(block string, line int) []unit {
 		}
 		end := m[1]
 		for {
-			rest := block[end:]
-			loc := tagRE.FindStringIndex(rest)
+			loc := tagRE.FindStringIndex(masked[end:])
 			if loc == nil || loc[0] != 0 {
 				break
 			}
@@ -264,3 +263,17 @@ func isAbbr(before string) bool {
 }
 
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+
+// mask blanks out the code spans of s byte for byte, keeping its length
+// (so that an index of the mask is one of s) and its line breaks.
+func mask(s string) string {
+	return codeRE.ReplaceAllStringFunc(s, func(span string) string {
+		b := []byte(span)
+		for i := range b {
+			if b[i] != '\n' {
+				b[i] = 'x'
+			}
+		}
+		return string(b)
+	})
+}
