@@ -36,7 +36,8 @@ var (
 	shouldRE = regexp.MustCompile(`(?i)\bshould\b`)
 	codeRE   = regexp.MustCompile("`[^`]*`")
 	// listRE opens a list item: "- ", "* ", "1. ".
-	listRE = regexp.MustCompile(`^\s*(?:[-*]|\d+\.)\s+`)
+	headingRE = regexp.MustCompile(`^#{1,6}( |$)`)
+	listRE    = regexp.MustCompile(`^\s*(?:[-*]|\d+\.)\s+`)
 	// endRE ends a sentence: a full stop, question or exclamation mark
 	// before white space, not after e.g., i.e., etc. or vs.
 	endRE = regexp.MustCompile(`[.?!]\s+`)
@@ -107,18 +108,19 @@ func parseProse(file, text string) ([]Requirement, []Problem) {
 	var reqs []Requirement
 	var probs []Problem
 	for _, u := range units(text) {
-		masked := mask(u.text)
+		masked := blankCode(u.text)
 		for _, m := range looseTagRE.FindAllString(masked, -1) {
 			if !tagRE.MatchString(m) {
 				probs = append(probs, Problem{file, u.line, fmt.Sprintf("%q is not a tag [req: dotted.kebab-id]", m)})
 			}
 		}
+		words := tagRE.ReplaceAllString(masked, "") // an id's words are no key words
 		level := ""
 		switch {
-		case strings.Contains(u.text, "RFC 2119"): // the sentence that defines the key words
-		case u.row || mustRE.MatchString(tagRE.ReplaceAllString(masked, "")):
+		case strings.Contains(u.text, "used as in RFC 2119"): // the sentence that defines the key words
+		case u.row || mustRE.MatchString(words):
 			level = MUST
-		case shouldRE.MatchString(masked):
+		case shouldRE.MatchString(words):
 			level = SHOULD
 		}
 		tags := tagRE.FindAllStringSubmatch(masked, -1) // a tag in a code span is an example, not a tag
@@ -180,7 +182,7 @@ func units(text string) []unit {
 			flush()
 			fenced = !fenced
 		case fenced:
-		case t == "" || strings.HasPrefix(t, "#"):
+		case t == "" || headingRE.MatchString(t):
 			flush()
 			rule = false
 		case strings.HasPrefix(t, "|"):
@@ -218,7 +220,7 @@ func isRuleHeader(t string) bool {
 // sentences splits a block at sentence ends outside code spans; tags
 // right after a sentence's end belong to that sentence.
 func sentences(block string, line int) []unit {
-	masked := mask(block)
+	masked := blankCode(block)
 	var out []unit
 	from := 0
 	emit := func(to int) {
@@ -264,9 +266,9 @@ func isAbbr(before string) bool {
 
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
 
-// mask blanks out the code spans of s byte for byte, keeping its length
+// blankCode blanks out the code spans of s byte for byte, keeping its length
 // (so that an index of the mask is one of s) and its line breaks.
-func mask(s string) string {
+func blankCode(s string) string {
 	return codeRE.ReplaceAllStringFunc(s, func(span string) string {
 		b := []byte(span)
 		for i := range b {
