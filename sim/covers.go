@@ -10,7 +10,6 @@ var Covers = map[string][]string{
 		"protocol.rejection-final", "protocol.transient-never-decision", "window.transport-resends"},
 	CheckRollback:       {"adapter.checker.rollback", "adapter.conflict-roll-back"},
 	CheckRefetch:        {"adapter.checker.refetch"},
-	CheckLinear:         {"protocol.transient-never-decision"},
 	CheckResume:         {"adapter.checker.resume", "adapter.resubscribe-at-seq", "protocol.last-event-id-in-order"},
 	CheckOutcomes:       {"adapter.outcomes-report-pending", "protocol.page-outcomes"},
 	CheckRecency:        {"protocol.no-stale-reads"},
