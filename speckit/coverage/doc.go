@@ -5,6 +5,7 @@
 // cases.go, derived from a case's shape where they can be); a requirement
 // nothing tests is waived in spec/waivers.yaml with the reason.
 //
-//	rep, err := coverage.Build(spec.FS)
-//	for _, r := range rep.Uncovered(coverage.MUST) { ... }
+//	all, _ := cases.Open()
+//	rep, err := coverage.Build(spec.FS, coverage.Kit(all))
+//	for _, e := range rep.Uncovered(coverage.MUST) { ... }
 package coverage
