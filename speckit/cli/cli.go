@@ -14,7 +14,7 @@ func NewSpecCommand() *cobra.Command {
 		Use:   "spec",
 		Short: "Run kbkit's language-neutral spec cases, or export them",
 	}
-	cmd.AddCommand(newRunCmd(), newExportCmd(), newShowCmd(), newFuzzCmd(), newMatrixCmd())
+	cmd.AddCommand(newRunCmd(), newExportCmd(), newShowCmd(), newFuzzCmd(), newMatrixCmd(), newCoverageCmd())
 	return cmd
 }
 
