@@ -191,18 +191,26 @@ soak:
 	$(GO) build -o $(OUT)/kbkit-soak ./cmd/kbkit
 	$(OUT)/kbkit-soak pg soak --duration $(DURATION) $(if $(WARMUP),--warmup $(WARMUP)) --json $(OUT)/soak.json --html $(OUT)/soak.html
 
-.PHONY: k6 k6-smoke bench-k6
+.PHONY: k6 k6-image k6-smoke bench-k6
 
 # k6 with kbkit's extension built in (k6/x/kbkit, the Go module in k6/):
 # bin/k6-kbkit run examples/k6/hot-page.js. The first build compiles k6
-# (minutes on a cold module cache), later ones are incremental.
+# (minutes on a cold module cache), later ones are incremental. Static
+# (CGO_ENABLED=0), so that the same binary runs in the image.
 k6:
-	cd k6 && $(GO) build -v -o ../bin/k6-kbkit ./cmd/k6-kbkit
+	cd k6 && CGO_ENABLED=0 $(GO) build -v -o ../bin/k6-kbkit ./cmd/k6-kbkit
 	@echo "built bin/k6-kbkit"
+
+# The k6-kbkit image, FROM scratch with no registry (scripts/k6-image.sh,
+# scripts/image/k6.Dockerfile) on the Docker engine that answers.
+K6_IMAGE ?= k6-kbkit:scratch
+k6-image: k6
+	scripts/k6-image.sh -t $(K6_IMAGE)
 
 # The CI job: builds bin/k6-kbkit, runs examples/k6/hot-page.js for 10 s
 # against kbkit serve, then two processes with complementary execution
-# segments (scripts/ci-k6.sh).
+# segments, then two containers of the image (scripts/ci-k6.sh; root, or
+# a Docker engine that answers).
 k6-smoke:
 	bash scripts/ci-k6.sh
 

@@ -23,13 +23,22 @@
 #     fan-out samples (none when k6's striped numbering splits a page), its file named from its
 #     segment (KBKIT_JSON with {segment}), and the merge runs each of the
 #     16 editors once
+#  5c. the same many-pages run in two containers at once of the k6-kbkit
+#     image (scripts/k6-image.sh: FROM scratch, no registry) on a Docker
+#     engine (scripts/lib/dockerd.sh: the one that answers, else its own
+#     dockerd --bridge=none --iptables=false, stopped at exit; the step
+#     fails when none can start), host networking, the script mounted
+#     read-only and the results written by the image's user into a
+#     mounted directory; the merge runs each of the 16 editors once and
+#     names both segments; the containers are removed on every path
 #  6. a 3-second run with k6's web dashboard exporting its HTML report
 #     (K6_WEB_DASHBOARD=true, K6_WEB_DASHBOARD_EXPORT, port -1): the
 #     report exists, its embedded data holds the kbkit metrics, and
 #     headless Chromium renders them in its Summary section
 #  7. stop the server with SIGTERM (it must exit cleanly)
 # Any failure exits non-zero. Needs Go and PostgreSQL server binaries (or
-# a DSN); the Go module proxy for k6's modules on the first build.
+# a DSN); the Go module proxy for k6's modules on the first build; a
+# Docker engine, or root to start one (and to install Debian's docker.io).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -37,6 +46,19 @@ export PATH="/usr/local/go/bin:$PATH"
 . scripts/lib/ci.sh
 . scripts/lib/serve.sh
 ci_begin ci-k6
+. scripts/lib/dockerd.sh
+# Step 5c's containers and image, removed on every path (IMAGE is set
+# while they may exist).
+IMAGE=
+CTR_LABEL=kbkit-ci-k6=$$
+containers() { docker ps -aq --filter "label=$CTR_LABEL"; }
+ci_on_exit() {
+	if [ -n "$IMAGE" ]; then
+		containers | xargs -r docker rm -f >/dev/null 2>&1 || true
+		docker image rm -f "$IMAGE" >/dev/null 2>&1 || true
+	fi
+	dockerd_stop
+}
 
 command -v go >/dev/null 2>&1 || die "go is required"
 
@@ -146,6 +168,52 @@ done
 	{ cat "$WORK/pages-merged.txt" >&2; die "kbkit loadgen report refused the many-pages segments' results"; }
 grep -q '^editors      16 of 16 ran$' "$WORK/pages-merged.txt" || { cat "$WORK/pages-merged.txt" >&2; die "the many-pages segments did not run each of the 16 editors once"; }
 say "many-pages over two segments, each page in one process: 16 editors once ($(( $(date +%s) - t0 ))s)"
+
+# 5c. The many-pages run of 5b in two containers of the k6-kbkit image
+# at once (host networking: the server is on the host's loopback). Each
+# writes its result into a directory mounted from here, as the image's
+# user (65532), named from its segment.
+t0=$(date +%s)
+dockerd_ensure
+IMAGE=k6-kbkit:ci-k6-$$
+scripts/k6-image.sh -t "$IMAGE" -b "$K6" >/dev/null || die "scripts/k6-image.sh could not build the image"
+say "image $IMAGE: $(docker image inspect --format '{{.Size}}' "$IMAGE") bytes ($(( $(date +%s) - t0 ))s)"
+export KBKIT_RUN_ID=ci-k6-image-$$-$(date +%s)
+OUT=$WORK/image-out
+mkdir -p "$OUT"
+chmod 777 "$OUT"
+pids=()
+for seg in 0:1/2 1/2:1; do
+	n=${seg%%:*}; n=${n//\//_}
+	docker run --rm --name "ci-k6-$$-seg$n" --label "$CTR_LABEL" --network host \
+		-v "$PWD/examples/k6:/scripts:ro" -v "$OUT:/out" \
+		-e KBKIT_URL -e KBKIT_TOKEN -e KBKIT_RUN_ID -e KBKIT_EDITORS=16 -e KBKIT_PAGES=8 -e KBKIT_RATE=40 \
+		-e 'KBKIT_JSON=/out/pages-{segment}.json' \
+		"$IMAGE" run --quiet --no-color --address '' --execution-segment "$seg" --execution-segment-sequence "$SEQ" \
+		--no-thresholds /scripts/many-pages.js >"$WORK/image$n.out" 2>&1 &
+	pids+=($!)
+done
+for i in 0 1; do
+	rc=0
+	wait "${pids[$i]}" || rc=$?
+	[ "$rc" = 0 ] || { cat "$WORK"/image*.out >&2; die "the container of segment $i exited $rc"; }
+done
+for f in "$OUT/pages-0-1_2.json" "$OUT/pages-1_2-1.json"; do
+	[ -s "$f" ] || die "no result at $f from the container"
+	[ "$(stat -c %u "$f")" = 65532 ] || die "$f was not written by the image's user (uid $(stat -c %u "$f"), want 65532)"
+done
+"$BIN" loadgen report "$OUT/pages-0-1_2.json" "$OUT/pages-1_2-1.json" --threshold 'errors==0' >"$WORK/image-merged.txt" ||
+	{ cat "$WORK/image-merged.txt" >&2; die "kbkit loadgen report refused the containers' results"; }
+cat "$WORK/image-merged.txt" >&2
+grep -q '^editors      16 of 16 ran$' "$WORK/image-merged.txt" || die "the two containers did not run each of the 16 editors once"
+grep -q '(shards 0:1/2 1/2:1)' "$WORK/image-merged.txt" || die "the containers' merged result lacks a segment"
+left=$(containers) || die "docker ps failed"
+[ -z "$left" ] || die "containers of this run are left: $(paste -sd ' ' <<<"$left")"
+docker image rm "$IMAGE" >/dev/null || die "docker image rm $IMAGE failed"
+IMAGE=
+# Later steps need no engine: stop one started here now.
+dockerd_stop
+say "two containers of the image, complementary segments: 16 editors once ($(( $(date +%s) - t0 ))s)"
 
 # 6. k6's web dashboard and its HTML export (K6_WEB_DASHBOARD_PORT=-1:
 # no dashboard server, which would wait for a browser and take a port

@@ -34,6 +34,7 @@ export GOPROXY=off
 . scripts/lib/ci.sh
 ci_begin release
 . scripts/lib/dockerd.sh
+. scripts/lib/image.sh
 ci_on_exit() { dockerd_stop; }
 
 OUT=${OUT:-out}
@@ -76,25 +77,13 @@ say "$TGZ ($(wc -c <"$REL/$TGZ") bytes)"
 ARCH=$(go env GOHOSTARCH)
 [ -x "$REL/kbkit-linux-$ARCH" ] || die "no $REL/kbkit-linux-$ARCH for the image (TARGETS must include linux/$ARCH)"
 CTX=$WORK/image
-mkdir -p "$CTX/rootfs/etc" "$CTX/rootfs/tmp" "$CTX/home"
-chmod 1777 "$CTX/rootfs/tmp"
-printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$CTX/rootfs/etc/passwd"
-printf 'root:x:0:\nnonroot:x:65532:\n' >"$CTX/rootfs/etc/group"
-if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
-	mkdir -p "$CTX/rootfs/etc/ssl/certs"
-	cp /etc/ssl/certs/ca-certificates.crt "$CTX/rootfs/etc/ssl/certs/"
-else
-	say "warning: no /etc/ssl/certs/ca-certificates.crt here: the image cannot check https:// servers"
-fi
+image_context "$CTX"
 cp "$REL/kbkit-linux-$ARCH" "$CTX/kbkit"
 cp scripts/image/Dockerfile "$CTX/Dockerfile"
 dockerd_ensure
 IMAGE=kbkit:$VERSION
 t0=$(date +%s)
-# The classic builder: FROM scratch and COPY need no BuildKit (buildx is a
-# separate package) and no registry.
-DOCKER_BUILDKIT=0 docker build --quiet --build-arg VERSION="$VERSION" --build-arg COMMIT="$COMMIT" -t "$IMAGE" "$CTX" >"$WORK/build.log" 2>&1 ||
-	{ cat "$WORK/build.log" >&2; die "docker build of $IMAGE failed"; }
+image_build "$CTX" "$IMAGE" --build-arg VERSION="$VERSION" --build-arg COMMIT="$COMMIT"
 got=$(docker run --rm --network host "$IMAGE" version --short) || die "docker run $IMAGE version --short failed"
 [ "$got" = "$VERSION" ] || die "the image $IMAGE says version $got, not $VERSION"
 for d in . /tmp; do # the working directory and /tmp are writable by the image's user
