@@ -5,7 +5,7 @@ package sim
 // requirement is tested by).
 var Covers = map[string][]string{
 	CheckProtocol:    {"protocol.transient-never-decision"},
-	CheckConvergence: {"adapter.checker.convergence", "adapter.rebase-held-command", "window.behave"},
+	CheckConvergence: {"adapter.checker.convergence", "adapter.rebase-held-command", "adapter.concurrent-edit-own-text", "window.behave"},
 	CheckExactlyOnce: {"adapter.checker.exactly-once", "adapter.intent-id", "protocol.client-retry-same-envelope",
 		"protocol.rejection-final", "protocol.transient-never-decision", "window.transport-resends"},
 	CheckRollback:       {"adapter.checker.rollback", "adapter.conflict-roll-back"},
