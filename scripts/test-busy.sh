@@ -8,11 +8,14 @@
 # interrupt) and ends by itself after HOG_LIMIT (default 3h) or when this
 # script is gone. Prints each round's time and its exit, and exits 1 if
 # any round failed.
+# Every round runs every test (GOTESTFLAGS defaults to -count=1: go
+# test's cache would answer a second round from the first).
 # Environment: ROUNDS, HOG_CPUS, HOG_LIMIT (seconds), HOG (auto,
 # stress-ng or cpuhog), MAKE, and what
 # scripts/test.sh reads (PKGS, TIMEOUT, LONG_TIMEOUT, GOTESTFLAGS).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+export GOTESTFLAGS=${GOTESTFLAGS:--count=1}
 ROUNDS=${ROUNDS:-2}
 HOG_CPUS=${HOG_CPUS:-$(nproc)}
 HOG_LIMIT=${HOG_LIMIT:-10800}
