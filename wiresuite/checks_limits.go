@@ -20,7 +20,7 @@ import (
 
 func limitChecks() []Check {
 	return []Check{
-		{"protocol/hostile-max-aliases", "set-aliases with max_aliases+1 distinct aliases is 400 BAD_REQUEST and write nothing (the page keeps its aliases, no seq is taken); max_aliases aliases commit (8)", checkMaxAliases},
+		{"protocol/hostile-max-aliases", "set-aliases with max_aliases+1 distinct aliases is 400 BAD_REQUEST and writes nothing (the page keeps its aliases, no seq is taken); max_aliases aliases commit (8)", checkMaxAliases},
 		{"protocol/hostile-max-inflight", "more than max_inflight + max_queue concurrent calls are each served or refused 503 SERVICE_UNAVAILABLE with Retry-After, retryable, some refused; after Retry-After a call is served (8; skipped when the two pass 64)", checkMaxInflight},
 		{"protocol/hostile-rate-limit", "one device calling back to back is refused 429 TOO_MANY_REQUESTS with Retry-After, retryable, before its calls pass rate_burst plus what rate_limit_per_second refilled; after Retry-After its next call is served (8; skipped when rate_limit_per_second is 0)", checkRateLimit},
 	}
@@ -292,13 +292,17 @@ const rateBudget = 15 * time.Second
 const maxRefill = 30 * time.Second
 
 func checkRateLimit(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx, "rate_limit_per_second", "rate_burst")
+	l, err := e.needLimits(ctx, "rate_limit_per_second")
 	if err != nil {
 		return err
 	}
 	rate := l.RateLimitPerSecond
 	if rate <= 0 {
 		return Skipf("rate limiting is off (kb.limits' rate_limit_per_second is %g): no rate to exceed", rate)
+	}
+	// The burst matters only when the limit is on.
+	if l, err = e.needLimits(ctx, "rate_burst"); err != nil {
+		return err
 	}
 	burst := max(l.RateBurst, 1)
 	// One call at a time: after the refusal no call of this device is

@@ -104,7 +104,8 @@ func TestHostileMaxAliases(t *testing.T) {
 
 // The per-device rate limit: a reference server with one passes, and
 // the checks run right after it, a WebSocket call among them (no 429 is
-// waited out there), are not refused; without one the check is skipped.
+// waited out there), are not refused; without one, or with one but no
+// rate_burst advertised, the check is skipped.
 // It fails a server that advertises a rate limit it does not enforce, and
 // one whose 429 has no Retry-After.
 func TestHostileRateLimit(t *testing.T) {
@@ -117,6 +118,8 @@ func TestHostileRateLimit(t *testing.T) {
 
 	off := start(t, nil)
 	expectSkip(t, runHostile(t, off, "hostile-rate-limit"), "protocol/hostile-rate-limit", "rate limiting is off")
+	noBurst := startRated(t, func(h http.Handler) http.Handler { return claimLimits(h, map[string]any{"rate_burst": nil}) }, testLimits, rl)
+	expectSkip(t, runHostile(t, noBurst, "hostile-rate-limit"), "protocol/hostile-rate-limit", "rate_burst")
 
 	claimed := start(t, func(h http.Handler) http.Handler {
 		return claimLimits(h, map[string]any{"rate_limit_per_second": rl.PerSecond, "rate_burst": rl.Burst})
