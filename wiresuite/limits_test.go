@@ -168,3 +168,18 @@ func TestHostileMaxInflight(t *testing.T) {
 	expectFailures(t, results, []string{"protocol/hostile-max-inflight"}, nil)
 	expectFailureSays(t, results, "protocol/hostile-max-inflight", "Retry-After")
 }
+
+// Under a rate limit the other limit checks pace themselves, so that the
+// refusals they meet are their limits': the concurrent calls of
+// protocol/hostile-max-inflight (10 here) wait until the bucket, drained
+// by the calls before them, holds them all (12 at most). All three pass.
+func TestLimitChecksUnderRateLimit(t *testing.T) {
+	env := startRated(t, nil, admissionLimits, server.RateLimit{PerSecond: 20, Burst: 12})
+	ids := []string{"hostile-max-aliases", "hostile-max-inflight", "hostile-rate-limit", "whoami"}
+	results := runHostile(t, env, ids...)
+	var pass []string
+	for _, id := range ids {
+		pass = append(pass, "protocol/"+id)
+	}
+	expectFailures(t, results, nil, pass)
+}
