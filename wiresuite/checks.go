@@ -1,8 +1,10 @@
 package wiresuite
 
+import "slices"
+
 // Checks returns the suite, in the order it runs. Ids are stable.
 func Checks() []Check {
-	return append(append(append(checks(), commandChecks()...), hostileChecks()...), certifyChecks()...)
+	return slices.Concat(checks(), commandChecks(), hostileChecks(), certifyChecks(), limitChecks())
 }
 
 func checks() []Check {

@@ -152,6 +152,20 @@ func TestBrokenLongTextIndex(t *testing.T) {
 // advertise rewrites kb.limits' answer to claim the limits l, whatever
 // the server enforces.
 func advertise(next http.Handler, l server.Limits) http.Handler {
+	return claimLimits(next, map[string]any{
+		"body_timeout_ms":              l.BodyTimeout.Milliseconds(),
+		"params_timeout_ms":            l.ParamsTimeout.Milliseconds(),
+		"max_connections":              l.MaxConnections,
+		"max_subscriptions_per_socket": l.MaxSubscriptionsPerSocket,
+		"max_subscriptions_per_device": l.MaxSubscriptionsPerDevice,
+		"max_batch":                    l.MaxBatch,
+		"auth_failures_per_minute":     l.AuthFailures,
+	})
+}
+
+// claimLimits rewrites kb.limits' answer to claim fields (a nil value
+// takes the field out), whatever the server enforces.
+func claimLimits(next http.Handler, fields map[string]any) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/trpc/kb.limits" || r.Method != http.MethodGet {
 			next.ServeHTTP(w, r)
@@ -165,17 +179,20 @@ func advertise(next http.Handler, l server.Limits) http.Handler {
 			} `json:"result"`
 		}
 		if err := json.Unmarshal(rec.Body.Bytes(), &top); err != nil || top.Result.Data == nil {
-			writeJSON(w, rec.Code, rec.Body.String())
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
 			return
 		}
-		d := top.Result.Data
-		d["body_timeout_ms"] = l.BodyTimeout.Milliseconds()
-		d["params_timeout_ms"] = l.ParamsTimeout.Milliseconds()
-		d["max_connections"] = l.MaxConnections
-		d["max_subscriptions_per_socket"] = l.MaxSubscriptionsPerSocket
-		d["max_subscriptions_per_device"] = l.MaxSubscriptionsPerDevice
-		d["max_batch"] = l.MaxBatch
-		d["auth_failures_per_minute"] = l.AuthFailures
+		for k, v := range fields {
+			if v == nil {
+				delete(top.Result.Data, k)
+			} else {
+				top.Result.Data[k] = v
+			}
+		}
 		b, _ := json.Marshal(top)
 		writeJSON(w, http.StatusOK, string(b))
 	})
