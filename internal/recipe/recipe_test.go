@@ -132,6 +132,11 @@ func TestThrowawayType(t *testing.T) {
 			t.Errorf("spec run --run ^set-collapsed/ passed %d cases, want the patch's 5:\n%s", n, out)
 		}
 		r.must(dir, kbkit, "spec", "run")
+		// The new row's requirement id is tagged and its cases cover it.
+		out = r.must(dir, kbkit, "spec", "coverage")
+		if !regexp.MustCompile(`(?m)^model\.command\.set-collapsed MUST .*\n.*set-collapsed/`).MatchString(out) {
+			t.Errorf("spec coverage does not list model.command.set-collapsed covered by the set-collapsed cases:\n%s", out)
+		}
 
 		if err := os.WriteFile(filepath.Join(dir, "wiresuite", "throwaway_test.go"), []byte(checkPasses), 0o644); err != nil {
 			t.Fatal(err)
