@@ -72,17 +72,18 @@ func TestWaitsAccount(t *testing.T) {
 // most half the group's time) these writers made 4.3 to 4.4 commands per
 // transaction; with it, 6.5 to 7.5 with two busy loops on the machine's
 // two cores. A shared machine's slow spell can split one run, so it
-// passes when one of three runs makes at least 6. A run whose writers
-// were not a millisecond from their next command (a machine so busy that
-// a tenth of their pauses outlasted the group's wait) tests something
-// else and is not judged; if none of the three was, the test says the
-// machine starved it and skips.
+// passes when one of three judged runs makes at least 6. A run whose
+// writers were not a millisecond from their next command (a machine so
+// busy that a tenth of their pauses outlasted the group's wait) tests
+// something else and is not judged: the test runs until three were
+// judged, at most ten runs; if fewer than three were and none made 6,
+// it says the machine starved it and skips.
 func TestGroupWaitsForSlowCallers(t *testing.T) {
 	st, dev, first := setup(t)
-	const writers, each = 8, 30
+	const writers, each, judged, most = 8, 30, 3, 10
 	pages := pagesWithNode(t, st, dev, first, writers, "Slow")
 	var got, starved []string
-	for run := 0; run < 3; run++ {
+	for run := 0; run < most && len(got) < judged; run++ {
 		before := st.Waits()
 		gaps := editEachPaced(t, st, dev, pages, each, fmt.Sprintf("%d-", run), time.Millisecond)
 		w := st.Waits()
@@ -104,8 +105,9 @@ func TestGroupWaitsForSlowCallers(t *testing.T) {
 		}
 		got = append(got, fmt.Sprintf("%.2f", per))
 	}
-	if len(got) == 0 {
-		t.Skipf("not measurable here: the machine starved the writers in all three runs (a tenth of their 1 ms pauses took %v)", starved)
+	if len(got) < judged {
+		t.Skipf("not measurable here: the machine starved the writers in %d of %d runs (a tenth of their 1 ms pauses took %v); the runs judged made %v commands per transaction",
+			len(starved), len(starved)+len(got), starved, got)
 	}
 	t.Errorf("%d writers a millisecond from their next command: %v commands per transaction in the runs judged, want at least 6 in one", writers, got)
 }
