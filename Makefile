@@ -102,7 +102,7 @@ shrink-broken:
 demo:
 	OUT=$(OUT) scripts/demo.sh
 
-.PHONY: loadgen-smoke bench-server bench-page bench-scaling bench-floor
+.PHONY: loadgen-smoke bench-server bench-judge bench-page bench-scaling bench-floor
 
 # A 10-second open-model run of the load generator against the embedded
 # reference server (hot page, 16 windows, 100 commands/s); any error fails.
@@ -116,6 +116,12 @@ loadgen-smoke:
 # per idle subscribed window (scripts/bench-server.sh; PHASE=seconds).
 bench-server:
 	OUT=$(OUT)/bench-server scripts/bench-server.sh
+
+# A kept bench-server run judged again under this checkout's verdict,
+# from its files (no load runs again; scripts/bench-judge.sh; STRICT as
+# bench-server's).
+bench-judge:
+	scripts/bench-judge.sh $(OUT)/bench-server
 
 # The benchmark page, generated from bench-server's results.json: the
 # machine and its floors, the verdict, rates, fan-out, memory per window,

@@ -15,8 +15,12 @@
 #     without COMMANDS, many-pages sent them over HTTP (the first run)
 #     and the hot page sends them on the WebSockets (a third run);
 #  3. the verdict is judged against the machine (each load's rate over
-#     its bound, CPU per command over the HTTP floor: targets; the
-#     ratios to pgbench: context) and results.json names the host;
+#     the bound the run's floors give it, CPU per command over the HTTP
+#     floor: targets; the ratios to pgbench: context) and results.json
+#     names the host; bench-judge judges the kept run again to the
+#     same verdict, and the same run with its many-pages load a fifth as
+#     fast (its rate cut) misses "rate ÷ machine bound" under
+#     STRICT=1 (the target can fail);
 #     PHASES="hot-page saturation" finds the hot page's saturation point
 #     (kbkit loadgen find-max, 1 s steps) into results.json, and
 #     scripts/bench-page.sh writes the benchmark page from it;
@@ -45,10 +49,27 @@ done
 jq -e '.run.commands == "http"' "$WORK/bench-server/round-1/many-pages.json" >/dev/null ||
   die "without COMMANDS, many-pages did not send its commands over HTTP: $(jq -c .run "$WORK/bench-server/round-1/many-pages.json")"
 jq -e '(.checks[] | select(.name == "many-pages ratio") | .kind == "info")
-    and (.checks[] | select(.name == "many-pages rate ÷ its bound") | .kind == "target" and .value > 0 and (.values | length) == 2)
+    and (.checks[] | select(.name == "many-pages rate ÷ machine bound") | .kind == "target" and .value > 0 and (.values | length) == 2)
     and (.checks[] | select(.name == "many-pages CPU per command ÷ HTTP floor") | .kind == "target" and .value > 0)
     and (.host.cores > 0 and (.host.commit | length) > 0)' "$R" >/dev/null ||
   die "the verdict against the machine (the load's bound, CPU per command ÷ HTTP floor), the ratio as context or the host is missing: $(jq -c '[.checks[] | {name, kind, value}], .host' "$R")"
+# The kept run judged again: the same checks; then the same run with its
+# many-pages load a fifth as fast (what a server five times slower would
+# have measured on the same machine) misses the target under STRICT=1.
+cp -r "$WORK/bench-server" "$WORK/judged"
+bash scripts/bench-judge.sh "$WORK/judged" >"$WORK/judge.log" 2>&1 || { cat "$WORK/judge.log" >&2; die "bench-judge exited non-zero on the run just kept"; }
+diff <(jq -c '[.checks[] | {name, value, met}]' "$R") <(jq -c '[.checks[] | {name, value, met}]' "$WORK/judged/results.json") >&2 ||
+  die "bench-judge judged the kept run otherwise than make bench-server did"
+for r in 1 2; do
+  f=$WORK/judged/round-$r/many-pages.result.json
+  jq '.rate /= 5' "$f" >"$f.new" && mv "$f.new" "$f"
+done
+if STRICT=1 bash scripts/bench-judge.sh "$WORK/judged" >"$WORK/judge.log" 2>&1; then
+  cat "$WORK/judge.log" >&2; die "a many-pages load a fifth as fast passed STRICT=1: the target cannot fail"
+fi
+jq -e '.missed_targets | index("many-pages rate ÷ machine bound")' "$WORK/judged/results.json" >/dev/null ||
+  die "a many-pages load a fifth as fast did not miss 'many-pages rate ÷ machine bound': $(jq -c .missed_targets "$WORK/judged/results.json")"
+if OUT=$WORK/nothing-here bash scripts/bench-judge.sh >"$WORK/judge.log" 2>&1; then die "bench-judge judged a directory with no run"; fi
 say "two rounds: many-pages ratio $(jq '.checks[] | select(.name == "many-pages ratio") | .value * 1000 | round / 1000' "$R"), ceilings $(jq -c '.checks[] | select(.name == "many-pages ratio") | .ceiling_ratios | map(. * 100 | round / 100)' "$R"), pauses $(jq -c .pauses "$R")"
 
 COMMANDS=ws PHASES=many-pages PHASE=1 WARMUP=1 FLOOR=1 OUT=$WORK make bench-server >"$WORK/run2.log" 2>&1 ||
@@ -64,7 +85,7 @@ jq -e '.saturation["hot-page"] | (.sustainable_rate | type == "number") and .ste
     and (.next_rate == null or .next_rate > .sustainable_rate)' "$R" >/dev/null ||
   die "no saturation point of the hot page in results.json: $(jq -c .saturation "$R")"
 scripts/bench-page.sh "$R" "$WORK/page.md" >&2 || die "scripts/bench-page.sh failed"
-for want in "## The machine" "## Verdict" "| hot-page rate ÷ its bound | target |" "## Saturation" "| hot-page (" "fdatasync after"; do
+for want in "## The machine" "## Verdict" "| hot-page rate ÷ machine bound | target |" "## Saturation" "| hot-page (" "fdatasync after"; do
   grep -qF "$want" "$WORK/page.md" || die "the benchmark page lacks '$want'"
 done
 grep -Eq '^\| commit \| [0-9a-f]{7,}( \(with uncommitted changes\))? \|$' "$WORK/page.md" || die "the benchmark page does not name the commit: $(grep '^| commit' "$WORK/page.md")"
