@@ -1,6 +1,7 @@
 // Package docs holds the tests that keep kbkit's documentation true: every
-// page's quick start and the tutorial run as written (run_test.go), and
-// every relative link and anchor resolves (links_test.go).
+// page's quick start and the tutorial run as written (run_test.go), every
+// relative link and anchor resolves (links_test.go), and the READMEs stay
+// manuals and the architecture page names every package (manuals_test.go).
 package docs
 
 import (
