@@ -1,8 +1,12 @@
 // Command standing writes the one current-standing table of kbkit's
 // benchmark into docs/load-testing.md, generated from the newest results
-// file under loadgen/results that has checks (a `make bench-server`
-// results.json, or one kept from the bench history): every figure comes
-// from that file, none is typed into the page.
+// file under loadgen/results that has checks: every figure comes from
+// that file, none is typed into the page. It reads both shapes a results
+// file has: `make bench-server`'s OUT/results.json as the script writes
+// it (the run's date, commit and cores under `host`, the floors of
+// `kbkit bench floor` at the top level), so that keeping a run is copying
+// that file into loadgen/results, and the kept history's (date, commit,
+// command and the floors under `machine`).
 //
 //	go run ./scripts/standing          # rewrite the table in docs/load-testing.md
 //	go run ./scripts/standing -print   # print it instead
@@ -19,6 +23,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -41,6 +46,39 @@ type Result struct {
 	ExitStatus *int    `json:"exit_status"`
 	Machine    Machine `json:"machine"`
 	Checks     []Check `json:"checks"`
+
+	// bench-server's OUT/results.json: the run's machine and code, and
+	// the floors as kbkit bench floor measured them.
+	Host   *Host        `json:"host"`
+	Floors *BenchFloors `json:"floors"`
+}
+
+// Host is where and on what a bench-server run ran.
+type Host struct {
+	Date   string `json:"date"`
+	Commit string `json:"commit"`
+	Cores  int    `json:"cores"`
+}
+
+// BenchFloors is the part of kbkit bench floor's report the table shows.
+type BenchFloors struct {
+	NProc    int `json:"nproc"`
+	Loopback []struct {
+		Sockets    int      `json:"sockets"`
+		USPerWrite *float64 `json:"us_per_write"`
+	} `json:"loopback"`
+	FSync *struct {
+		USPerOp *float64 `json:"us_per_op"`
+	} `json:"fsync"`
+	HTTP *struct {
+		ServerUS *float64 `json:"server_us_per_request"`
+		ClientUS *float64 `json:"client_us_per_request"`
+	} `json:"http"`
+	RoundTrip *struct {
+		Mean *float64 `json:"us_per_round_trip"`
+		P50  *float64 `json:"p50_us"`
+		P99  *float64 `json:"p99_us"`
+	} `json:"roundtrip"`
 }
 
 // Machine holds the machine's floors as the run measured them.
@@ -58,7 +96,74 @@ type Check struct {
 	Limit *float64 `json:"limit"`
 	Met   *bool    `json:"met"`
 	What  string   `json:"what"`
+	// OutOfReach: missed, but the machine's floor alone is past the bar
+	// (scripts/lib/verdict.jq).
+	OutOfReach bool `json:"out_of_reach"`
 }
+
+// normalize fills the kept history's fields from bench-server's own
+// shape, where the file has that shape; a field the file sets itself
+// wins.
+func (r *Result) normalize() error {
+	if h := r.Host; h != nil {
+		if r.Date == "" {
+			r.Date = h.Date
+		}
+		if r.Commit == "" {
+			r.Commit = h.Commit
+		}
+		if r.Machine.Cores == 0 {
+			r.Machine.Cores = h.Cores
+		}
+	}
+	f := r.Floors
+	if f == nil || len(r.Machine.Floors) > 0 {
+		return nil
+	}
+	if r.Machine.Cores == 0 {
+		r.Machine.Cores = f.NProc
+	}
+	floors := map[string]any{}
+	if f.FSync != nil && f.FSync.USPerOp != nil {
+		floors["fdatasync_us"] = round1(*f.FSync.USPerOp)
+	}
+	if f.HTTP != nil && f.HTTP.ServerUS != nil {
+		floors["http_server_us"] = round1(*f.HTTP.ServerUS)
+	}
+	if f.HTTP != nil && f.HTTP.ClientUS != nil {
+		floors["http_client_us"] = round1(*f.HTTP.ClientUS)
+	}
+	var loop []map[string]any
+	for _, l := range f.Loopback {
+		if l.USPerWrite != nil {
+			loop = append(loop, map[string]any{"sockets": l.Sockets, "us": round1(*l.USPerWrite)})
+		}
+	}
+	if len(loop) > 0 {
+		floors["loopback_write_us"] = loop
+	}
+	if rt := f.RoundTrip; rt != nil && rt.Mean != nil {
+		m := map[string]any{"mean": round1(*rt.Mean)}
+		if rt.P50 != nil {
+			m["p50"] = *rt.P50
+		}
+		if rt.P99 != nil {
+			m["p99"] = *rt.P99
+		}
+		floors["round_trip_us"] = m
+	}
+	r.Machine.Floors = map[string]json.RawMessage{}
+	for k, v := range floors {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		r.Machine.Floors[k] = b
+	}
+	return nil
+}
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
 
 func main() {
 	print := flag.Bool("print", false, "print the table instead of rewriting the page")
@@ -109,6 +214,9 @@ func Newest(dir string) (string, Result, error) {
 		if err := json.Unmarshal(b, &r); err != nil {
 			return "", Result{}, fmt.Errorf("%s: %w", names[i], err)
 		}
+		if err := r.normalize(); err != nil {
+			return "", Result{}, fmt.Errorf("%s: %w", names[i], err)
+		}
 		if len(r.Checks) > 0 {
 			return filepath.Base(names[i]), r, nil
 		}
@@ -130,7 +238,7 @@ func Render(dir, link string) (string, error) {
 		how = append(how, "`"+r.Command+"`")
 	}
 	if r.Commit != "" {
-		how = append(how, "on "+r.Commit)
+		how = append(how, "on "+shortCommit(r.Commit))
 	}
 	if r.Date != "" {
 		how = append(how, r.Date)
@@ -150,15 +258,35 @@ func Render(dir, link string) (string, error) {
 	}
 	if floors := floorList(r.Machine.Floors); floors != "" {
 		fmt.Fprintf(&b, "\nThe machine's floors in that run: %s.\n", floors)
+	} else {
+		b.WriteString("\nThat run recorded no floors of the machine.\n")
 	}
 	return b.String(), nil
 }
 
+// num renders a figure to three decimals (three significant digits below
+// 0.01), trailing zeros dropped: a results file of bench-server holds the
+// medians unrounded.
 func num(v *float64) string {
 	if v == nil {
 		return "n/a"
 	}
-	return strconv.FormatFloat(*v, 'f', -1, 64)
+	if *v != 0 && math.Abs(*v) < 0.01 {
+		return strconv.FormatFloat(*v, 'g', 3, 64)
+	}
+	s := strconv.FormatFloat(*v, 'f', 3, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// shortCommit shortens a full commit hash to the 7 characters git shows.
+func shortCommit(c string) string {
+	if len(c) == 40 {
+		return c[:7]
+	}
+	return c
 }
 
 func bar(c Check) string {
@@ -174,6 +302,8 @@ func verdict(c Check) string {
 		return "context"
 	case *c.Met:
 		return "met"
+	case c.OutOfReach:
+		return "missed (out of reach: the machine's floor alone is past the bar)"
 	default:
 		return "missed"
 	}
