@@ -317,7 +317,7 @@ func runPage(t *testing.T, name string) {
 
 // userPages are the pages for kbkit's users: each starts with a quick
 // start marked to run.
-var userPages = []string{"testing-clients.md", "testing-servers.md", "testing-reducers.md", "load-testing.md", "postgres-faults.md", "postgres.md"}
+var userPages = []string{"testing-clients.md", "testing-servers.md", "testing-reducers.md", "load-testing.md", "postgres-faults.md", "postgres.md", "ci.md"}
 
 // Every page of docs/ with runnable blocks (every user page has them)
 // runs as written, exit status 0 at every command.
