@@ -214,7 +214,7 @@ func TestDocsStateTheGroupWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("Now a group waits up to %d ms (`defaultGroupWait`", defaultGroupWait.Milliseconds())
+	want := fmt.Sprintf("A group waits up to %d ms (`defaultGroupWait`", defaultGroupWait.Milliseconds())
 	if !strings.Contains(strings.Join(strings.Fields(string(b)), " "), want) {
 		t.Fatalf("loadgen/README.md does not say %q", want)
 	}
