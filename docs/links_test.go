@@ -16,9 +16,10 @@ import (
 // entry can go).
 var pendingPages = map[string]string{}
 
-// The documents whose links are held: the READMEs, docs/ and spec/.
+// The documents whose links are held: the READMEs users read, the
+// changelog, docs/ and spec/.
 func documents(t *testing.T) []string {
-	docs := []string{"README.md", "loadgen/README.md"}
+	docs := []string{"README.md", "loadgen/README.md", "examples/k6/README.md", "js/kbcore/README.md", "testdata/vectors/README.md", "CHANGELOG.md"}
 	for _, g := range []string{"docs/*.md", "spec/*.md"} {
 		m, err := filepath.Glob(filepath.Join("..", g))
 		if err != nil {

@@ -23,14 +23,20 @@ func datedHeadings(md string) []string {
 	return out
 }
 
-// The READMEs are manuals: short enough to read, and no section of them
-// or of docs/ is a dated entry of a lab notebook (measured runs are
+// The READMEs are manuals: the top two short enough to read, and no
+// section of any README.md of the repository or of docs/ is a dated entry
+// of a lab notebook (measured runs are
 // results files under loadgen/results and pgfault/results).
 func TestReadmesAreManuals(t *testing.T) {
 	limits := map[string]int{"README.md": 300, "loadgen/README.md": 400}
 	pages, _ := filepath.Glob("*.md")
 	for _, p := range pages {
 		limits["docs/"+p] = 0
+	}
+	for _, r := range readmes(t, "..") {
+		if _, ok := limits[r]; !ok {
+			limits[r] = 0
+		}
 	}
 	for name, most := range limits {
 		b, err := os.ReadFile(filepath.Join("..", name))
@@ -44,6 +50,36 @@ func TestReadmesAreManuals(t *testing.T) {
 			t.Errorf("%s: a dated section %q: keep the run as a results file, not as prose", name, h)
 		}
 	}
+}
+
+// readmes returns every README.md of the checkout under root, relative
+// to it, node_modules and hidden directories left out.
+func readmes(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != root && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && d.Name() == "README.md" {
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 3 {
+		t.Fatalf("%d READMEs found under %s: the walk is broken", len(out), root)
+	}
+	return out
 }
 
 func TestDatedHeadings(t *testing.T) {
