@@ -306,6 +306,11 @@ func runPage(t *testing.T, name string) {
 	if strings.Contains(s, "node ") || strings.Contains(s, "npm ") || strings.Contains(s, "KBKIT_CORE") {
 		needNode(t)
 	}
+	if strings.Contains(s, "jq ") {
+		if _, err := exec.LookPath("jq"); err != nil {
+			t.Fatalf("%s runs jq, which is not installed: install jq (the page's commands read JSON with it)", name)
+		}
+	}
 	env := tools(t)
 	start := time.Now()
 	out, err := runScript(t, t.TempDir(), s, env)
