@@ -1,5 +1,5 @@
-// Command kbkit is the kbkit command line: flags and wiring only. Each
-// subcommand mounts the cli package of the kit it runs (speckit/cli,
+// Command kbkit is the kbkit command line: flags and wiring only. A kit's
+// subcommands mount the cli package of the kit they run (speckit/cli,
 // server/cli, pgfault/cli, sim/cli, wiresuite/cli, loadgen/cli, bench/cli,
 // selftest/cli), where its orchestration and tests live.
 package main
