@@ -253,15 +253,8 @@ func drawHint(t *rapid.T, p map[string]any) map[string]any {
 // would only see the type's empty payload, always invalid), and no draw
 // is for a type the registry lacks.
 func TestLawPayloadPerType(t *testing.T) {
-	for _, typ := range kbcore.Types {
-		if lawPayloads[typ] == nil {
-			t.Errorf("%s: no payload draw (kbcore/laws_test.go lawPayloads)", typ)
-		}
-	}
-	for typ := range lawPayloads {
-		if _, ok := kbcore.Lookup(typ); !ok {
-			t.Errorf("%s: a payload draw (kbcore/laws_test.go lawPayloads) for a type the registry (kbcore/registry.go) does not have", typ)
-		}
+	for _, gap := range kbcore.RegistryGaps(lawPayloads, "payload draw (kbcore/laws_test.go lawPayloads)") {
+		t.Error(gap)
 	}
 	if _, ok := kbcore.Lookup(unknownType); ok {
 		t.Errorf("%s is a registered type: drawCommand's unknown type must not be", unknownType)
