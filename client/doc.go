@@ -3,7 +3,7 @@
 // subscription. It is the transport of the reference client, the simulator
 // and the load generator; it decides nothing (the Window does).
 //
-// It is lean because a load generator runs on it (issue #12): over plain
+// It is lean because a load generator runs on it: over plain
 // http it posts commands on HTTP/1.1 connections of its own (h1.go) and
 // speaks WebSocket itself (ws.go, with internal/wsframe), over https it
 // uses net/http and coder/websocket; events are decoded by hand (wire.go,

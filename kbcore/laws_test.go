@@ -145,24 +145,43 @@ func drawNullableID(t *rapid.T, ids []string, label string) any {
 	return drawID(t, ids, label)
 }
 
-// drawCommand draws a command of any type, applicable or not.
+// drawCommand draws a command of any type, applicable or not: a type of
+// the registry (its payload drawn by lawPayloads) or one it lacks.
 func drawCommand(t *rapid.T, d kbcore.Doc, step int) kbcore.Command {
 	var ids []string
 	for _, n := range d.Nodes() {
 		ids = append(ids, n.ID)
 	}
-	types := append([]string{kbcore.TypeCreateAfter, kbcore.TypeCreateAfter, kbcore.TypeCreateAfter, "no-such-type"}, kbcore.Types...)
+	types := append([]string{kbcore.TypeCreateAfter, kbcore.TypeCreateAfter, kbcore.TypeCreateAfter, unknownType}, kbcore.Types...)
 	typ := rapid.SampledFrom(types).Draw(t, "type")
 	id := fmt.Sprintf("c%d", step)
-	p := map[string]any{}
-	node := func() { p["node"] = drawID(t, ids, "node") }
-	hint := func() {
-		if rapid.Bool().Draw(t, "hint?") {
-			p["rank"] = rapid.SampledFrom(rankHints).Draw(t, "rank")
-		}
+	if typ == kbcore.TypeMergePage && rapid.IntRange(0, 4).Draw(t, "merge?") != 0 {
+		// Mostly not a merge: a merged page's later commands are all
+		// rejected.
+		return kbcore.Command{ID: id, Type: kbcore.TypeEditText, Payload: json.RawMessage(`{"node":"ghost","text":""}`)}
 	}
-	switch typ {
-	case kbcore.TypeCreateAfter:
+	p := map[string]any{}
+	if draw := lawPayloads[typ]; draw != nil {
+		p = draw(t, ids)
+	}
+	if rapid.IntRange(0, 30).Draw(t, "junk?") == 0 {
+		p["junk"] = 1 // an unknown field: invalid-payload
+	}
+	b, _ := json.Marshal(p)
+	return kbcore.Command{ID: id, Type: typ, Payload: b}
+}
+
+// unknownType is a type the registry lacks: drawCommand sends it with an
+// empty payload.
+const unknownType = "no-such-type"
+
+// lawPayloads draws, for each type of the registry, a payload against a
+// document's node ids, applicable or not. TestLawPayloadPerType holds it
+// to the registry: without a draw, the laws would only ever see the
+// type's empty payload.
+var lawPayloads = map[string]func(t *rapid.T, ids []string) map[string]any{
+	kbcore.TypeCreateAfter: func(t *rapid.T, ids []string) map[string]any {
+		p := map[string]any{}
 		if rapid.Bool().Draw(t, "after?") {
 			p["after"] = drawNullableID(t, ids, "after")
 		} else {
@@ -170,47 +189,76 @@ func drawCommand(t *rapid.T, d kbcore.Doc, step int) kbcore.Command {
 		}
 		p["text"] = rapid.SampledFrom([]string{"", "hello", "see [[Other]]", "cash: $1,200", "#tag x"}).Draw(t, "text")
 		p["kind"] = rapid.SampledFrom([]string{"text", "text", "code", "table", "bogus"}).Draw(t, "kind")
-		hint()
-	case kbcore.TypeEditText:
-		node()
-		p["text"] = rapid.String().Draw(t, "text")
-	case kbcore.TypeMoveNode:
-		node()
+		return drawHint(t, p)
+	},
+	kbcore.TypeEditText: func(t *rapid.T, ids []string) map[string]any {
+		return map[string]any{"node": drawID(t, ids, "node"), "text": rapid.String().Draw(t, "text")}
+	},
+	kbcore.TypeMoveNode: func(t *rapid.T, ids []string) map[string]any {
+		p := map[string]any{"node": drawID(t, ids, "node")}
 		p["parent"] = drawNullableID(t, ids, "parent")
 		p["after"] = drawNullableID(t, ids, "after")
-		hint()
-	case kbcore.TypeIndent, kbcore.TypeOutdent, kbcore.TypeDelete:
-		node()
-	case kbcore.TypeRestore:
-		p["nodes"] = []any{map[string]any{"id": drawID(t, ids, "rid"), "parent": drawNullableID(t, ids, "rparent"),
-			"rank": rapid.SampledFrom(rankHints).Draw(t, "rrank"), "kind": "text", "text": "r"}}
-	case kbcore.TypeSetOutputs:
-		node()
+		return drawHint(t, p)
+	},
+	kbcore.TypeIndent:  drawNode,
+	kbcore.TypeOutdent: drawNode,
+	kbcore.TypeDelete:  drawNode,
+	kbcore.TypeRestore: func(t *rapid.T, ids []string) map[string]any {
+		return map[string]any{"nodes": []any{map[string]any{"id": drawID(t, ids, "rid"), "parent": drawNullableID(t, ids, "rparent"),
+			"rank": rapid.SampledFrom(rankHints).Draw(t, "rrank"), "kind": "text", "text": "r"}}}
+	},
+	kbcore.TypeSetOutputs: func(t *rapid.T, ids []string) map[string]any {
+		p := drawNode(t, ids)
 		p["outputs"] = []any{map[string]any{"mime": "text/plain", "data": rapid.String().Draw(t, "data")}}
-	case kbcore.TypeSetCell:
-		node()
+		return p
+	},
+	kbcore.TypeSetCell: func(t *rapid.T, ids []string) map[string]any {
+		p := drawNode(t, ids)
 		p["cell"] = rapid.SampledFrom([]string{"A1", "B1", "C2", "a1", "A0"}).Draw(t, "cell")
 		p["value"] = rapid.SampledFrom([]string{"", "1", "=A1+1", "=B1", "=C2*[[P]]:cash", "=A1"}).Draw(t, "value")
-	case kbcore.TypeCreatePage:
-		p["title"] = rapid.SampledFrom([]string{"P", "", " Q "}).Draw(t, "title")
-	case kbcore.TypeSetAliases:
-		p["aliases"] = rapid.SliceOfN(rapid.SampledFrom([]string{"a", "b", " a", "Cafe\u0301", ""}), 0, 3).Draw(t, "aliases")
-	case kbcore.TypeRenamePage:
-		p["title"] = rapid.SampledFrom([]string{"R", "P", "a", "", "S"}).Draw(t, "title")
-	case kbcore.TypeMergePage:
-		if rapid.IntRange(0, 4).Draw(t, "merge?") != 0 {
-			return kbcore.Command{ID: id, Type: kbcore.TypeEditText, Payload: json.RawMessage(`{"node":"ghost","text":""}`)}
-		}
-		p["into"] = rapid.SampledFrom([]string{"other-page", "00000000-0000-0000-0000-000000000001"}).Draw(t, "into")
-	case kbcore.TypeRestorePage:
-		p["page"] = rapid.SampledFrom([]string{"00000000-0000-0000-0000-000000000001", "other"}).Draw(t, "page")
-		p["nodes"] = []any{}
+		return p
+	},
+	kbcore.TypeCreatePage: func(t *rapid.T, _ []string) map[string]any {
+		return map[string]any{"title": rapid.SampledFrom([]string{"P", "", " Q "}).Draw(t, "title")}
+	},
+	kbcore.TypeSetAliases: func(t *rapid.T, _ []string) map[string]any {
+		return map[string]any{"aliases": rapid.SliceOfN(rapid.SampledFrom([]string{"a", "b", " a", "Cafe\u0301", ""}), 0, 3).Draw(t, "aliases")}
+	},
+	kbcore.TypeRenamePage: func(t *rapid.T, _ []string) map[string]any {
+		return map[string]any{"title": rapid.SampledFrom([]string{"R", "P", "a", "", "S"}).Draw(t, "title")}
+	},
+	kbcore.TypeMergePage: func(t *rapid.T, _ []string) map[string]any {
+		return map[string]any{"into": rapid.SampledFrom([]string{"other-page", "00000000-0000-0000-0000-000000000001"}).Draw(t, "into")}
+	},
+	kbcore.TypeRestorePage: func(t *rapid.T, _ []string) map[string]any {
+		return map[string]any{"page": rapid.SampledFrom([]string{"00000000-0000-0000-0000-000000000001", "other"}).Draw(t, "page"), "nodes": []any{}}
+	},
+}
+
+// drawNode is a payload {node} of a drawn node id.
+func drawNode(t *rapid.T, ids []string) map[string]any {
+	return map[string]any{"node": drawID(t, ids, "node")}
+}
+
+// drawHint adds a rank hint to p half the time.
+func drawHint(t *rapid.T, p map[string]any) map[string]any {
+	if rapid.Bool().Draw(t, "hint?") {
+		p["rank"] = rapid.SampledFrom(rankHints).Draw(t, "rank")
 	}
-	if rapid.IntRange(0, 30).Draw(t, "junk?") == 0 {
-		p["junk"] = 1 // an unknown field: invalid-payload
+	return p
+}
+
+// TestLawPayloadPerType holds lawPayloads to the command registry: every
+// type has a payload draw (without one, the laws and the window's tests
+// would only see the type's empty payload, always invalid), and no draw
+// is for a type the registry lacks.
+func TestLawPayloadPerType(t *testing.T) {
+	for _, gap := range kbcore.RegistryGaps(lawPayloads, "payload draw (kbcore/laws_test.go lawPayloads)") {
+		t.Error(gap)
 	}
-	b, _ := json.Marshal(p)
-	return kbcore.Command{ID: id, Type: typ, Payload: b}
+	if _, ok := kbcore.Lookup(unknownType); ok {
+		t.Errorf("%s is a registered type: drawCommand's unknown type must not be", unknownType)
+	}
 }
 
 func bornPage() kbcore.Doc {

@@ -1,6 +1,9 @@
 package kbcore
 
-import "reflect"
+import (
+	"reflect"
+	"slices"
+)
 
 // The command registry: one row per command type (spec/README.md section
 // 2), in spec order. Every other list of command types in kbkit is derived
@@ -131,4 +134,25 @@ func TypesWhere(keep func(TypeInfo) bool) []string {
 		}
 	}
 	return out
+}
+
+// RegistryGaps holds a per-type table to the registry and says what is
+// wrong, one message a gap: a type of the registry without a key of
+// byType ("TYPE: no WHAT"), in spec order, then a key that is no type of
+// the registry, sorted. what names the table's entry and where it is, as
+// "fuzz generator (speckit/fuzz/gen_cmd.go payloadGens)".
+func RegistryGaps[V any](byType map[string]V, what string) []string {
+	var out, unknown []string
+	for _, ti := range registry {
+		if _, ok := byType[ti.Type]; !ok {
+			out = append(out, ti.Type+": no "+what)
+		}
+	}
+	for typ := range byType {
+		if _, ok := Lookup(typ); !ok {
+			unknown = append(unknown, typ+": a "+what+" for a type the registry (kbcore/registry.go) does not have")
+		}
+	}
+	slices.Sort(unknown)
+	return append(out, unknown...)
 }

@@ -39,9 +39,8 @@ type undoEntry struct {
 
 // undoStack is the undo or the redo history, with how many times each id
 // appears in its entries, so that forgetting a rejected command's entries
-// looks only as far down as they are: a rejection used to compare its id
-// with every entry of the window's life, and the history grows with every
-// own command (in a 20 s hot-page load, a tenth of the generator's CPU).
+// looks only as far down as they are, not at every entry of the window's
+// life (the history grows with every own command).
 type undoStack struct {
 	entries []undoEntry
 	ids     map[string]int

@@ -9,15 +9,15 @@ import (
 )
 
 // Stage ramps the open model's target rate linearly from the previous
-// stage's rate to Rate over Duration (k6's ramping arrival rate); a stage
+// stage's rate to Rate over Duration (a ramping arrival rate); a stage
 // with the previous rate holds it constant.
 type Stage struct {
 	Duration time.Duration
 	Rate     float64 // operations per second at the end of the stage
 }
 
-// Pacer is the open model's schedule, a pure function of elapsed time (as
-// vegeta's Pacer): operation n is due at At(n), whatever happened to the
+// Pacer is the open model's schedule, a pure function of elapsed time:
+// operation n is due at At(n), whatever happened to the
 // operations before it. After the last stage the last rate holds.
 type Pacer struct {
 	Start  float64 // rate at t=0

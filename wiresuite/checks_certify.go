@@ -253,16 +253,12 @@ func checkInvalidateUnknownTopic(ctx context.Context, e *Env) error {
 // ---- max_pending ----
 
 func checkMaxPending(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx, "max_pending")
+	_, n, err := e.needLimit(ctx, "max_pending", limitNeed{
+		none: failf("kb.limits advertises no max_pending (PROTOCOL.md 8)"),
+		most: 100000, over: Skipf("more ids than this suite sends (100000)"),
+	})
 	if err != nil {
 		return err
-	}
-	n := l.MaxPending
-	if n <= 0 {
-		return failf("kb.limits advertises no max_pending (PROTOCOL.md 8)")
-	}
-	if n > 100000 {
-		return Skipf("max_pending %d: more ids than this suite sends (100000)", n)
 	}
 	p, err := e.setupPage(ctx, 0)
 	if err != nil {

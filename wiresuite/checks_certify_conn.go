@@ -119,16 +119,12 @@ func checkIdleKeepAlive(ctx context.Context, e *Env) error {
 // are refused TOO_MANY_REQUESTS, retryable. A server that answered them
 // all within 10 ms had no queue to bound: nothing to check then.
 func checkSocketQueue(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx, "max_socket_queue")
+	l, q, err := e.needLimit(ctx, "max_socket_queue", limitNeed{
+		none: failf("kb.limits advertises no max_socket_queue (PROTOCOL.md 8)"),
+		most: 2500, over: Skipf("more calls than this suite pipelines (10000)"),
+	})
 	if err != nil {
 		return err
-	}
-	q := l.MaxSocketQueue
-	if q <= 0 {
-		return failf("kb.limits advertises no max_socket_queue (PROTOCOL.md 8)")
-	}
-	if q > 2500 {
-		return Skipf("max_socket_queue %d: more calls than this suite pipelines (10000)", q)
 	}
 	return onSocket(ctx, e, func(p *page, w *WS) error {
 		pending := make([]string, max(1, min(l.MaxPending, 100)))

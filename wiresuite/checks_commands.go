@@ -1,7 +1,6 @@
 package wiresuite
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -86,14 +85,11 @@ func (rt *roundTrip) createPage(ctx context.Context, dir string) (*page, error) 
 
 // watch subscribes to kb.onPage of p and checks the replay of its log.
 func (rt *roundTrip) watch(ctx context.Context, p *page) error {
-	w, err := rt.e.ws(ctx)
+	w, err := rt.e.subscribedTo(ctx, 1, p, nil)
 	if err != nil {
 		return err
 	}
 	rt.ws[p.id] = w
-	if err := w.subscribe(ctx, 1, "kb.onPage", map[string]any{"page_id": p.id}, nil); err != nil {
-		return err
-	}
 	return step("kb.onPage's replay", w.events(ctx, 1, p, 1, p.seq))
 }
 
@@ -163,17 +159,7 @@ func (e *Env) sameDoc(ctx context.Context, p *page) error {
 	if s.seq != p.seq {
 		return s.r.fail(fmt.Sprintf("seq %d", p.seq), fmt.Sprintf("seq %d", s.seq), "kb.page's seq is the page's last command's")
 	}
-	var got bytes.Buffer
-	if err := json.Compact(&got, s.doc); err != nil {
-		return s.r.fail("a JSON document", excerpt(s.doc, 200), "kb.page's doc")
-	}
-	if !sameJSON(got.Bytes(), want) {
-		return s.r.fail(string(want), got.String(), "kb.page's doc is the fold of the page's commands (spec/README.md 1, 2.2)")
-	}
-	if !bytes.Equal(s.doc, want) {
-		return s.r.fail(string(want), string(s.doc), "kb.page's doc is the fold's canonical JSON byte for byte (spec/README.md 1): %s", kbcore.CanonicalMismatch(s.doc, want))
-	}
-	return nil
+	return s.isDoc(want, "spec/README.md 1, 2.2")
 }
 
 // watched makes a page with create-page and subscribes to it.

@@ -118,12 +118,11 @@ func waitAnswerOrClose(c net.Conn, d time.Duration) (status string, took time.Du
 }
 
 func checkSlowBody(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx, "body_timeout_ms")
+	l, _, err := e.needLimit(ctx, "body_timeout_ms", limitNeed{
+		none: failf("kb.limits advertises no body timeout (body_timeout_ms 0): a client can hold a connection forever (PROTOCOL.md 8)"),
+	})
 	if err != nil {
 		return err
-	}
-	if l.BodyTimeoutMS <= 0 {
-		return failf("kb.limits advertises no body timeout (body_timeout_ms 0): a client can hold a connection forever (PROTOCOL.md 8)")
 	}
 	bound := grace(l.BodyTimeoutMS)
 	cases := []struct {
@@ -174,12 +173,11 @@ func checkSlowBody(ctx context.Context, e *Env) error {
 }
 
 func checkSilentWebSocket(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx, "params_timeout_ms")
+	l, _, err := e.needLimit(ctx, "params_timeout_ms", limitNeed{
+		none: failf("kb.limits advertises no connectionParams timeout (params_timeout_ms 0): a socket without a token can be held forever (PROTOCOL.md 8)"),
+	})
 	if err != nil {
 		return err
-	}
-	if l.ParamsTimeoutMS <= 0 {
-		return failf("kb.limits advertises no connectionParams timeout (params_timeout_ms 0): a socket without a token can be held forever (PROTOCOL.md 8)")
 	}
 	bound := grace(l.ParamsTimeoutMS)
 	u := e.wsURL("connectionParams=1")
@@ -212,16 +210,12 @@ func checkSilentWebSocket(ctx context.Context, e *Env) error {
 }
 
 func checkSubscriptionCap(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx, "max_subscriptions_per_socket", "max_subscriptions_per_device")
+	l, n, err := e.needLimit(ctx, "max_subscriptions_per_socket", limitNeed{
+		none: failf("kb.limits advertises no cap on subscriptions per socket (PROTOCOL.md 8)"),
+		most: 20000, over: failf("more than this suite opens (20000)"),
+	}, "max_subscriptions_per_device")
 	if err != nil {
 		return err
-	}
-	n := l.MaxSubscriptionsPerSocket
-	if n <= 0 {
-		return failf("kb.limits advertises no cap on subscriptions per socket (PROTOCOL.md 8)")
-	}
-	if n > 20000 {
-		return failf("max_subscriptions_per_socket %d: more than this suite opens (20000)", n)
 	}
 	p, err := e.setupPage(ctx, 0)
 	if err != nil {
@@ -362,13 +356,11 @@ func (e *Env) deviceSubscriptionCap(ctx context.Context, l *wire.Limits, pc *pac
 }
 
 func checkBatchCap(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx, "max_batch")
+	l, n, err := e.needLimit(ctx, "max_batch", limitNeed{
+		none: failf("kb.limits advertises no cap on calls per batch (PROTOCOL.md 8)"),
+	})
 	if err != nil {
 		return err
-	}
-	n := l.MaxBatch
-	if n <= 0 {
-		return failf("kb.limits advertises no cap on calls per batch (PROTOCOL.md 8)")
 	}
 	p, err := e.setupPage(ctx, 0)
 	if err != nil {
@@ -434,17 +426,13 @@ func checkBatchCap(ctx context.Context, e *Env) error {
 }
 
 func checkConnectionCap(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx, "max_connections")
+	const most = 20000
+	_, n, err := e.needLimit(ctx, "max_connections", limitNeed{
+		none: failf("kb.limits advertises no connection cap (PROTOCOL.md 8)"),
+		most: most, over: Skipf("more connections than this suite opens (%d)", most),
+	})
 	if err != nil {
 		return err
-	}
-	n := l.MaxConnections
-	if n <= 0 {
-		return failf("kb.limits advertises no connection cap (PROTOCOL.md 8)")
-	}
-	const most = 20000
-	if n > most {
-		return Skipf("max_connections %d: more connections than this suite opens (%d)", n, most)
 	}
 	var conns []net.Conn
 	defer func() {
@@ -612,16 +600,12 @@ func checkWSStopUnknown(ctx context.Context, e *Env) error {
 }
 
 func checkUnknownTokens(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx, "auth_failures_per_minute")
+	_, n, err := e.needLimit(ctx, "auth_failures_per_minute", limitNeed{
+		none: failf("kb.limits advertises no limit on unknown tokens per address (PROTOCOL.md 8)"),
+		most: 10000, over: failf("more than this suite tries (10000)"),
+	})
 	if err != nil {
 		return err
-	}
-	n := l.AuthFailuresPerMinute
-	if n <= 0 {
-		return failf("kb.limits advertises no limit on unknown tokens per address (PROTOCOL.md 8)")
-	}
-	if n > 10000 {
-		return failf("auth_failures_per_minute %d: more than this suite tries (10000)", n)
 	}
 	// A burst of n unknown tokens may all be answered 401.
 	for i := 0; i < unknownTokenBurst(n); i++ {

@@ -12,7 +12,6 @@ import (
 	"github.com/subspace/kbkit/wire"
 
 	"github.com/google/uuid"
-	"github.com/subspace/kbkit/kbcore"
 )
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
@@ -388,15 +387,8 @@ func checkPageSnapshot(ctx context.Context, e *Env) error {
 		if len(s.outcomes) != 0 {
 			return s.r.fail("outcomes {}", show(s.outcomes), "kb.page without pending ids has no outcomes")
 		}
-		var got bytes.Buffer
-		if err := json.Compact(&got, s.doc); err != nil {
-			return s.r.fail("a JSON document", excerpt(s.doc, 200), "kb.page's doc")
-		}
-		if !sameJSON(got.Bytes(), want) {
-			return s.r.fail(string(want), got.String(), "kb.page's doc is the fold of the page's commands (spec/README.md 1)")
-		}
-		if !bytes.Equal(s.doc, want) {
-			return s.r.fail(string(want), string(s.doc), "kb.page's doc is the fold's canonical JSON byte for byte (spec/README.md 1): %s", kbcore.CanonicalMismatch(s.doc, want))
+		if err := s.isDoc(want, "spec/README.md 1"); err != nil {
+			return err
 		}
 	}
 	return nil

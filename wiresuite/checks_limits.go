@@ -70,16 +70,13 @@ func sleep(ctx context.Context, d time.Duration) error {
 const maxAliasesSent = 10000
 
 func checkMaxAliases(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx, "max_aliases")
+	// The check sends max_aliases+1 aliases.
+	_, n, err := e.needLimit(ctx, "max_aliases", limitNeed{
+		none: failf("kb.limits advertises no max_aliases (PROTOCOL.md 8)"),
+		most: maxAliasesSent - 1, over: Skipf("more aliases than this suite sends (%d)", maxAliasesSent),
+	})
 	if err != nil {
 		return err
-	}
-	n := l.MaxAliases
-	if n <= 0 {
-		return failf("kb.limits advertises no max_aliases (PROTOCOL.md 8)")
-	}
-	if n >= maxAliasesSent {
-		return Skipf("max_aliases %d: more aliases than this suite sends (%d)", n, maxAliasesSent)
 	}
 	tag := newID()[:8]
 	aliases := make([]string, n+1)
@@ -136,12 +133,11 @@ const maxOverload = 64
 const overloadRounds = 5
 
 func checkMaxInflight(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx, "max_inflight", "max_queue", "queue_timeout_ms")
+	l, _, err := e.needLimit(ctx, "max_inflight", limitNeed{
+		none: failf("kb.limits advertises no max_inflight (PROTOCOL.md 8)"),
+	}, "max_queue", "queue_timeout_ms")
 	if err != nil {
 		return err
-	}
-	if l.MaxInflight <= 0 {
-		return failf("kb.limits advertises no max_inflight (PROTOCOL.md 8)")
 	}
 	over := l.MaxInflight + max(l.MaxQueue, 0)
 	if over > maxOverload {

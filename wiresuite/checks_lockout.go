@@ -13,16 +13,12 @@ import (
 // a device behind the same address (a NAT, a CI runner, loopback) is not
 // locked out by another client's bad tokens.
 func checkLockout(ctx context.Context, e *Env) error {
-	l, err := e.needLimits(ctx, "auth_failures_per_minute")
+	_, n, err := e.needLimit(ctx, "auth_failures_per_minute", limitNeed{
+		none: Skipf("kb.limits advertises no limit on unknown tokens per address: nothing to be locked out by"),
+		most: 10000, over: failf("more than this suite tries (10000)"),
+	})
 	if err != nil {
 		return err
-	}
-	n := l.AuthFailuresPerMinute
-	if n <= 0 {
-		return Skipf("kb.limits advertises no limit on unknown tokens per address: nothing to be locked out by")
-	}
-	if n > 10000 {
-		return failf("auth_failures_per_minute %d: more than this suite tries (10000)", n)
 	}
 	spent := false
 	for i := 0; i < unknownTokenBurst(n) && !spent; i++ {

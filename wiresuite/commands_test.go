@@ -27,15 +27,8 @@ func TestOneCommandCheckPerType(t *testing.T) {
 // TestAlterationPerType holds alterations to the command registry, as
 // TestBrokenCommandPerType needs one per type.
 func TestAlterationPerType(t *testing.T) {
-	for _, typ := range kbcore.Types {
-		if alterations[typ] == nil {
-			t.Errorf("%s: no broken-server alteration (wiresuite/commands_test.go alterations)", typ)
-		}
-	}
-	for typ := range alterations {
-		if _, ok := kbcore.Lookup(typ); !ok {
-			t.Errorf("%s: an alteration (wiresuite/commands_test.go alterations) for a type the registry (kbcore/registry.go) does not have", typ)
-		}
+	for _, gap := range kbcore.RegistryGaps(alterations, "broken-server alteration (wiresuite/commands_test.go alterations)") {
+		t.Error(gap)
 	}
 }
 

@@ -1,6 +1,13 @@
 package wiresuite
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/subspace/kbkit/wire"
+)
 
 // The setup the checks share: a fresh page with its nodes, a WebSocket, a
 // subscription. A check that needs them takes them here, so that each
@@ -81,4 +88,56 @@ func onSubscribed(ctx context.Context, e *Env, nodes int, fn func(p *page, w *WS
 	}
 	defer w.Close()
 	return fn(p, w)
+}
+
+// limitNeed is how a check treats the integer limit of kb.limits it
+// exercises. none is the check's error when the limit is 0 or less: a
+// failure where PROTOCOL.md 8 requires the limit, a skip where no limit is
+// allowed. most is the largest limit the check exercises (0: any); above
+// it the check returns over (a skip when the suite cannot go that far, a
+// failure when the limit is too lax to be one), its message prefixed
+// with "field n: ".
+type limitNeed struct {
+	none error
+	most int
+	over error
+}
+
+// needLimit is needLimits(field, also...) for a check that exercises the
+// integer limit field: the limits and the field's value, or the check's
+// error when that value is not one it can exercise (limitNeed).
+func (e *Env) needLimit(ctx context.Context, field string, need limitNeed, also ...string) (*wire.Limits, int, error) {
+	l, err := e.needLimits(ctx, append([]string{field}, also...)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, ok := intLimit(l, field)
+	switch {
+	case !ok:
+		return nil, 0, fmt.Errorf("the check is wrong: kb.limits has no integer field %q", field)
+	case n <= 0:
+		return nil, 0, need.none
+	case need.most > 0 && n > need.most:
+		prefix := fmt.Sprintf("%s %d: ", field, n)
+		switch over := need.over.(type) {
+		case skipError:
+			return nil, 0, skipError{prefix + over.reason}
+		case *Failure:
+			return nil, 0, failf("%s%s", prefix, over.Message)
+		}
+		return nil, 0, fmt.Errorf("%s%w", prefix, need.over)
+	}
+	return l, n, nil
+}
+
+// intLimit is the integer field of l whose JSON name is field.
+func intLimit(l *wire.Limits, field string) (int, bool) {
+	v := reflect.ValueOf(*l)
+	for i := 0; i < v.NumField(); i++ {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if name == field && v.Field(i).CanInt() {
+			return int(v.Field(i).Int()), true
+		}
+	}
+	return 0, false
 }

@@ -1,6 +1,7 @@
 package wiresuite
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -112,6 +113,23 @@ type snap struct {
 	doc      json.RawMessage
 	seq      int64
 	outcomes map[string]json.RawMessage
+}
+
+// isDoc checks that the answer's doc is want, the canonical encoding of
+// the fold of the page's commands: first as JSON (the fold, by cite), then
+// byte for byte (the canonical form, spec/README.md 1).
+func (s *snap) isDoc(want []byte, cite string) error {
+	var got bytes.Buffer
+	if err := json.Compact(&got, s.doc); err != nil {
+		return s.r.fail("a JSON document", excerpt(s.doc, 200), "kb.page's doc")
+	}
+	if !sameJSON(got.Bytes(), want) {
+		return s.r.fail(string(want), got.String(), "kb.page's doc is the fold of the page's commands (%s)", cite)
+	}
+	if !bytes.Equal(s.doc, want) {
+		return s.r.fail(string(want), string(s.doc), "kb.page's doc is the fold's canonical JSON byte for byte (spec/README.md 1): %s", kbcore.CanonicalMismatch(s.doc, want))
+	}
+	return nil
 }
 
 // snapshot gets kb.page and checks its shape {doc, seq, outcomes}.

@@ -1,5 +1,7 @@
-// Command kbkit is the kbkit command line: it runs the spec cases against the
-// reference reducer (and, as they land, serves, simulates and load-tests).
+// Command kbkit is the kbkit command line: flags and wiring only. A kit's
+// subcommands mount the cli package of the kit they run (speckit/cli,
+// server/cli, pgfault/cli, sim/cli, wiresuite/cli, loadgen/cli, bench/cli,
+// selftest/cli), where its orchestration and tests live.
 package main
 
 import (

@@ -104,10 +104,8 @@ type runFlags struct {
 
 // GCPercent is the load generator's GOGC unless $GOGC says otherwise. Its
 // live heap is small (documents, windows, histograms) and its garbage is
-// per event, so at Go's default of 100 it collects often for little:
-// issue #12 measured the collector at about a tenth of the generator's
-// CPU in many-pages; at 400 it collects a quarter as often, for a heap
-// of at most five times the live one (tens of megabytes).
+// per event; at 400 the collector runs a quarter as often as at Go's
+// default of 100, and the heap stays within five times the live one.
 const GCPercent = 400
 
 func newRunCmd() *cobra.Command {

@@ -68,7 +68,6 @@ func New(tgt target.Target, name string) (target.Target, func(), error) {
 	return p, p.Close, nil
 }
 
-// Variant returns the constructor of the named variant's mutation.
 // WireOnly reports whether the named variant changes only what the
 // wire suite reads before its checks (the kb.limits answer): the
 // simulator reads none of it, so only `kbkit conformance protocol` can
@@ -82,6 +81,7 @@ func WireOnly(name string) bool {
 	return m.answers == "kb.limits" && m.command == nil && m.upstream == nil && m.stream == nil && !m.refuseSockets
 }
 
+// Variant returns the constructor of the named variant's mutation.
 func Variant(name string) (func() Mutation, bool) {
 	for _, v := range Table {
 		if v.Name == name {
