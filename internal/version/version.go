@@ -15,5 +15,11 @@ const Kit = "0.1.0"
 // (CHANGELOG.md, "Versioning"); the case files of spec/ declare it.
 const Spec = 2
 
+// Commit is the commit the build names when the toolchain recorded no VCS
+// stamp (a git worktree, -buildvcs=false): cmd/kbkit sets it from its
+// -ldflags "-X main.commit=..." before any command runs. The toolchain's
+// vcs.revision wins over it where both exist.
+var Commit string
+
 // Line is how reports name the kit: "kbkit 0.1.0 spec_version 2".
 func Line() string { return "kbkit " + Kit + " spec_version " + strconv.Itoa(Spec) }
