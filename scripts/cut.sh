@@ -15,7 +15,8 @@
 # "## [Unreleased]" into "## [X.Y.Z] - <today, UTC>", rewrites the id
 # snapshot spec/ids.txt (go generate ./internal/changelog), runs the
 # changelog and pin tests, and prints the git commands that commit and tag
-# the cut. It neither commits, tags nor pushes.
+# the cut and then open X.Y.(Z+1)-dev. It neither commits, tags nor
+# pushes.
 #
 # Opening X.Y.Z-dev: refuses one not above the newest dated section; sets
 # version.Kit and js/kbcore/package.json to it and puts an empty
@@ -107,11 +108,12 @@ echo "cut: version.Kit is $NEW ($(git diff --stat -- "${FILES[@]}" 2>/dev/null |
 if $DEV; then
 	echo "git commit -am \"version: open $NEW\""
 else
+	NEXT=${BASE%.*}.$(( ${BASE##*.} + 1 ))-dev
 	cat <<EOF
 git commit -am "release: kbkit $NEW"
 git tag -a v$NEW -m "kbkit $NEW"
 make release
 git push origin HEAD v$NEW
+make cut VERSION=$NEXT && git commit -am "version: open $NEXT"
 EOF
-	echo "cut: then, with the first change after it, make cut VERSION=${BASE%.*}.$(( ${BASE##*.} + 1 ))-dev" >&2
 fi

@@ -200,6 +200,19 @@ func (l *Log) Newest() (Version, bool) {
 	return l.Versions[0], true
 }
 
+// Open is the section where a change of ids goes: [Unreleased] when the
+// changelog has one; else, while kit (version.Kit) is a release, the
+// newest version, which may not be tagged yet; while kit is X.Y.Z-dev,
+// every dated version is cut, so it is an [Unreleased] yet to be written
+// (an empty Version named Unreleased).
+func (l *Log) Open(kit string) Version {
+	top, ok := l.Newest()
+	if _, dev, _ := ParseKit(kit); ok && (!top.Released() || !dev) {
+		return top
+	}
+	return Version{Name: "Unreleased"}
+}
+
 // NewestRelease is the newest dated version.
 func (l *Log) NewestRelease() (Version, bool) {
 	for _, v := range l.Versions {

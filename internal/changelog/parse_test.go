@@ -75,3 +75,28 @@ func TestKitProblems(t *testing.T) {
 		}
 	}
 }
+
+// Open: [Unreleased] when present; the newest version while the kit is
+// that release (not tagged yet, perhaps); an [Unreleased] to write while
+// the kit is -dev, so that no id lands in a version already cut.
+func TestOpen(t *testing.T) {
+	const rel = "## [0.2.0] - 2026-12-20\n\nspec_version: 2\n\n### Spec cases\n\n#### Added\n\n- `a/b`: new\n"
+	for _, tc := range []struct {
+		log, kit, want string
+		names          bool // whether the open section names case a/b
+	}{
+		{rel, "0.2.0", "0.2.0", true},
+		{rel, "0.2.1-dev", "Unreleased", false},
+		{"## [Unreleased]\n\nspec_version: 2\n\n" + rel, "0.2.0", "Unreleased", false},
+		{"## [Unreleased]\n\nspec_version: 2\n\n" + rel, "0.2.1-dev", "Unreleased", false},
+	} {
+		log, err := Parse([]byte(tc.log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := log.Open(tc.kit)
+		if v.Name != tc.want || v.Names(KindCase, Added, "a/b") != tc.names {
+			t.Errorf("kit %s under %q: open %s (names a/b: %v), want %s (%v)", tc.kit, tc.log[:16], v.Name, !tc.names, tc.want, tc.names)
+		}
+	}
+}
