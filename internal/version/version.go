@@ -1,7 +1,9 @@
 // Package version is the one place kbkit's release version lives.
-// Cutting a release changes Kit here (scripts and the Makefile read it
-// with `go run ./cmd/kbkit version --short` or from this file); the
-// toolchain's module version of a tagged build must match it.
+// make cut VERSION=X.Y.Z (scripts/cut.sh) changes Kit here and in its
+// copies; between releases Kit is X.Y.Z-dev (CHANGELOG.md, "Versioning").
+// Scripts and the Makefile read it with `go run ./cmd/kbkit version
+// --short` or from this file; the toolchain's module version of a tagged
+// build must match it.
 package version
 
 import "strconv"
