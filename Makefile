@@ -48,11 +48,23 @@ dist:
 # $(OUT)/release: the dist binaries, the image kbkit:VERSION saved as a
 # tarball, the @kbkit/core tarball, RELEASE-NOTES.md cut from CHANGELOG.md
 # and SHA256SUMS of them all (scripts/release.sh; VERSION is version.Kit).
-# Cutting vX.Y.Z: set version.Kit (and js/kbcore/package.json), write the
-# CHANGELOG section, make release, git tag vX.Y.Z (docs/ci.md).
+# Cutting vX.Y.Z: write what it changes under CHANGELOG.md's [Unreleased],
+# make cut VERSION=X.Y.Z, then the git commit and tag it prints, and make
+# release (docs/ci.md, "Cutting a release").
 .PHONY: release
 release:
 	OUT=$(OUT) COMMIT=$(COMMIT) scripts/release.sh
+
+# Sets version.Kit and its copies (js/kbcore/package.json, the pins of
+# README.md and docs/ci.md) to VERSION, turns [Unreleased] into its dated
+# section, rewrites spec/ids.txt and runs the changelog and pin tests; it
+# refuses a malformed or non-increasing VERSION or an empty [Unreleased].
+# It prints the git commands to tag; it does not run them.
+# VERSION=X.Y.Z-dev opens the work after a release (scripts/cut.sh).
+.PHONY: cut
+cut:
+	@[ -n "$(VERSION)" ] || { echo "make cut VERSION=X.Y.Z (or X.Y.Z-dev)" >&2; exit 2; }
+	GO=$(GO) scripts/cut.sh "$(VERSION)"
 
 # Installs kbkit into $(go env GOBIN), else $(go env GOPATH)/bin.
 install:

@@ -9,8 +9,12 @@
 #     expectations: exit 0; spec.xml, fuzz.xml, matrix.html, the badges
 #     (SVG, well-formed XML; the matrix's NAME.json) and the outputs exist;
 #  2. the example client (examples/client-js, after npm ci) under client
-#     and a kbkit serve on loopback under protocol (six checks, chosen
-#     with protocol-args): exit 0, the same files;
+#     with its expectations (client-expect) and a kbkit serve on loopback
+#     under protocol (six checks, chosen with protocol-args) with
+#     protocol-expect skipping one: exit 0, the same files, the check
+#     skipped as expected;
+#  2b. protocol-expect expecting a passing check to fail: exit 1, the
+#     entry reported stale (the ratchet reaches the action's run);
 #  3. the broken adapter (speckit/adapters/broken): exit 1, a red badge;
 #  4. a release whose binary does not match SHA256SUMS: exit 2, "checksum
 #     mismatch", and nothing left to run in the tool cache;
@@ -134,15 +138,34 @@ grep -q 'passing' "$R/badges/spec.svg" || die "spec.svg does not say passing"
 
 # ---- 2. the example client and a server: client and protocol ------------------
 (cd examples/client-js && npm ci --no-audit --no-fund --loglevel=error) >&2 || die "npm ci in examples/client-js"
+cat >"$WORK/protocol-skip.yaml" <<'YAML'
+spec_version: 2
+expectations:
+  - {id: protocol/whoami, status: skip, reason: "ci-action: protocol-expect reaches conformance protocol"}
+YAML
+cat >"$WORK/protocol-stale.yaml" <<'YAML'
+spec_version: 2
+expectations:
+  - {id: protocol/healthz, status: fail, reason: "ci-action: a passing check expected to fail is stale"}
+YAML
+PROTOCOL_ARGS="--run ^protocol/(healthz|whoami|create-page|command-seq|rejection|ws-ping)$ --event-timeout 20s"
 serve_start "$RELEASE/kbkit-$HOST" "$WORK"
 action client KBKIT_SUITES="protocol,client" KBKIT_NAME=example-client KBKIT_SERVER="$(serve_field url)" \
 	KBKIT_TOKEN="$(serve_field token)" KBKIT_CLIENT="node examples/client-js/adapter.mjs" KBKIT_SEEDS="${SEEDS:-3}" KBKIT_PG=local \
-	KBKIT_PROTOCOL_ARGS="--run ^protocol/(healthz|whoami|create-page|command-seq|rejection|ws-ping)$ --event-timeout 20s"
+	KBKIT_PROTOCOL_ARGS="$PROTOCOL_ARGS" KBKIT_PROTOCOL_EXPECT="$WORK/protocol-skip.yaml" \
+	KBKIT_CLIENT_EXPECT="$ROOT/examples/client-js/expectations.yaml"
 [ "$RC" = 0 ] || { tail -n 40 "$WORK/client/stderr" >&2; die "the example client and kbkit serve: exit $RC, want 0"; }
+action stale KBKIT_SUITES=protocol KBKIT_SERVER="$(serve_field url)" KBKIT_TOKEN="$(serve_field token)" \
+	KBKIT_PROTOCOL_ARGS="$PROTOCOL_ARGS" KBKIT_PROTOCOL_EXPECT="$WORK/protocol-stale.yaml"
 serve_stop
+[ "$RC" = 1 ] || { tail -n 20 "$WORK/stale/stderr" >&2; die "a stale protocol expectation: exit $RC, want 1"; }
+grep -q '1 stale expectation' "$WORK/stale/results/protocol.txt" ||
+	{ tail -n 5 "$WORK/stale/results/protocol.txt" >&2; die "protocol.txt does not report the stale expectation"; }
 R=$WORK/client/results
 need "$R/protocol.xml" "$R/client.xml" "$R/badges/protocol.svg" "$R/badges/client.svg"
 grep -q '<testsuites[^>]* tests="6"' "$R/protocol.xml" || die "protocol-args did not reach conformance protocol (--run: 6 checks)"
+grep -q '^ok [0-9]* - protocol/whoami # SKIP expected skip' "$R/protocol.txt" ||
+	{ grep whoami "$R/protocol.txt" >&2; die "protocol-expect did not reach conformance protocol (protocol/whoami not skipped as expected)"; }
 "$WORK/svgcheck" "$R/badges/protocol.svg" "$R/badges/client.svg" || die "a badge is not well-formed SVG"
 [ -z "$(output client matrix)" ] || die "a matrix without the spec suite"
 

@@ -38,6 +38,10 @@ type versionInfo struct {
 // worktree); the toolchain's own stamp wins when present.
 var commit string
 
+// The packages that stamp what they write (spec export's VERSION.json)
+// read the commit from internal/version.
+func init() { version.Commit = commit }
+
 // buildVersion reads the module version and the VCS stamp that the Go
 // toolchain writes into every binary built from a checkout.
 func buildVersion() versionInfo {

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -161,13 +162,112 @@ func Parse(data []byte) (*Log, error) {
 // Named reports whether any version names id of kind under change.
 func (l *Log) Named(kind, change, id string) bool {
 	for _, v := range l.Versions {
-		for _, e := range v.Entries {
-			if e.Kind == kind && e.Change == change && e.ID == id {
-				return true
-			}
+		if v.Names(kind, change, id) {
+			return true
 		}
 	}
 	return false
+}
+
+// Names reports whether v names id of kind under change.
+func (v Version) Names(kind, change, id string) bool {
+	for _, e := range v.Entries {
+		if e.Kind == kind && e.Change == change && e.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Empty reports whether v's body says nothing: no line but blank ones,
+// headings and its spec_version line.
+func (v Version) Empty() bool {
+	for _, line := range strings.Split(v.Text, "\n") {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "#") && !specRE.MatchString(line) {
+			return false
+		}
+	}
+	return true
+}
+
+// Newest is the top section: [Unreleased] when the changelog has one,
+// else the newest version. It is where an id that changes goes.
+func (l *Log) Newest() (Version, bool) {
+	if len(l.Versions) == 0 {
+		return Version{}, false
+	}
+	return l.Versions[0], true
+}
+
+// Open is the section where a change of ids goes: [Unreleased] when the
+// changelog has one; else, while kit (version.Kit) is a release, the
+// newest version, which may not be tagged yet; while kit is X.Y.Z-dev,
+// every dated version is cut, so it is an [Unreleased] yet to be written
+// (an empty Version named Unreleased).
+func (l *Log) Open(kit string) Version {
+	top, ok := l.Newest()
+	if _, dev, _ := ParseKit(kit); ok && (!top.Released() || !dev) {
+		return top
+	}
+	return Version{Name: "Unreleased"}
+}
+
+// NewestRelease is the newest dated version.
+func (l *Log) NewestRelease() (Version, bool) {
+	for _, v := range l.Versions {
+		if v.Released() {
+			return v, true
+		}
+	}
+	return Version{}, false
+}
+
+// DevSuffix marks a kit version between two releases: after vX.Y.Z is
+// cut, work under [Unreleased] goes with version.Kit "X.Y.(Z+1)-dev"
+// (CHANGELOG.md, "Versioning").
+const DevSuffix = "-dev"
+
+// ParseKit reads a kit version: X.Y.Z (a release) or X.Y.Z-dev (the
+// work towards X.Y.Z or a later version).
+func ParseKit(s string) (v [3]int, dev bool, err error) {
+	base, dev := strings.CutSuffix(s, DevSuffix)
+	v, err = ParseSemver(base)
+	if err != nil {
+		return v, dev, fmt.Errorf("kit version %q is neither X.Y.Z nor X.Y.Z%s", s, DevSuffix)
+	}
+	return v, dev, nil
+}
+
+// KitProblems holds version.Kit (kit) to the changelog: a release X.Y.Z
+// is the newest dated section, and [Unreleased] is empty, since once
+// X.Y.Z is cut what comes after it is the work of a later version, which
+// moves kit on to X.Y.(Z+1)-dev; a -dev kit is above every dated section
+// (its release has not been cut). Each problem says how to mend it.
+func (l *Log) KitProblems(kit string) []string {
+	v, dev, err := ParseKit(kit)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	rel, ok := l.NewestRelease()
+	if !ok {
+		return []string{"CHANGELOG.md has no dated section ## [X.Y.Z] - YYYY-MM-DD"}
+	}
+	last, _ := rel.Semver()
+	var out []string
+	if dev {
+		if slices.Compare(v[:], last[:]) <= 0 {
+			out = append(out, fmt.Sprintf("version.Kit %s is not above the newest release %s: the work after %s is %d.%d.%d%s", kit, rel.Name, rel.Name, last[0], last[1], last[2]+1, DevSuffix))
+		}
+		return out
+	}
+	if rel.Name != kit {
+		out = append(out, fmt.Sprintf("version.Kit %s is not the newest dated section of CHANGELOG.md (%s): cut it with make cut VERSION=%s, or move Kit on to %d.%d.%d%s", kit, rel.Name, kit, last[0], last[1], last[2]+1, DevSuffix))
+	}
+	if top, _ := l.Newest(); !top.Released() && !top.Empty() && rel.Name == kit {
+		out = append(out, fmt.Sprintf("CHANGELOG.md:%d: [Unreleased] holds changes while version.Kit is %s, a version already cut: set version.Kit (and js/kbcore/package.json) to %d.%d.%d%s (make cut VERSION=%d.%d.%d%s), or fold them into [%s] if it was never tagged", top.Line, kit, last[0], last[1], last[2]+1, DevSuffix, last[0], last[1], last[2]+1, DevSuffix, kit))
+	}
+	return out
 }
 
 // Find returns the version named name.

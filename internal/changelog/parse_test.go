@@ -42,3 +42,61 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// KitProblems: a kit version already cut with changes under [Unreleased]
+// fails, and so does a kit that is neither the newest release nor a -dev
+// version above it; the two states of the convention pass.
+func TestKitProblems(t *testing.T) {
+	const rel = "## [0.2.0] - 2026-12-20\n\nspec_version: 2\n\n## [0.1.0] - 2026-12-07\n\nspec_version: 2\n"
+	const emptyTop = "## [Unreleased]\n\nspec_version: 2\n\n### Spec cases\n\n"
+	const fullTop = "## [Unreleased]\n\nspec_version: 2\n\n### Added\n\n- a flag\n\n"
+	for _, tc := range []struct {
+		log, kit, want string // want: a word of the problem, "" for none
+	}{
+		{rel, "0.2.0", ""},
+		{emptyTop + rel, "0.2.0", ""},
+		{fullTop + rel, "0.2.1-dev", ""},
+		{fullTop + rel, "0.3.0-dev", ""},
+		{rel, "0.2.1-dev", ""},
+		{fullTop + rel, "0.2.0", "[Unreleased] holds changes"},
+		{rel, "0.1.0", "not the newest dated section"},
+		{rel, "0.3.0", "not the newest dated section"},
+		{fullTop + rel, "0.2.0-dev", "not above the newest release"},
+		{rel, "0.2.1-rc.1", "neither X.Y.Z nor"},
+		{fullTop, "0.1.0", "no dated section"},
+	} {
+		log, err := Parse([]byte(tc.log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(log.KitProblems(tc.kit), "; ")
+		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("kit %s under %q: problems %q, want %q", tc.kit, tc.log[:20], got, tc.want)
+		}
+	}
+}
+
+// Open: [Unreleased] when present; the newest version while the kit is
+// that release (not tagged yet, perhaps); an [Unreleased] to write while
+// the kit is -dev, so that no id lands in a version already cut.
+func TestOpen(t *testing.T) {
+	const rel = "## [0.2.0] - 2026-12-20\n\nspec_version: 2\n\n### Spec cases\n\n#### Added\n\n- `a/b`: new\n"
+	for _, tc := range []struct {
+		log, kit, want string
+		names          bool // whether the open section names case a/b
+	}{
+		{rel, "0.2.0", "0.2.0", true},
+		{rel, "0.2.1-dev", "Unreleased", false},
+		{"## [Unreleased]\n\nspec_version: 2\n\n" + rel, "0.2.0", "Unreleased", false},
+		{"## [Unreleased]\n\nspec_version: 2\n\n" + rel, "0.2.1-dev", "Unreleased", false},
+	} {
+		log, err := Parse([]byte(tc.log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := log.Open(tc.kit)
+		if v.Name != tc.want || v.Names(KindCase, Added, "a/b") != tc.names {
+			t.Errorf("kit %s under %q: open %s (names a/b: %v), want %s (%v)", tc.kit, tc.log[:16], v.Name, !tc.names, tc.want, tc.names)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/subspace/kbkit/internal/syncio"
+	"github.com/subspace/kbkit/internal/version"
 
 	"github.com/subspace/kbkit/spec"
 	"github.com/subspace/kbkit/speckit/cases"
@@ -393,6 +394,11 @@ func TestServeTranscript(t *testing.T) {
 	}
 	if !strings.HasPrefix(lines[0], `{"type":"init_ok","in_reply_to":1,`) {
 		t.Errorf("replies should start with type and in_reply_to: %s", lines[0])
+	}
+	// The reference names itself kbkit at the kit's version.
+	var ok struct{ Implementation, Version string }
+	if err := json.Unmarshal([]byte(lines[0]), &ok); err != nil || ok.Implementation != "kbkit" || ok.Version != version.Kit {
+		t.Errorf("init_ok names %q %q, want kbkit %s (%v)", ok.Implementation, ok.Version, version.Kit, err)
 	}
 }
 

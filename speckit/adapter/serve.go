@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 
+	"github.com/subspace/kbkit/internal/version"
 	"github.com/subspace/kbkit/speckit/cases"
 )
 
@@ -20,22 +20,16 @@ type Server struct {
 }
 
 // Serve answers requests read from r with impl (kbkit's reference, for
-// `kbkit adapter`) until r ends or ctx is done. Replies are written to w,
+// `kbkit adapter`, whose init reply names version.Kit) until r ends or ctx
+// is done. Replies are written to w,
 // one line each, flushed after every reply.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, impl cases.Impl) error {
-	info := Info{Implementation: "kbkit", Version: buildVersion(),
+	info := Info{Implementation: "kbkit", Version: version.Kit,
 		Suites: []string{cases.SuiteCommands, cases.SuiteTokenizer, cases.SuiteWindow}}
 	if _, ok := impl.(cases.Planner); ok {
 		info.Suites = append(info.Suites, cases.SuitePlanner)
 	}
 	return Server{Impl: impl, Info: info}.Serve(ctx, r, w)
-}
-
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }
 
 // Serve runs the server loop; see the package function Serve.

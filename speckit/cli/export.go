@@ -99,13 +99,15 @@ type ExportVersion struct {
 	// Protocol is the adapter protocol version the kit speaks at most
 	// (spec/ADAPTER.md 3, init).
 	Protocol int `json:"adapter_protocol"`
-	// Commit is the VCS revision of the build ("" when it recorded none).
+	// Commit is the commit of the build: the toolchain's VCS revision, else
+	// version.Commit (the Makefile's -X main.commit); "" when neither
+	// names one.
 	Commit   string `json:"commit,omitempty"`
 	Modified bool   `json:"modified,omitempty"`
 }
 
 func exportStamp() ExportVersion {
-	v := ExportVersion{Kit: version.Kit, SpecVersion: version.Spec, Protocol: adapter.Protocol}
+	v := ExportVersion{Kit: version.Kit, SpecVersion: version.Spec, Protocol: adapter.Protocol, Commit: version.Commit}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			switch s.Key {

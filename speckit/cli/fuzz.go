@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/subspace/kbkit/internal/syncio"
+	"github.com/subspace/kbkit/internal/version"
 
 	"github.com/spf13/cobra"
 
@@ -145,6 +146,7 @@ func runSpecFuzz(ctx context.Context, o fuzzOptions, stdout, rawStderr io.Writer
 	if len(known) == 0 {
 		return fail("nothing to fuzz: the adapter lists suites [%s]", strings.Join(info.Suites, ", "))
 	}
+	fmt.Fprintln(text, version.Line()) // what TAP's header comment says
 	fmt.Fprintf(text, "kbkit spec fuzz: adapter %s %s; suites %s; seed %d\n",
 		info.Implementation, info.Version, strings.Join(known, ", "), o.seed)
 

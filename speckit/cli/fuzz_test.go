@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/subspace/kbkit/internal/cliutil"
+	"github.com/subspace/kbkit/internal/version"
 	"github.com/subspace/kbkit/speckit/cases"
 )
 
@@ -78,6 +79,9 @@ func TestSpecFuzzPlanted(t *testing.T) {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
 	t.Log(out)
+	if !strings.HasPrefix(out, version.Line()+"\n") {
+		t.Errorf("the text report does not open with %q:\n%s", version.Line(), out)
+	}
 	start := strings.Index(out, "  - id: tokenizer/fuzz-")
 	if start < 0 {
 		t.Fatalf("no case printed:\n%s", out)

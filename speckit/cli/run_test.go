@@ -484,6 +484,16 @@ func TestSpecExport(t *testing.T) {
 	} else if err := json.Unmarshal(b, &stamp); err != nil || stamp.Kit != version.Kit || stamp.SpecVersion != version.Spec || stamp.Protocol != adapter.Protocol {
 		t.Errorf("VERSION.json: %s (%v)", b, err)
 	}
+	// It names the build's commit; a test binary has no VCS stamp, so the
+	// one the Makefile passes (version.Commit) is what it names.
+	if stamp.Commit != version.Commit {
+		t.Errorf("VERSION.json: commit %q, the build's is %q", stamp.Commit, version.Commit)
+	}
+	defer func(c string) { version.Commit = c }(version.Commit)
+	version.Commit = "0123456789abcdef0123456789abcdef01234567"
+	if got := exportStamp().Commit; got != version.Commit {
+		t.Errorf("exportStamp: commit %q, want version.Commit %q", got, version.Commit)
+	}
 	// The exported directory is a runnable spec.
 	code, out, _ := kbkit(t, "", "spec", "run", dir)
 	if code != cliutil.ExitOK || len(tapResults(t, out)) < 100 {
