@@ -209,7 +209,7 @@ func (w *Window) isPending(id string) bool {
 // Local applies a command the user made. Accepted: it becomes pending and
 // must be sent. Rejected locally: it is dropped and toasted.
 func (w *Window) Local(c Command) []Action {
-	acts, _ := w.issue([]Command{c}, nil)
+	acts := w.issue([]Command{c}, nil)
 	if len(acts) > 0 && acts[len(acts)-1].Kind == ActionSend {
 		w.redo.clear() // a new edit ends the redo history
 	}
@@ -218,15 +218,13 @@ func (w *Window) Local(c Command) []Action {
 
 // issue applies commands to the rendered document one by one, stopping at
 // the first rejection, and records how to revert the accepted ones.
-func (w *Window) issue(cmds []Command, stack *undoStack) ([]Action, bool) {
+func (w *Window) issue(cmds []Command, stack *undoStack) []Action {
 	var acts []Action
 	var revert []Command
 	var ids []string
-	ok := true
 	for _, c := range cmds {
 		if w.isPending(c.ID) {
 			acts = append(acts, Action{Kind: ActionToast, Code: ToastDuplicateID, ID: c.ID})
-			ok = false
 			break
 		}
 		var inverse []Command
@@ -235,7 +233,6 @@ func (w *Window) issue(cmds []Command, stack *undoStack) ([]Action, bool) {
 			d, rej := applyLocal(w.Rendered(), c)
 			if rej != nil {
 				acts = append(acts, Action{Kind: ActionToast, Code: rej.Code, ID: c.ID})
-				ok = false
 				break
 			}
 			w.rendered = d
@@ -243,7 +240,6 @@ func (w *Window) issue(cmds []Command, stack *undoStack) ([]Action, bool) {
 			res := Apply(w.Rendered(), c)
 			if res.Rejected != nil {
 				acts = append(acts, Action{Kind: ActionToast, Code: res.Rejected.Code, ID: c.ID})
-				ok = false
 				break
 			}
 			w.rendered, inverse = res.Doc, res.Inverse
@@ -260,7 +256,7 @@ func (w *Window) issue(cmds []Command, stack *undoStack) ([]Action, bool) {
 		}
 		stack.push(e)
 	}
-	return acts, ok
+	return acts
 }
 
 // LimitUndo bounds the window's undo and redo histories to the last n
@@ -462,7 +458,7 @@ func (w *Window) step(from, to *undoStack, ids []string, empty string) []Action 
 	for i, c := range e.cmd {
 		cmds[i] = Command{ID: ids[i], Type: c.Type, Payload: c.Payload}
 	}
-	acts, _ := w.issue(cmds, to)
+	acts := w.issue(cmds, to)
 	for _, c := range cmds {
 		if w.isPending(c.ID) {
 			if w.reverts == nil {

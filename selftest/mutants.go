@@ -124,6 +124,9 @@ func runMutants(ctx context.Context, opts *Options) ([]MutantResult, []AreaScore
 			if score.Mutants >= opts.Profile.MutantsPerArea || ctx.Err() != nil {
 				break
 			}
+			if opts.Mutant != nil && !opts.Mutant.MatchString(m.Signature) {
+				continue
+			}
 			r, built := judgeMutant(ctx, opts, work, m, equiv)
 			if !built {
 				score.Stillborn++

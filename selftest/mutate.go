@@ -26,6 +26,19 @@ var Areas = []Area{
 	{"canonical form", []string{"kbcore/canonical.go"}},
 }
 
+// Diagnostics are the functions of the areas' files that are no part of
+// the command model an implementation mirrors: code that only words the
+// failure messages of the kit's own checks. No input of the model reaches
+// them (nothing of the model calls them: TestDiagnosticsAreNotModel), so
+// the engine draws no mutant from them, rather than listing each of their
+// mutants as equivalent. Keyed by file:function, with the reason.
+var Diagnostics = map[string]string{
+	"kbcore/canonical.go:CanonicalMismatch": "words the failure of the byte-for-byte canonical checks of wiresuite and sim (which rule a difference breaks); the checks compare the bytes themselves",
+	"kbcore/canonical.go:lastBackslash":     "a helper of CanonicalMismatch alone",
+	"kbcore/canonical.go:hasPrefixAny":      "a helper of CanonicalMismatch alone",
+	"kbcore/canonical.go:clip":              "a helper of CanonicalMismatch alone",
+}
+
 // Area is one part of kbcore and its source files.
 type Area struct {
 	Name  string
@@ -120,6 +133,9 @@ func enumerateFile(name string, src []byte) ([]Mutant, error) {
 			continue
 		}
 		fn := funcName(fd)
+		if _, skip := Diagnostics[name+":"+fn]; skip {
+			continue
+		}
 		add := func(kind string, start, end token.Pos, repl string) {
 			s, e := fset.Position(start).Offset, fset.Position(end).Offset
 			old := string(src[s:e])

@@ -1,8 +1,10 @@
 package selftest
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -121,6 +123,81 @@ func TestEquivalentsAreCurrent(t *testing.T) {
 		}
 		if len(reason) < 20 {
 			t.Errorf("%s: the reason %q says too little", sig, reason)
+		}
+	}
+}
+
+// The functions left out as diagnostics exist, draw no mutant while the
+// rest of their file does, and are no part of the model: within their
+// package (tests aside) only other diagnostics call them.
+func TestDiagnosticsAreNotModel(t *testing.T) {
+	root, err := FindRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byDir := map[string]bool{}
+	for key := range Diagnostics {
+		file, _, _ := strings.Cut(key, ":")
+		byDir[filepath.Dir(file)] = true
+		ms, err := Enumerate(root, Area{Name: "x", Files: []string{file}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) == 0 {
+			t.Fatalf("%s draws no mutant at all", file)
+		}
+		for _, m := range ms {
+			if _, skip := Diagnostics[m.File+":"+m.Func]; skip {
+				t.Errorf("a mutant of a diagnostic was drawn: %s", m.Signature)
+			}
+		}
+	}
+	declared := map[string]bool{}
+	for dir := range byDir {
+		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			rel, _ := filepath.Rel(root, path)
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, decl := range f.Decls {
+				fd, ok := decl.(*ast.FuncDecl)
+				if !ok || fd.Body == nil {
+					continue
+				}
+				caller := rel + ":" + funcName(fd)
+				if _, ok := Diagnostics[caller]; ok {
+					declared[caller] = true
+				}
+				ast.Inspect(fd.Body, func(n ast.Node) bool {
+					id, ok := n.(*ast.Ident)
+					if !ok {
+						return true
+					}
+					for key := range Diagnostics {
+						file, fn, _ := strings.Cut(key, ":")
+						if filepath.Dir(file) != filepath.Dir(rel) || fn != id.Name {
+							continue
+						}
+						if _, ok := Diagnostics[caller]; !ok {
+							t.Errorf("%s, part of the model, uses the diagnostic %s", caller, key)
+						}
+					}
+					return true
+				})
+			}
+		}
+	}
+	for key := range Diagnostics {
+		if !declared[key] {
+			t.Errorf("Diagnostics lists %s, which is not declared there", key)
 		}
 	}
 }

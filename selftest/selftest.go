@@ -101,6 +101,10 @@ type Options struct {
 	Target func(ctx context.Context) (sim.Target, func(), error)
 	// Only, when set, runs only the controls and areas whose name matches.
 	Only *regexp.Regexp
+	// Mutant, when set, judges only the mutants whose signature matches
+	// (in the sample's order, up to the profile's number per area): one
+	// survivor can be judged again on its own.
+	Mutant *regexp.Regexp
 	// Parts selects what runs: "servers", "clients", "adapters",
 	// "mutants" (empty: all).
 	Parts []string
@@ -155,7 +159,10 @@ type Result struct {
 
 // Report is a selftest run's result.
 type Report struct {
-	Version  string         `json:"version"`
+	Version string `json:"version"`
+	// Command is the command line that ran (with the flags it was given);
+	// "" in reports written before it was recorded.
+	Command  string         `json:"command,omitempty"`
 	Profile  Profile        `json:"profile"`
 	Controls []Result       `json:"controls"`
 	Zoo      []ZooRecord    `json:"zoo"`

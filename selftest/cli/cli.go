@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/subspace/kbkit/internal/cliutil"
 	"github.com/subspace/kbkit/internal/version"
@@ -27,7 +28,7 @@ type options struct {
 	fuzzSeconds             float64
 	mutantSeed              uint64
 	protocol, allChecks     string // "": the profile's
-	only, root, dsn         string
+	only, mutant, root, dsn string
 	parts                   []string
 	jsonOut, htmlOut, mdOut string
 }
@@ -74,7 +75,8 @@ Exit status: 0 every control caught, 1 a control was missed, 2 a control
 or a part could not run (never counted as caught).`,
 		Example: `  kbkit selftest --quick
   kbkit selftest --json power.json --html power.html --markdown docs/power.md
-  kbkit selftest --parts servers --only '^stale-page$' --seeds 10`,
+  kbkit selftest --parts servers --only '^stale-page$' --seeds 10
+  kbkit selftest --parts mutants --mutant-seed 12 --mutant '^kbcore/plan.go:spellable:'`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
@@ -98,6 +100,7 @@ or a part could not run (never counted as caught).`,
 	f.StringVar(&o.protocol, "protocol", "", "run the broken servers under the protocol suite: true or false (default: the profile's)")
 	f.StringVar(&o.allChecks, "all-checks", "", "judge each mutant by every check, not only up to the first kill: true or false (default: the profile's)")
 	f.StringVar(&o.only, "only", "", "run only the controls, zoo entries and mutant areas whose name matches this regular expression")
+	f.StringVar(&o.mutant, "mutant", "", "judge only the mutants whose signature (file:func:kind:old->new#n, as the JSON report gives it) matches this regular expression")
 	f.StringSliceVar(&o.parts, "parts", nil, "run only these parts ("+strings.Join(partNames, ", ")+"; default all)")
 	f.StringVar(&o.dsn, "dsn", "", "run the reference server on this PostgreSQL database (default: one of pgprovider's: $KBKIT_PG_DSN, Docker or local binaries)")
 	f.StringVar(&o.root, "root", "", "kbkit's source tree (default: the one around the working directory)")
@@ -169,6 +172,12 @@ func run(ctx context.Context, c *cobra.Command, o options, servers selftest.Serv
 			return fail(stderr, "--only: %v", err)
 		}
 	}
+	var mutant *regexp.Regexp
+	if o.mutant != "" {
+		if mutant, err = regexp.Compile(o.mutant); err != nil {
+			return fail(stderr, "--mutant: %v", err)
+		}
+	}
 	root := o.root
 	if root == "" {
 		root = "."
@@ -187,7 +196,7 @@ func run(ctx context.Context, c *cobra.Command, o options, servers selftest.Serv
 		text = stderr
 	}
 	rep := selftest.Run(ctx, selftest.Options{
-		Profile: p, Root: root, Servers: servers, Only: only, Parts: o.parts,
+		Profile: p, Root: root, Servers: servers, Only: only, Mutant: mutant, Parts: o.parts,
 		Target: func(ctx context.Context) (sim.Target, func(), error) {
 			if o.dsn != "" {
 				e, err := target.NewEmbedded(ctx, o.dsn, target.EmbeddedOptions{Instances: 2})
@@ -206,11 +215,40 @@ func run(ctx context.Context, c *cobra.Command, o options, servers selftest.Serv
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
 	})
 	rep.Version = version.Kit
+	rep.Command = commandLine(c)
 	rep.WriteText(text)
 	if err := writeOutputs(rep, outs); err != nil {
 		return fail(stderr, "%v", err)
 	}
 	return rep.ExitCode()
+}
+
+// commandLine is the command as it ran: its path and every flag it was
+// given, with the value it took (flags by name, values shell
+// quoted where needed), for the report to say what produced it.
+func commandLine(c *cobra.Command) string {
+	parts := []string{c.CommandPath()}
+	c.Flags().Visit(func(f *pflag.Flag) {
+		v := f.Value.String()
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			v = strings.Join(sv.GetSlice(), ",")
+		}
+		if f.Value.Type() == "bool" && v == "true" {
+			parts = append(parts, "--"+f.Name)
+			return
+		}
+		parts = append(parts, "--"+f.Name, shellQuote(v))
+	})
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and -_./:,=+@.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:,=+@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 type outputs struct{ json, html, md io.Writer }
