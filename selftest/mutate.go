@@ -1,3 +1,19 @@
+// Mutation engine: the single edits drawn from kbcore's areas (the Edit
+// kinds below) and their signatures.
+//
+// Message text is not behaviour. A rejection's message and an error's text
+// are free text (spec/README.md 2: "Codes are stable and normative;
+// messages are free text"), so the engine draws no swap-args mutant whose
+// every change lies inside the arguments that only word a message: those
+// of a message call (messageCalls) from its format on, and those of a
+// fmt.Sprintf assigned to a Message field. Such a swap is not counted in
+// the signatures' #n either. Every other edit is still drawn: a swap that
+// moves a rejection's code (reject's first argument), the error an
+// fmt.Errorf wraps (a %w operand, or a format holding %w) or a format not
+// written as a literal, and every flip, drop, negation or off-by-one in or
+// around a message call, since those can change the code or the control
+// flow.
+
 package selftest
 
 import (
@@ -150,6 +166,7 @@ func enumerateFile(name string, src []byte) ([]Mutant, error) {
 		text := func(n ast.Node) string {
 			return string(src[fset.Position(n.Pos()).Offset:fset.Position(n.End()).Offset])
 		}
+		wording := messageArgs(fd.Body)
 		ast.Inspect(fd.Body, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.BinaryExpr:
@@ -168,6 +185,9 @@ func enumerateFile(name string, src []byte) ([]Mutant, error) {
 				}
 			case *ast.CallExpr:
 				for i := 0; i+1 < len(n.Args); i++ {
+					if wording.holds(n.Args[i].Pos(), n.Args[i+1].End()) {
+						continue // only a message's text changes
+					}
 					a, b := text(n.Args[i]), text(n.Args[i+1])
 					if a != b && n.Ellipsis == token.NoPos {
 						add(EditSwapArgs, n.Args[i].Pos(), n.Args[i+1].End(), b+", "+a)
@@ -201,6 +221,121 @@ func enumerateFile(name string, src []byte) ([]Mutant, error) {
 		})
 	}
 	return out, nil
+}
+
+// messageCalls are the calls whose arguments from an index on only word
+// a message, keyed by callee, with the index of the first such argument
+// (the format, where there is one).
+var messageCalls = map[string]int{
+	"fmt.Errorf": 0, // unless the swap moves what it wraps (messageArgs)
+	"reject":     1, // kbcore: reject(code, format, args...); the code is normative
+	"orderErr":   0, // kbcore/rank: wraps ErrOrder whatever its arguments
+}
+
+// spans are source ranges [start, end).
+type spans [][2]token.Pos
+
+// holds reports whether [start, end) lies within one of the spans.
+func (s spans) holds(start, end token.Pos) bool {
+	return slices.ContainsFunc(s, func(r [2]token.Pos) bool { return r[0] <= start && end <= r[1] })
+}
+
+// messageArgs returns the spans of body's source that only word a
+// message: the arguments of messageCalls from their index on, and those
+// of a fmt.Sprintf assigned to a Message field (kbcore is pure, so what
+// they compute reaches nothing else). An fmt.Errorf counts only with a
+// literal format, and from past its last %w operand (a format holding %w
+// stays movable).
+func messageArgs(body *ast.BlockStmt) spans {
+	var out spans
+	add := func(c *ast.CallExpr, from int) {
+		if from < len(c.Args) {
+			out = append(out, [2]token.Pos{c.Args[from].Pos(), c.Args[len(c.Args)-1].End()})
+		}
+	}
+	sprintf := func(e ast.Expr) {
+		if c, ok := e.(*ast.CallExpr); ok && callee(c) == "fmt.Sprintf" {
+			add(c, 0)
+		}
+	}
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CallExpr:
+			from, ok := messageCalls[callee(n)]
+			if !ok {
+				return true
+			}
+			if callee(n) == "fmt.Errorf" {
+				if from, ok = afterWrapped(n); !ok {
+					return true
+				}
+			}
+			add(n, from)
+		case *ast.AssignStmt:
+			for i, l := range n.Lhs {
+				if sel, ok := l.(*ast.SelectorExpr); ok && sel.Sel.Name == "Message" && len(n.Rhs) == len(n.Lhs) {
+					sprintf(n.Rhs[i])
+				}
+			}
+		case *ast.KeyValueExpr:
+			if k, ok := n.Key.(*ast.Ident); ok && k.Name == "Message" {
+				sprintf(n.Value)
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// afterWrapped returns the index of the first argument of an fmt.Errorf
+// call past the format and every %w operand; false when the format is no
+// literal or numbers its operands ([n], *), so what it wraps is unknown.
+func afterWrapped(c *ast.CallExpr) (int, bool) {
+	if len(c.Args) == 0 {
+		return 0, false
+	}
+	lit, ok := c.Args[0].(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return 0, false
+	}
+	format, err := strconv.Unquote(lit.Value)
+	if err != nil {
+		return 0, false
+	}
+	from, operand := 0, 0
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		j := i + 1
+		for j < len(format) && strings.IndexByte("+-# 0123456789.", format[j]) >= 0 {
+			j++
+		}
+		if j == len(format) || format[j] == '[' || format[j] == '*' {
+			return 0, false
+		}
+		if format[j] != '%' {
+			operand++
+			if format[j] == 'w' {
+				from = operand + 1 // past the format and this operand
+			}
+		}
+		i = j
+	}
+	return from, true
+}
+
+// callee is the text of a call's function: "f" or "pkg.F".
+func callee(c *ast.CallExpr) string {
+	switch f := c.Fun.(type) {
+	case *ast.Ident:
+		return f.Name
+	case *ast.SelectorExpr:
+		if x, ok := f.X.(*ast.Ident); ok {
+			return x.Name + "." + f.Sel.Name
+		}
+	}
+	return ""
 }
 
 var flipped = map[token.Token]token.Token{

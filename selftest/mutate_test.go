@@ -201,3 +201,74 @@ func TestDiagnosticsAreNotModel(t *testing.T) {
 		}
 	}
 }
+
+const messages = `package p
+
+import "fmt"
+
+func reject(code, format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+var errOrder = fmt.Errorf("order")
+
+type rejection struct{ Message string }
+
+func f(a, b string, r *rejection) error {
+	r.Message = fmt.Sprintf("%s then %s", a, b)
+	if a > b {
+		return reject("order", "%q >= %q", a, b)
+	}
+	if a == "" {
+		return fmt.Errorf("%w: %q and %q", errOrder, a, b)
+	}
+	return g(a, b)
+}
+
+func g(x, y string) error { return nil }
+`
+
+// A swap whose every change is inside a message's arguments is not drawn
+// (message text is not behaviour); a swap that moves a rejection's code or
+// a wrapped error, a swap elsewhere and every other edit of the calls are.
+func TestEnumerateSkipsMessageText(t *testing.T) {
+	ms, err := enumerateFile("p.go", []byte(messages))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigs := map[string]bool{}
+	for _, m := range ms {
+		sigs[m.Signature] = true
+	}
+	for _, s := range []string{
+		`p.go:f:swap-args:a, b->b, a#1`,                               // g(a, b)
+		`p.go:f:swap-args:"order", "%q >= %q"->"%q >= %q", "order"#1`, // the code moves
+		`p.go:f:swap-args:"%w: %q and %q", errOrder->errOrder, "%w: %q and %q"#1`,
+		`p.go:f:swap-args:errOrder, a->a, errOrder#1`,
+		`p.go:f:negate-if:a > b->!(a > b)#1`,
+		`p.go:f:drop-break:return reject("order", "%q >= %q", a, b)->#1`,
+		`p.go:f:drop-stmt:r.Message = fmt.Sprintf("%s then %s", a, b)->#1`,
+	} {
+		if !sigs[s] {
+			t.Errorf("no mutant %s", s)
+		}
+	}
+	for _, s := range []string{
+		`p.go:f:swap-args:"%s then %s", a->a, "%s then %s"#1`,
+		`p.go:f:swap-args:"%q >= %q", a->a, "%q >= %q"#1`,
+		`p.go:f:swap-args:a, b->b, a#2`, // any a, b but g's
+	} {
+		if sigs[s] {
+			t.Errorf("%s only changes a message's text", s)
+		}
+	}
+	if n := strings.Count(strings.Join(keys(sigs), "\n"), ":swap-args:"); n != 4 {
+		t.Errorf("%d swap-args mutants, want 4: %v", n, keys(sigs))
+	}
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
