@@ -199,6 +199,36 @@ func TestRapidCanonicalIsJCS(t *testing.T) {
 	})
 }
 
+// TestRapidCommandIsJCS: a logged command's bytes (AppendCommand, after
+// whatever b holds) are jcs.Transform of its encoding/json form, for ids
+// and types that exercise every escape and any canonical object payload.
+func TestRapidCommandIsJCS(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		txt := byteRuleText()
+		payload, err := Canonical([]byte(`{"node":` + drawJSON(t, 1) + `}`))
+		if err != nil {
+			t.Skip(err)
+		}
+		c := Command{ID: txt.Draw(t, "id"), Type: txt.Draw(t, "type"), Payload: payload}
+		b, err := json.Marshal(struct {
+			ID      string          `json:"id"`
+			Payload json.RawMessage `json:"payload"`
+			Type    string          `json:"type"`
+		}{c.ID, c.Payload, c.Type})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := jcs.Transform(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := rapid.SampledFrom([]string{"", `"cmd":`}).Draw(t, "prefix")
+		if got := AppendCommand([]byte(prefix), c); string(got) != prefix+string(want) {
+			t.Fatalf("AppendCommand\n got %q\nwant %q", got, prefix+string(want))
+		}
+	})
+}
+
 // FuzzCanonical: Canonical never panics and agrees with jcs.
 func FuzzCanonical(f *testing.F) {
 	for _, s := range []string{`{"b":1,"a":"<&>"}`, `[1e21,-0,0.1]`, `"\u2028"`, `{"a":{"b":[null,true]}}`, `{"a":1,"a":1}`} {
