@@ -72,10 +72,11 @@ its latencies held, does not say what the server sustains: it runs again,
 at the same rate, with twice the editors (up to --max-editors, default
 512; --max-editors 0 keeps --editors fixed), and later steps keep them.
 Editors join as the workload lays them out: on hot-page each is one more
-window on the one page (every commit fans out to every window); on the
-others, more windows and pages. Only a step that ran out at --max-editors
-is read as "editors". Anything but "server" makes the sustainable rate a lower bound
-of the server's.
+window on the one page (every commit fans out to every window); typing,
+outline and rename-storm add pages of two windows; many-pages fills its
+100 pages × 2 windows, and no workload grows past its windows. Only a
+step that ran out at --max-editors is read as "editors". Anything but
+"server" makes the sustainable rate a lower bound of the server's.
 
 Exit status: 0 when a rate met the objective, 99 when none did, 2 when
 the search could not run. A step during which the machine stood still
@@ -144,6 +145,9 @@ func findMax(c *cobra.Command, f findFlags) error {
 	cfg, err := buildConfig(f.run)
 	if err != nil {
 		return errored(stderr, err)
+	}
+	if f.maxEditors < 0 {
+		return errored(stderr, errors.New("--max-editors must be positive (or 0: --editors, fixed)"))
 	}
 	if !f.maxEditorsSet && f.run.editors > f.maxEditors {
 		f.maxEditors = f.run.editors // the default never refuses --editors

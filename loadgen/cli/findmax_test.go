@@ -66,6 +66,8 @@ func TestFindMaxRefusesBadFlags(t *testing.T) {
 		{"--step", "0s"},
 		{"--workload", "nope"},
 		{"--server", "http://127.0.0.1:1"},
+		{"--editors", "64", "--max-editors", "32"},
+		{"--max-editors", "-1"},
 	} {
 		code, _, stderr := kbkitLoadgen(t, append([]string{"find-max", "--json", js}, args...)...)
 		if code != ExitErrored || !strings.HasPrefix(stderr, "kbkit loadgen: ") {

@@ -286,8 +286,9 @@ func (f *finder) logf(format string, args ...any) {
 
 // step runs one rate (again while the machine stood still during it), and
 // again with twice the editors, up to maxEditors and while steps are left,
-// while its editors ran out with its latencies held: such a step does not
-// say what the server sustains.
+// while its editors ran out with its latencies held (Generator.Limit
+// LimitEditors, on a busy machine too): such a step does not say what the
+// server, or the machine, sustains.
 func (f *finder) step(ctx context.Context, rate float64, stage string) (bool, int, error) {
 	for n := 1; ; n++ {
 		st, err := f.attempt(ctx, rate, stage)
@@ -298,11 +299,8 @@ func (f *finder) step(ctx context.Context, rate float64, stage string) (bool, in
 		if f.cfg.OnStep != nil {
 			f.cfg.OnStep(st)
 		}
-		if st.Pass || f.editors >= f.maxEditors || len(f.res.Steps) >= f.cfg.Plan.MaxSteps {
+		if st.Pass || st.Generator.Limit != LimitEditors || f.editors >= f.maxEditors || len(f.res.Steps) >= f.cfg.Plan.MaxSteps {
 			return st.Pass, n, nil
-		}
-		if limit, _ := limitedBy(st, ""); limit != LimitEditors {
-			return false, n, nil
 		}
 		next := min(2*f.editors, f.maxEditors)
 		f.logf("step %g/s: all %d editors were busy with the latencies held: running it again with %d", rate, f.editors, next)
