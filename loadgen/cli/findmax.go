@@ -69,8 +69,8 @@ editor busy, operations dropped while latencies held) or "server".
 Each editor takes one operation at a time, so a rate needs rate × latency
 editors. A step whose editors were all busy, with operations dropped while
 its latencies held, does not say what the server sustains: it runs again,
-at the same rate, with twice the editors (up to --max-editors, default
-512; --max-editors 0 keeps --editors fixed), and later steps keep them.
+at the same rate, with twice the editors (up to --max-editors; 0 keeps
+--editors fixed), and later steps keep them.
 Editors join as the workload lays them out: on hot-page each is one more
 window on the one page (every commit fans out to every window); typing,
 outline and rename-storm add pages of two windows; many-pages fills its

@@ -78,3 +78,21 @@ func TestFindMaxRefusesBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestFindMaxReadmeSaysTheEditorDefaults: loadgen/README.md's find-max
+// section gives --editors' and --max-editors' defaults as the flags do.
+func TestFindMaxReadmeSaysTheEditorDefaults(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := newFindMaxCmd().Flags()
+	for _, want := range []string{
+		"(`--editors`, " + fl.Lookup("editors").DefValue + " at first)",
+		"`--max-editors` (default " + fl.Lookup("max-editors").DefValue + ";",
+	} {
+		if !strings.Contains(strings.ReplaceAll(string(b), "\n", " "), want) {
+			t.Errorf("loadgen/README.md does not say %q", want)
+		}
+	}
+}
