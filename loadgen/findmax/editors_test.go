@@ -133,7 +133,7 @@ func TestEditorsGrowToTheServersLimit(t *testing.T) {
 	var text, page, js bytes.Buffer
 	_ = Text(&text, res)
 	if !strings.Contains(text.String(), fmt.Sprintf("editors: 4 at the start, %d at the end (--max-editors 512)", v.Editors)) ||
-		!strings.Contains(Describe(res), fmt.Sprintf("4 editors (grown to %d)", v.Editors)) {
+		!strings.Contains(Describe(res), fmt.Sprintf("4 editors, 1 page × 4 windows at first (grown to %d editors)", v.Editors)) {
 		t.Errorf("the text does not say how the editors grew:\n%s", text.String())
 	}
 	if err := res.Write(&js); err != nil {

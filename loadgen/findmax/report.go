@@ -19,15 +19,15 @@ import (
 // Describe is the search in one line.
 func Describe(r *Result) string {
 	ri := r.Run
-	s := fmt.Sprintf("%s, %d editors", ri.Workload, ri.Editors)
-	if e := r.Verdict.Editors; e > ri.Editors {
-		s += fmt.Sprintf(" (grown to %d)", e)
-	}
-	s += fmt.Sprintf(", %d page", ri.Pages)
+	s := fmt.Sprintf("%s, %d editors, %d page", ri.Workload, ri.Editors, ri.Pages)
 	if ri.Pages != 1 {
 		s += "s"
 	}
-	s += fmt.Sprintf(" × %d windows, commands over %s, steps of %s", ri.WindowsPerPage, ri.Commands, ri.Duration)
+	s += fmt.Sprintf(" × %d windows", ri.WindowsPerPage)
+	if e := r.Verdict.Editors; e > ri.Editors {
+		s += fmt.Sprintf(" at first (grown to %d editors)", e)
+	}
+	s += fmt.Sprintf(", commands over %s, steps of %s", ri.Commands, ri.Duration)
 	if ri.Warmup != "" {
 		s += " after " + ri.Warmup + " of warm-up"
 	}
