@@ -19,9 +19,11 @@ import (
 	"github.com/subspace/kbkit/loadgen/threshold"
 )
 
-// DefaultMaxEditors is find-max's --max-editors: the editors a search may
-// grow to when steps run out of them.
-const DefaultMaxEditors = 512
+// DefaultMaxEditors is find-max's --max-editors: 0, the editors stay
+// --editors. Growing them is asked for: on hot-page each editor is one
+// more window on the one page, so more editors change the load itself
+// (every commit fans out to each), and the generator may run out first.
+const DefaultMaxEditors = 0
 
 type findFlags struct {
 	run                 runFlags
@@ -29,7 +31,6 @@ type findFlags struct {
 	resolution          float64
 	maxSteps            int
 	maxEditors          int
-	maxEditorsSet       bool
 	step                time.Duration
 	serverMetrics       string
 	jsonOut, htmlOut    string
@@ -68,9 +69,10 @@ editor busy, operations dropped while latencies held) or "server".
 
 Each editor takes one operation at a time, so a rate needs rate × latency
 editors. A step whose editors were all busy, with operations dropped while
-its latencies held, does not say what the server sustains: it runs again,
-at the same rate, with twice the editors (up to --max-editors; 0 keeps
---editors fixed), and later steps keep them.
+its latencies held, does not say what the server sustains: with
+--max-editors above --editors it runs again, at the same rate, with twice
+the editors (up to --max-editors; by default 0, --editors fixed), and
+later steps keep them.
 Editors join as the workload lays them out: on hot-page each is one more
 window on the one page (every commit fans out to every window); typing,
 outline and rename-storm add pages of two windows; many-pages fills its
@@ -87,7 +89,6 @@ the search could not run. A step during which the machine stood still
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			f.warmupSet = c.Flags().Changed("warmup")
-			f.maxEditorsSet = c.Flags().Changed("max-editors")
 			return findMax(c, f)
 		},
 	}
@@ -148,9 +149,6 @@ func findMax(c *cobra.Command, f findFlags) error {
 	}
 	if f.maxEditors < 0 {
 		return errored(stderr, errors.New("--max-editors must be positive (or 0: --editors, fixed)"))
-	}
-	if !f.maxEditorsSet && f.run.editors > f.maxEditors {
-		f.maxEditors = f.run.editors // the default never refuses --editors
 	}
 	plan := findmax.Plan{StartRate: f.startRate, MaxRate: f.maxRate, Resolution: f.resolution, MaxSteps: f.maxSteps, MaxEditors: f.maxEditors}
 	if err := plan.Check(); err != nil { // before any server starts
