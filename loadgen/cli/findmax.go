@@ -19,11 +19,18 @@ import (
 	"github.com/subspace/kbkit/loadgen/threshold"
 )
 
+// DefaultMaxEditors is find-max's --max-editors: 0, the editors stay
+// --editors. Growing them is asked for: on hot-page each editor is one
+// more window on the one page, so more editors change the load itself
+// (every commit fans out to each), and the generator may run out first.
+const DefaultMaxEditors = 0
+
 type findFlags struct {
 	run                 runFlags
 	startRate, maxRate  float64
 	resolution          float64
 	maxSteps            int
+	maxEditors          int
 	step                time.Duration
 	serverMetrics       string
 	jsonOut, htmlOut    string
@@ -58,9 +65,20 @@ ran out, the generator first: "generator" (it used its cores, or its
 goroutines waited for one), "machine" (every core busy, other processes
 among them), "generator+server" (the embedded server shares the
 generator's process: use --server to tell them apart), "editors" (every
-editor busy, operations dropped while latencies held: raise --editors) or
-"server". Anything but "server" makes the sustainable rate a lower bound
-of the server's.
+editor busy, operations dropped while latencies held) or "server".
+
+Each editor takes one operation at a time, so a rate needs rate × latency
+editors. A step whose editors were all busy, with operations dropped while
+its latencies held, does not say what the server sustains: with
+--max-editors above --editors it runs again, at the same rate, with twice
+the editors (up to --max-editors; by default 0, --editors fixed), and
+later steps keep them.
+Editors join as the workload lays them out: on hot-page each is one more
+window on the one page (every commit fans out to every window); typing,
+outline and rename-storm add pages of two windows; many-pages fills its
+100 pages × 2 windows, and no workload grows past its windows. Only a
+step that ran out at --max-editors is read as "editors". Anything but
+"server" makes the sustainable rate a lower bound of the server's.
 
 Exit status: 0 when a rate met the objective, 99 when none did, 2 when
 the search could not run. A step during which the machine stood still
@@ -87,7 +105,8 @@ the search could not run. A step during which the machine stood still
 	fl.IntVar(&r.perPage, "windows-per-page", 0, "editors that open each page (default: the workload's; hot-page: all)")
 	fl.IntVar(&r.nodes, "nodes", 0, "nodes each page starts with (default: the workload's)")
 	fl.StringVar(&r.commands, "commands", "http", "how editors send commands: http or ws")
-	fl.IntVar(&r.editors, "editors", 32, "virtual editors (each takes one operation at a time: in flight = rate × latency must fit)")
+	fl.IntVar(&r.editors, "editors", 32, "virtual editors to start with (each takes one operation at a time: in flight = rate × latency must fit)")
+	fl.IntVar(&f.maxEditors, "max-editors", DefaultMaxEditors, "double the editors of a step that ran out of them, with its latencies held, up to this many (0: --editors, fixed)")
 	fl.StringArrayVar(&r.thresholds, "threshold", nil, "objective, as run's --threshold (repeat; default commit.p99<100ms and errors==0)")
 	fl.Float64Var(&f.startRate, "start-rate", 50, "the first step's rate (operations/s)")
 	fl.Float64Var(&f.maxRate, "max-rate", 0, "stop doubling at this rate (0: no cap)")
@@ -128,9 +147,15 @@ func findMax(c *cobra.Command, f findFlags) error {
 	if err != nil {
 		return errored(stderr, err)
 	}
-	plan := findmax.Plan{StartRate: f.startRate, MaxRate: f.maxRate, Resolution: f.resolution, MaxSteps: f.maxSteps}
+	if f.maxEditors < 0 {
+		return errored(stderr, errors.New("--max-editors must be positive (or 0: --editors, fixed)"))
+	}
+	plan := findmax.Plan{StartRate: f.startRate, MaxRate: f.maxRate, Resolution: f.resolution, MaxSteps: f.maxSteps, MaxEditors: f.maxEditors}
 	if err := plan.Check(); err != nil { // before any server starts
 		return errored(stderr, err)
+	}
+	if _, err := findmax.MaxEditors(cfg, plan.MaxEditors); err != nil {
+		return errored(stderr, errors.New(strings.Replace(strings.TrimPrefix(err.Error(), "findmax: "), "the max editors", "--max-editors", 1)))
 	}
 	if f.dir != "" {
 		if err := os.MkdirAll(f.dir, 0o755); err != nil {
@@ -203,7 +228,7 @@ func stepLine(n int, s findmax.Step) string {
 	if s.Generator.Limit != "" {
 		gen += " (" + s.Generator.Limit + " ran out)"
 	}
-	return fmt.Sprintf("  step %d %-6s %7g/s: achieved %.1f/s, commit p99 %.2fms, %s: %s", n, s.Stage, s.Rate, s.Achieved, s.CommitP99Ms, gen, res)
+	return fmt.Sprintf("  step %d %-6s %7g/s, %d editors: achieved %.1f/s, commit p99 %.2fms, %s: %s", n, s.Stage, s.Rate, s.Editors, s.Achieved, s.CommitP99Ms, gen, res)
 }
 
 func writeFindMax(stdout, stderr io.Writer, res *findmax.Result, f findFlags) error {

@@ -66,6 +66,8 @@ func TestFindMaxRefusesBadFlags(t *testing.T) {
 		{"--step", "0s"},
 		{"--workload", "nope"},
 		{"--server", "http://127.0.0.1:1"},
+		{"--editors", "64", "--max-editors", "32"},
+		{"--max-editors", "-1"},
 	} {
 		code, _, stderr := kbkitLoadgen(t, append([]string{"find-max", "--json", js}, args...)...)
 		if code != ExitErrored || !strings.HasPrefix(stderr, "kbkit loadgen: ") {
@@ -73,6 +75,24 @@ func TestFindMaxRefusesBadFlags(t *testing.T) {
 		}
 		if _, err := os.Stat(js); err == nil {
 			t.Errorf("%v: wrote %s", args, js)
+		}
+	}
+}
+
+// TestFindMaxReadmeSaysTheEditorDefaults: loadgen/README.md's find-max
+// section gives --editors' and --max-editors' defaults as the flags do.
+func TestFindMaxReadmeSaysTheEditorDefaults(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := newFindMaxCmd().Flags()
+	for _, want := range []string{
+		"(`--editors`, " + fl.Lookup("editors").DefValue + " at first)",
+		"`--max-editors` (default " + fl.Lookup("max-editors").DefValue + ";",
+	} {
+		if !strings.Contains(strings.ReplaceAll(string(b), "\n", " "), want) {
+			t.Errorf("loadgen/README.md does not say %q", want)
 		}
 	}
 }

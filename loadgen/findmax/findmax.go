@@ -72,6 +72,10 @@ type Config struct {
 	OnStep func(Step)
 	// Logf, if set, receives progress messages.
 	Logf func(format string, args ...any)
+
+	// runStep, when set (tests), replaces a step's run: it returns the
+	// step's measurements, which Find reads as it reads a real run's.
+	runStep func(ctx context.Context, rate float64, stage string, editors int) (Step, error)
 }
 
 // GeneratorCPU is the generator's process over a step's load.
@@ -107,7 +111,10 @@ type MachineCPU struct {
 type Step struct {
 	Rate  float64 `json:"rate"`
 	Stage string  `json:"stage"`
-	Pass  bool    `json:"pass"`
+	// Editors is the virtual editors the step ran (0 in results written
+	// before it was recorded: the run's).
+	Editors int  `json:"editors,omitempty"`
+	Pass    bool `json:"pass"`
 	// Broken is the first threshold of the objective the step broke.
 	Broken string            `json:"broken,omitempty"`
 	Checks []lgmetrics.Check `json:"checks"`
@@ -178,6 +185,9 @@ type Verdict struct {
 	// LowerBound says Sustainable is a lower bound of the server's
 	// capacity: something other than the server ran out first.
 	LowerBound bool `json:"lower_bound,omitempty"`
+	// Editors is the editors of the search's last step: the run's, or
+	// more where steps ran out of editors (Plan.MaxEditors).
+	Editors int `json:"editors,omitempty"`
 	// GeneratorRanOut is the lowest rate whose step found the generator
 	// out of CPU or starved of it (0: none did); other steps may have
 	// found it so too (each step's Generator.Limit).
@@ -202,7 +212,7 @@ func Objective(ths []threshold.Threshold) []threshold.Threshold {
 // Find runs the search. An error means it could not proceed (a step's
 // setup failed, ctx ended); a step that breaks the objective is a finding.
 func Find(ctx context.Context, cfg Config) (*Result, error) {
-	if cfg.Target == nil {
+	if cfg.Target == nil && cfg.runStep == nil {
 		return nil, errors.New("findmax: no target")
 	}
 	if len(cfg.Objective) == 0 {
@@ -215,7 +225,11 @@ func Find(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Plan.defaults(); err != nil {
 		return nil, err
 	}
-	f := &finder{cfg: cfg, res: &Result{Version: Version, Plan: cfg.Plan, Start: time.Now(),
+	maxEd, err := MaxEditors(cfg.Run, cfg.Plan.MaxEditors)
+	if err != nil {
+		return nil, err
+	}
+	f := &finder{cfg: cfg, editors: cfg.Run.Editors, maxEditors: maxEd, res: &Result{Version: Version, Plan: cfg.Plan, Start: time.Now(),
 		Host: Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version()}}}
 	for _, t := range cfg.Objective {
 		f.res.Objective = append(f.res.Objective, t.Expr)
@@ -231,13 +245,37 @@ func Find(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	f.res.Run = f.res.Steps[0].Result.Run
 	f.res.Run.Rate, f.res.Run.RunID = 0, ""
-	f.res.Verdict = verdict(f.res.Steps, out, cfg.Plan)
+	f.res.Verdict = verdict(f.res.Steps, out, cfg.Plan, cfg.Run.Editors, f.maxEditors)
+	f.res.Verdict.Editors = f.editors
 	return f.res, nil
+}
+
+// MaxEditors is the most editors a search of run may grow to given limit
+// (Plan.MaxEditors): limit, or the run's editors when limit is 0, and no
+// more than the workload's windows where it fixes both its pages and its
+// windows per page (an editor without a window cannot run). A limit
+// below the run's editors is refused.
+func MaxEditors(run loadgen.Config, limit int) (int, error) {
+	switch {
+	case limit == 0:
+		return run.Editors, nil
+	case limit < 0:
+		return 0, errors.New("findmax: the max editors must be positive (or 0: the editors are fixed)")
+	case limit < run.Editors:
+		return 0, fmt.Errorf("findmax: the max editors (%d) is below the editors (%d)", limit, run.Editors)
+	}
+	if w := run.Workload; w.Pages > 0 && w.WindowsPerPage > 0 {
+		limit = min(limit, w.Pages*w.WindowsPerPage)
+	}
+	return max(limit, run.Editors), nil
 }
 
 type finder struct {
 	cfg Config
 	res *Result
+	// editors is the editors of the next step; maxEditors, the most it
+	// may grow to.
+	editors, maxEditors int
 }
 
 func (f *finder) logf(format string, args ...any) {
@@ -246,25 +284,49 @@ func (f *finder) logf(format string, args ...any) {
 	}
 }
 
-// step runs one rate (again while the machine stood still during it).
-func (f *finder) step(ctx context.Context, rate float64, stage string) (bool, error) {
-	var st Step
-	for attempt := 1; ; attempt++ {
-		var err error
-		st, err = f.run(ctx, rate, stage)
+// step runs one rate (again while the machine stood still during it), and
+// again with twice the editors, up to maxEditors and while steps are left,
+// while its editors ran out with its latencies held (Generator.Limit
+// LimitEditors, on a busy machine too): such a step does not say what the
+// server, or the machine, sustains.
+func (f *finder) step(ctx context.Context, rate float64, stage string) (bool, int, error) {
+	for n := 1; ; n++ {
+		st, err := f.attempt(ctx, rate, stage)
 		if err != nil {
-			return false, err
+			return false, n, err
 		}
-		if st.PausedSeconds == 0 || attempt >= f.cfg.Attempts {
-			break
+		f.res.Steps = append(f.res.Steps, st)
+		if f.cfg.OnStep != nil {
+			f.cfg.OnStep(st)
+		}
+		if st.Pass || st.Generator.Limit != LimitEditors || f.editors >= f.maxEditors || len(f.res.Steps) >= f.cfg.Plan.MaxSteps {
+			return st.Pass, n, nil
+		}
+		next := min(2*f.editors, f.maxEditors)
+		f.logf("step %g/s: all %d editors were busy with the latencies held: running it again with %d", rate, f.editors, next)
+		f.editors = next
+	}
+}
+
+// attempt runs one step with the finder's editors, again while the
+// machine stood still during it.
+func (f *finder) attempt(ctx context.Context, rate float64, stage string) (Step, error) {
+	run := f.run
+	if f.cfg.runStep != nil {
+		run = f.cfg.runStep
+	}
+	for a := 1; ; a++ {
+		st, err := run(ctx, rate, stage, f.editors)
+		if err != nil {
+			return st, err
+		}
+		st.Editors = f.editors
+		st.Generator.Limit = generatorLimit(st, f.editors)
+		if st.PausedSeconds == 0 || a >= f.cfg.Attempts {
+			return st, nil
 		}
 		f.logf("step %g/s: the machine stood still for %.1f s: running it again", rate, st.PausedSeconds)
 	}
-	f.res.Steps = append(f.res.Steps, st)
-	if f.cfg.OnStep != nil {
-		f.cfg.OnStep(st)
-	}
-	return st.Pass, nil
 }
 
 type scrape struct {
@@ -273,8 +335,9 @@ type scrape struct {
 	err error
 }
 
-func (f *finder) run(ctx context.Context, rate float64, stage string) (Step, error) {
+func (f *finder) run(ctx context.Context, rate float64, stage string, editors int) (Step, error) {
 	cfg := f.cfg.Run
+	cfg.Editors = editors
 	cfg.Model, cfg.Pacer, cfg.RunID = loadgen.Open, loadgen.Constant(rate), ""
 	var s0, s1 sample
 	var loaded bool
@@ -350,7 +413,6 @@ func (f *finder) run(ctx context.Context, rate float64, stage string) (Step, err
 		st.Machine = m
 		st.MachineSaturated = m.Busy >= SaturatedShare*float64(m.Cores)
 	}
-	st.Generator.Limit = generatorLimit(st, cfg.Editors)
 	return st, nil
 }
 

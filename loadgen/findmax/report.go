@@ -23,7 +23,11 @@ func Describe(r *Result) string {
 	if ri.Pages != 1 {
 		s += "s"
 	}
-	s += fmt.Sprintf(" × %d windows, commands over %s, steps of %s", ri.WindowsPerPage, ri.Commands, ri.Duration)
+	s += fmt.Sprintf(" × %d windows", ri.WindowsPerPage)
+	if e := r.Verdict.Editors; e > ri.Editors {
+		s += fmt.Sprintf(" at first (grown to %d editors)", e)
+	}
+	s += fmt.Sprintf(", commands over %s, steps of %s", ri.Commands, ri.Duration)
 	if ri.Warmup != "" {
 		s += " after " + ri.Warmup + " of warm-up"
 	}
@@ -78,12 +82,16 @@ func stepRow(i int, s Step) []string {
 		mach = fmt.Sprintf("%.0f%% of %d", 100*s.Machine.Busy/float64(s.Machine.Cores), s.Machine.Cores)
 		others = cores(s.Machine.Others)
 	}
-	return []string{fmt.Sprint(i + 1), s.Stage, fmt.Sprintf("%g", s.Rate), fmt.Sprintf("%.1f", s.Achieved),
+	eds := "n/a"
+	if s.Editors > 0 {
+		eds = fmt.Sprint(s.Editors)
+	}
+	return []string{fmt.Sprint(i + 1), s.Stage, eds, fmt.Sprintf("%g", s.Rate), fmt.Sprintf("%.1f", s.Achieved),
 		fmt.Sprintf("%d/%d", s.Committed, s.Due), fmt.Sprint(s.Dropped), fmtMs(s.CommitP99Ms), fmtMs(s.FanoutP99Ms),
 		fmt.Sprint(s.PeakInFlight), gen, fmtMs(s.Generator.WaitP99Ms), srv, mach, others, res}
 }
 
-var stepHeader = []string{"step", "stage", "target/s", "achieved/s", "committed/due", "dropped", "commit p99", "fanout p99",
+var stepHeader = []string{"step", "stage", "editors", "target/s", "achieved/s", "committed/due", "dropped", "commit p99", "fanout p99",
 	"in flight", "gen cpu", "gen wait p99", "server cpu", "machine", "others", "result"}
 
 // Text writes the search's report: the objective, the step table and the
@@ -109,6 +117,9 @@ func Text(w io.Writer, r *Result) error {
 	if g := r.Verdict.GeneratorRanOut; g > 0 {
 		fmt.Fprintf(&b, "%s\n", shortWords(r))
 	}
+	if w := editorWords(r); w != "" {
+		fmt.Fprintf(&b, "%s\n", w)
+	}
 	fmt.Fprintf(&b, "%d steps in %s\n", len(r.Steps), r.End.Sub(r.Start).Round(time.Second))
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -124,6 +135,23 @@ func shortWords(r *Result) string {
 	}
 	return fmt.Sprintf("the generator was short of CPU in %d of %d steps (the lowest at %g/s): their figures measure the generator as much as the server",
 		n, len(r.Steps), r.Verdict.GeneratorRanOut)
+}
+
+// editorWords says how the editors grew during the search ("" when they
+// did not).
+func editorWords(r *Result) string {
+	start, end := r.Run.Editors, r.Verdict.Editors
+	if end <= start {
+		return ""
+	}
+	reruns := 0
+	for i := 1; i < len(r.Steps); i++ {
+		if r.Steps[i].Rate == r.Steps[i-1].Rate && r.Steps[i].Editors > r.Steps[i-1].Editors {
+			reruns++
+		}
+	}
+	return fmt.Sprintf("editors: %d at the start, %d at the end (--max-editors %d): %d steps whose editors all were busy with the latencies held ran again with twice as many",
+		start, end, r.Plan.MaxEditors, reruns)
 }
 
 // Write encodes the result as JSON.
@@ -234,7 +262,7 @@ func HTML(w io.Writer, r *Result) error {
 	}
 	return page.Execute(w, map[string]any{"R": r, "Describe": Describe(r), "Headline": Headline(r), "CSS": lgreport.PageCSS(),
 		"Charts": []template.HTML{throughput, latency, cpu}, "Header": stepHeader, "Rows": rows,
-		"Generated": time.Now().UTC().Format(time.RFC3339), "Short": short})
+		"Generated": time.Now().UTC().Format(time.RFC3339), "Short": short, "Editors": editorWords(r)})
 }
 
 var page = template.Must(template.New("findmax").Parse(`<!doctype html>
@@ -248,12 +276,13 @@ var page = template.Must(template.New("findmax").Parse(`<!doctype html>
 <p id="headline"><b>{{.Headline}}</b></p>
 <p id="why">{{if .R.Verdict.LimitedBy}}Limited by {{end}}{{.R.Verdict.Why}}.</p>
 {{with .Short}}<p class="warn" id="generator-short">{{.}}.</p>{{end}}
+{{with .Editors}}<p id="editors">{{.}}.</p>{{end}}
 <h2>Steps</h2>
 <div class="wide"><table class="types" id="steps">
 <tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table></div>
-<p class="sub">gen cpu: the generator's process, cores used of those it can run on; gen wait p99: how long its goroutines waited, runnable, for a CPU;
+<p class="sub">editors: the virtual editors the step ran; gen cpu: the generator's process, cores used of those it can run on; gen wait p99: how long its goroutines waited, runnable, for a CPU;
 server cpu: the server's process_cpu_seconds_total; machine: every core's busy share;
 others: the machine's busy cores less the generator and a server on this machine.</p>
 <h2>Per step</h2>

@@ -27,6 +27,10 @@ type Plan struct {
 	MaxSteps int
 	// MinRate is the lowest rate halving tries (default 1/s).
 	MinRate float64
+	// MaxEditors, when above the run's editors, lets find-max double the
+	// editors and run a rate again when a step ran out of editors with
+	// its latencies held, up to this many (0: the editors are fixed).
+	MaxEditors int
 }
 
 // Check fills p's defaults and refuses a plan that cannot run.
@@ -57,11 +61,16 @@ func (p *Plan) defaults() error {
 	if p.MinRate <= 0 {
 		p.MinRate = 1
 	}
+	if p.MaxEditors < 0 {
+		return errors.New("findmax: the max editors must be positive (or 0: the editors are fixed)")
+	}
 	return nil
 }
 
-// Probe runs one step at rate and says whether it met the objective.
-type Probe func(ctx context.Context, rate float64, stage string) (pass bool, err error)
+// Probe runs rate and says whether it met the objective, and in how many
+// steps (at least one): a probe may run a rate again (find-max, with more
+// editors), and the last step's pass is the rate's.
+type Probe func(ctx context.Context, rate float64, stage string) (pass bool, steps int, err error)
 
 // Outcome is where a search ended.
 type Outcome struct {
@@ -70,7 +79,7 @@ type Outcome struct {
 	// Next is the lowest rate above Sustainable whose step failed (0: none
 	// failed, the search reached MaxRate or ran out of steps).
 	Next float64
-	// Steps is the number of steps run.
+	// Steps is the number of steps run (the probes' steps).
 	Steps int
 }
 
@@ -85,8 +94,8 @@ func Search(ctx context.Context, p Plan, probe Probe) (Outcome, error) {
 	}
 	var o Outcome
 	run := func(rate float64, stage string) (bool, error) {
-		o.Steps++
-		pass, err := probe(ctx, rate, stage)
+		pass, n, err := probe(ctx, rate, stage)
+		o.Steps += max(n, 1)
 		if err != nil {
 			return false, err
 		}

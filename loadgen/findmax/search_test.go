@@ -11,9 +11,9 @@ import (
 // capacity is a probe that passes up to cap: the search's arithmetic,
 // apart from any server.
 func capacity(cap float64, rates *[]float64) Probe {
-	return func(_ context.Context, rate float64, _ string) (bool, error) {
+	return func(_ context.Context, rate float64, _ string) (bool, int, error) {
 		*rates = append(*rates, rate)
-		return rate <= cap, nil
+		return rate <= cap, 1, nil
 	}
 }
 
@@ -71,12 +71,12 @@ func TestSearchBounds(t *testing.T) {
 		t.Errorf("nothing passes: rates %v, outcome %+v: want halving down to the min rate 1", rates, o)
 	}
 	boom := errors.New("boom")
-	if _, err := Search(context.Background(), Plan{StartRate: 1}, func(context.Context, float64, string) (bool, error) {
-		return false, boom
+	if _, err := Search(context.Background(), Plan{StartRate: 1}, func(context.Context, float64, string) (bool, int, error) {
+		return false, 1, boom
 	}); !errors.Is(err, boom) {
 		t.Errorf("a probe's error: %v", err)
 	}
-	for _, p := range []Plan{{}, {StartRate: -1}, {StartRate: 10, MaxRate: 5}, {StartRate: 1, Resolution: 1.5}, {StartRate: 1, MaxSteps: -1}} {
+	for _, p := range []Plan{{}, {StartRate: -1}, {StartRate: 10, MaxRate: 5}, {StartRate: 1, Resolution: 1.5}, {StartRate: 1, MaxSteps: -1}, {StartRate: 1, MaxEditors: -1}} {
 		if _, err := Search(context.Background(), p, capacity(1, &rates)); err == nil {
 			t.Errorf("plan %+v accepted", p)
 		}
@@ -114,7 +114,7 @@ func TestLimitedBy(t *testing.T) {
 		s := base()
 		c.edit(&s)
 		s.Generator.Limit = generatorLimit(s, 8)
-		if got, why := limitedBy(s); got != c.want || why == "" {
+		if got, why := limitedBy(s, "--editors"); got != c.want || why == "" {
 			t.Errorf("%s: limited by %q (%s), want %q", c.name, got, why, c.want)
 		}
 	}

@@ -6,8 +6,9 @@ import (
 )
 
 // verdict reads the search's outcome: the sustainable rate, the step
-// above it that broke the objective, and what ran out there.
-func verdict(steps []Step, out Outcome, p Plan) Verdict {
+// above it that broke the objective, and what ran out there. start and
+// maxEditors are the editors the search started with and could grow to.
+func verdict(steps []Step, out Outcome, p Plan, start, maxEditors int) Verdict {
 	v := Verdict{Sustainable: out.Sustainable, Next: out.Next}
 	for _, s := range steps {
 		if s.Generator.Limit == LimitGenerator || s.Generator.Limit == LimitShared {
@@ -16,8 +17,8 @@ func verdict(steps []Step, out Outcome, p Plan) Verdict {
 			}
 		}
 	}
-	var next *Step
-	for i := range steps {
+	var next *Step // the last step at Next: the one that counted
+	for i := len(steps) - 1; i >= 0; i-- {
 		if !steps[i].Pass && steps[i].Rate == out.Next {
 			next = &steps[i]
 			break
@@ -36,7 +37,16 @@ func verdict(steps []Step, out Outcome, p Plan) Verdict {
 		return v
 	}
 	v.Broken = next.Broken
-	v.LimitedBy, v.Why = limitedBy(*next)
+	raise := "raise --editors or --max-editors"
+	switch {
+	case next.Editors > 0 && next.Editors < maxEditors:
+		raise = fmt.Sprintf("the search ran out of steps (%d) before it ran more: raise --max-steps", p.MaxSteps)
+	case maxEditors > start && maxEditors < p.MaxEditors:
+		raise = fmt.Sprintf("the workload has no more windows (%d): raise --pages or --windows-per-page", maxEditors)
+	case maxEditors > start:
+		raise = "raise --max-editors"
+	}
+	v.LimitedBy, v.Why = limitedBy(*next, raise)
 	switch {
 	case v.LimitedBy == LimitServer:
 	case out.Sustainable > 0:
@@ -55,8 +65,9 @@ func verdict(steps []Step, out Outcome, p Plan) Verdict {
 const OthersShare = 0.25
 
 // limitedBy says what ran out at a failing step, generator first: a
-// saturated generator is never read as a slow server.
-func limitedBy(s Step) (string, string) {
+// saturated generator is never read as a slow server. raise is what to do
+// when the editors ran out.
+func limitedBy(s Step, raise string) (string, string) {
 	g := s.Generator
 	cpu := fmt.Sprintf("%.2f of %g cores", g.Cores, g.Usable)
 	wait := "its goroutines' wait for a CPU unknown"
@@ -75,8 +86,8 @@ func limitedBy(s Step) (string, string) {
 	case s.MachineSaturated && s.Machine.Others >= OthersShare*float64(s.Machine.Cores):
 		return LimitMachine, fmt.Sprintf("the machine, not the server alone: %s; the generator used %s and %s", strings.TrimPrefix(mach, "; "), cpu, wait)
 	case g.Limit == LimitEditors:
-		return LimitEditors, fmt.Sprintf("the editors: all %d were busy and %d operations were dropped while the latencies held: raise --editors",
-			s.PeakInFlight, s.Dropped)
+		return LimitEditors, fmt.Sprintf("the editors: all %d were busy and %d operations were dropped while the latencies held: %s",
+			s.PeakInFlight, s.Dropped, raise)
 	}
 	srv := ""
 	if s.ServerCores != nil {
