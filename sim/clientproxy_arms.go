@@ -10,6 +10,10 @@ import (
 // (adversary.go), arms in the window's proxy: faults aimed at one command
 // rather than drawn, so that the server decides against the client and
 // the client is left without the answer when the seed says so.
+// codeRefused is the code of the rejection a refused post is, for the
+// client (spec/window.md, Refusals: reject {id, code: refused}).
+const codeRefused = "refused"
+
 type proxyArms struct {
 	hold    map[string]*heldPost  // command id -> its next post is held
 	lose    map[string]*lostPost  // command id -> the answer to its next post is lost
@@ -19,6 +23,10 @@ type proxyArms struct {
 	lateCmd map[string]bool       // the next echo of these command ids is written after the event that follows it
 	seen    map[string]chan int64 // command id -> gets the seq of its next echo, written or dropped
 	refused map[string]*refusals  // command id -> its blocked posts, counted
+	// Every post of these command ids is answered 400 BAD_REQUEST, not
+	// forwarded: the envelope refused, final (spec/window.md, Refusals).
+	// Kept through disarm: a resend gets the same answer.
+	refuse map[string]bool
 }
 
 // refusals counts the posts of one id answered 503 while it is blocked;
@@ -252,11 +260,29 @@ func (p *clientProxy) passed(id string, seq int64) {
 	}
 }
 
-// disarm clears every arm and releases every held post (quiesce).
+// armRefuse answers every post of command id 400 BAD_REQUEST from now
+// on, without forwarding it.
+func (p *clientProxy) armRefuse(id string) {
+	p.mu.Lock()
+	if p.adv.refuse == nil {
+		p.adv.refuse = map[string]bool{}
+	}
+	p.adv.refuse[id] = true
+	p.mu.Unlock()
+}
+
+func (p *clientProxy) refusing(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.adv.refuse[id]
+}
+
+// disarm clears every arm but the refusals and releases every held post
+// (quiesce).
 func (p *clientProxy) disarm() {
 	p.mu.Lock()
 	holds, refused := p.adv.hold, p.adv.refused
-	p.adv = proxyArms{}
+	p.adv = proxyArms{refuse: p.adv.refuse}
 	p.mu.Unlock()
 	for _, h := range holds {
 		h.free()

@@ -209,6 +209,14 @@ var clientBugs = []struct {
 	{"no-local-toast", CheckLocalRejection, Options{}},
 	{"send-local-rejections", CheckLocalRejection, Options{}},
 	{"resubscribe-wrong-seq", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}},
+	{"resubscribe-past-gap", CheckResume, Options{Faults: true, ClientFaults: &Faults{Drop: 0.3, Cut: 0.1}}},
+	// The kit as the server refuses a post (400): final, not resent.
+	{"resend-refused", CheckRollback, Options{}},
+	// The end of a seed drops the client's own echo, nothing after it.
+	{"no-echo-timer", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}},
+	// Toasts name the command they reject, and only that one.
+	{"toast-wrong-id", CheckRollback, Options{}},
+	{"undo-toast-id", CheckLocalRejection, Options{}},
 	// Others' echoes applied on top, and no server document to
 	// compare with: the kit's own fold of the log catches it.
 	{"no-server-doc", CheckConvergence, Options{Windows: 2, Pages: 1, Steps: 200}},
