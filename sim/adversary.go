@@ -103,7 +103,7 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 	if kind == advConflict && fw.intents[kbcore.TypeRenamePage] && len(s.pages) > 1 && s.rng.OneIn(4) {
 		kind = advRename
 	}
-	if kind == advConflict && (s.rng.OneIn(3) || (!fw.refused && s.steps >= s.opts.Steps/3)) {
+	if (kind == advConflict && s.rng.OneIn(3)) || (!fw.refused && s.steps >= s.opts.Steps/3) {
 		kind = advRefuse // in one conflict of three, and once a seed at least
 	}
 	var shared []kbcore.Node // nodes the client and the kit window both show

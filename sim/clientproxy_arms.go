@@ -19,6 +19,11 @@ type proxyArms struct {
 	lose    map[string]*lostPost  // command id -> the answer to its next post is lost
 	block   map[string]bool       // posts of these ids are answered 503 until a kb.page
 	dropCmd map[string]bool       // the next echo of these command ids is dropped
+	// with dropCmd: every copy of the echo after the dropped one (other
+	// subscriptions of the page) is dropped too, until the client
+	// subscribes again (lost sets it)
+	dropAll map[string]bool
+	lostCmd map[string]bool
 	dupCmd  map[string]bool       // the next echo of these command ids is written twice
 	lateCmd map[string]bool       // the next echo of these command ids is written after the event that follows it
 	seen    map[string]chan int64 // command id -> gets the seq of its next echo, written or dropped
@@ -179,13 +184,47 @@ func (p *clientProxy) armDrop(id string) {
 	p.mu.Unlock()
 }
 
+// armDropCopies drops the next echo of command id and every copy of it
+// (on another subscription of the page) until the client sends a
+// kb.onPage subscription after it: the echo is lost, and only a
+// resubscribe asks for it again.
+func (p *clientProxy) armDropCopies(id string) {
+	p.armDrop(id)
+	p.mu.Lock()
+	if p.adv.dropAll == nil {
+		p.adv.dropAll = map[string]bool{}
+	}
+	p.adv.dropAll[id] = true
+	p.mu.Unlock()
+}
+
+// subscribed ends the copies dropped by armDropCopies: a subscription
+// the client sent after the loss gets the echo.
+func (p *clientProxy) subscribed() {
+	p.mu.Lock()
+	p.adv.lostCmd = nil
+	p.mu.Unlock()
+}
+
 func (p *clientProxy) dropArmed(id string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if id == "" || !p.adv.dropCmd[id] {
+	if id == "" {
+		return false
+	}
+	if p.adv.lostCmd[id] {
+		return true
+	}
+	if !p.adv.dropCmd[id] {
 		return false
 	}
 	delete(p.adv.dropCmd, id)
+	if p.adv.dropAll[id] {
+		if p.adv.lostCmd == nil {
+			p.adv.lostCmd = map[string]bool{}
+		}
+		p.adv.lostCmd[id] = true
+	}
 	return true
 }
 

@@ -36,7 +36,9 @@ func (s *sim) echoProbe(fw *foreignWin) bool {
 	}
 	mine := kbcore.Command{ID: s.newID(), Type: kbcore.TypeEditText, Payload: mustJSON(map[string]any{"node": node.ID, "text": node.Text + s.piece()})}
 	seen := fw.proxy.armSeen(mine.ID)
-	fw.proxy.armDrop(mine.ID)
+	// Every copy of the echo (an old subscription not yet stopped, a
+	// socket being replaced) until the client subscribes again.
+	fw.proxy.armDropCopies(mine.ID)
 	s.logf("%s echo probe: %s %s, its echo dropped, nothing after it", fw.name(), mine.Type, shortID(mine.ID))
 	if !s.giveIntent(fw, mine) {
 		return false
