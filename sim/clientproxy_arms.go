@@ -15,10 +15,10 @@ import (
 const codeRefused = "refused"
 
 type proxyArms struct {
-	hold    map[string]*heldPost  // command id -> its next post is held
-	lose    map[string]*lostPost  // command id -> the answer to its next post is lost
-	block   map[string]bool       // posts of these ids are answered 503 until a kb.page
-	dropCmd map[string]bool       // the next echo of these command ids is dropped
+	hold    map[string]*heldPost // command id -> its next post is held
+	lose    map[string]*lostPost // command id -> the answer to its next post is lost
+	block   map[string]bool      // posts of these ids are answered 503 until a kb.page
+	dropCmd map[string]bool      // the next echo of these command ids is dropped
 	// with dropCmd: every copy of the echo after the dropped one (other
 	// subscriptions of the page) is dropped too, until the client
 	// subscribes again (lost sets it)
