@@ -34,6 +34,11 @@ var clientOptions = map[string]sim.Options{
 	"send-local-rejections":     {},
 	"resubscribe-wrong-seq":     {Faults: true, ClientFaults: &sim.Faults{}},
 	"no-server-doc":             {Windows: 2, Pages: 1, Steps: 200},
+	"resubscribe-past-gap":      {Faults: true, ClientFaults: &sim.Faults{Drop: 0.3, Cut: 0.1}},
+	"resend-refused":            {},
+	"no-echo-timer":             {Faults: true, ClientFaults: &sim.Faults{}},
+	"toast-wrong-id":            {},
+	"undo-toast-id":             {},
 }
 
 func clientSimOptions(bug string) sim.Options {

@@ -33,6 +33,10 @@ import (
 //   - rename (a client that declared rename-page): the client's held
 //     rename asks for a title the kit gave another page meanwhile
 //     (title-taken).
+//   - refusal: every post of the client's edit is answered 400
+//     BAD_REQUEST by the proxy, never forwarded: final, the client
+//     toasts `refused` with its id, drops it from pending and posts it
+//     no more (spec/window.md, Refusals).
 //
 // Once the kit's command reached the client, and while the client's own
 // post is still held, the kit asks the client for its state: it must
@@ -65,6 +69,7 @@ const (
 	advMerge
 	advRename
 	advEdit
+	advRefuse
 )
 
 // adversary runs one adversary step against fw through kit window a (on
@@ -77,8 +82,12 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 		dropEcho = lose && s.rng.IntN(2) == 0
 		_, canRestart := s.target.(Restarter)
 		restart = lose && canRestart && s.faults.RestartInstance && s.rng.OneIn(3)
-		dup = !dropEcho && s.rng.OneIn(3)
-		late = !dropEcho && !dup && s.rng.OneIn(2)
+		// A duplicate (of the kit's echo) in two steps of three, a late
+		// echo (of a concurrent insert, instead of the duplicate) in one
+		// of two: the seed's own drawn faults leave either out in half
+		// the seeds.
+		dup = !dropEcho && !s.rng.OneIn(3)
+		late = !dropEcho && s.rng.OneIn(2)
 	}
 	if kind == advUndecided && !lose {
 		kind = advConflict
@@ -86,8 +95,16 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 	if kind == advMerge && (s.steps < s.opts.Steps*2/3 || len(s.pages) < 2 || !fw.intents[kbcore.TypeEditText]) {
 		kind = advConflict
 	}
+	if kind == advMerge && s.opts.Faults && !s.rng.OneIn(3) {
+		// With faults, one merge draw in three: a merged page leaves the
+		// end of the seed no echo probe (echoprobe.go).
+		kind = advConflict
+	}
 	if kind == advConflict && fw.intents[kbcore.TypeRenamePage] && len(s.pages) > 1 && s.rng.OneIn(4) {
 		kind = advRename
+	}
+	if (kind == advConflict && s.rng.OneIn(3)) || (!fw.refused && s.steps >= s.opts.Steps/3) {
+		kind = advRefuse // in one conflict of three, and once a seed at least
 	}
 	var shared []kbcore.Node // nodes the client and the kit window both show
 	fw.doc.Walk(func(n kbcore.Node) bool {
@@ -103,7 +120,7 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 	var mine, theirs kbcore.Command // the client's command, the kit's
 	var renameOther func() error    // the kit's rename of another page
 	switch kind {
-	case advConflict, advMerge, advUndecided, advEdit:
+	case advConflict, advMerge, advUndecided, advEdit, advRefuse:
 		if !fw.intents[kbcore.TypeEditText] {
 			return false, nil
 		}
@@ -148,6 +165,15 @@ func (s *sim) adversary(fw *foreignWin, a *win) (bool, error) {
 		}
 		mine = kbcore.Command{ID: s.newID(), Type: kbcore.TypeCreateAfter, Payload: mustJSON(map[string]any{"after": node.ID, "text": fmt.Sprintf("c%d %s", s.idSeq, s.piece())})}
 		theirs = kbcore.Command{ID: s.newID(), Type: kbcore.TypeCreateAfter, Payload: mustJSON(map[string]any{"after": node.ID, "text": fmt.Sprintf("k%d %s", s.idSeq, s.piece())})}
+	}
+	if kind == advRefuse {
+		// Every post of the client's edit is answered 400 BAD_REQUEST:
+		// refused, final (spec/window.md, Refusals).
+		s.logf("w%d adversary (%s) against %s: %s %s refused", a.idx, advName(kind), fw.name(), mine.Type, shortID(mine.ID))
+		fw.proxy.armRefuse(mine.ID)
+		fw.refused = true
+		s.giveIntent(fw, mine)
+		return true, nil
 	}
 	s.logf("w%d adversary (%s) against %s: %s %s held%s", a.idx, advName(kind), fw.name(), mine.Type, shortID(mine.ID), map[bool]string{true: ", answer lost", false: ""}[lose])
 
@@ -266,7 +292,7 @@ func (s *sim) lookAfterEcho(fw *foreignWin, seen <-chan int64) {
 }
 
 func advName(kind int) string {
-	return [...]string{"conflict", "concurrent insert", "undecided", "merge", "rename", "concurrent edit"}[kind]
+	return [...]string{"conflict", "concurrent insert", "undecided", "merge", "rename", "concurrent edit", "refusal"}[kind]
 }
 
 // giveIntent has the user of fw perform command c; false if the client

@@ -577,8 +577,8 @@ func (s *sim) linearizability(pages map[string]*pageState) ([]string, string) {
 		var hist []porcupine.Operation
 		client := map[string]bool{}
 		for _, o := range s.sortedOps() {
-			if o.page != id || o.ret == 0 {
-				continue
+			if o.page != id || o.ret == 0 || o.refusedAt > 0 {
+				continue // a refused command never reached the server
 			}
 			client[o.id] = true
 			hist = append(hist, porcupine.Operation{ClientId: o.win, Input: linInput{cmd: o.cmd, from: "client"},

@@ -70,6 +70,7 @@ type proxyRec struct {
 	rej      *kbcore.Rejection
 	err      string
 	lost     bool
+	refused  bool // a kb.command answered 400 by the proxy (armRefuse): final, never forwarded
 	page     string
 	pending  []string
 	after    int64
@@ -182,6 +183,11 @@ func (p *clientProxy) serve(w http.ResponseWriter, r *http.Request) {
 			var env kbcore.Envelope
 			if json.Unmarshal(inputs[i], &env) == nil && env.ID != "" {
 				p.record(proxyRec{kind: recPost, env: env, id: env.ID})
+				if p.refusing(env.ID) {
+					p.record(proxyRec{kind: recAnswer, id: env.ID, refused: true})
+					writeRefusal(w, r.URL.Query().Get("batch") == "1")
+					return
+				}
 				if p.blocked(env.ID) {
 					// The answer to its last post was lost and the
 					// instance is "restarting": not decided, retryable.
@@ -251,6 +257,19 @@ func (p *clientProxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(answer)
+}
+
+// writeRefusal answers a kb.command call 400 BAD_REQUEST, tRPC's error
+// envelope (spec/PROTOCOL.md 3.1): a 4xx other than 408, 409 and 429 is
+// a refusal, final (spec/window.md, Refusals).
+func writeRefusal(w http.ResponseWriter, batch bool) {
+	body := `{"error":{"message":"proxy: envelope refused (the kit as the server)","code":-32600,"data":{"code":"BAD_REQUEST","httpStatus":400,"path":"kb.command"}}}`
+	if batch {
+		body = "[" + body + "]"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = io.WriteString(w, body)
 }
 
 // trpcCalls splits a tRPC HTTP request into its procedures and inputs

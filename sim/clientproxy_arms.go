@@ -10,15 +10,28 @@ import (
 // (adversary.go), arms in the window's proxy: faults aimed at one command
 // rather than drawn, so that the server decides against the client and
 // the client is left without the answer when the seed says so.
+// codeRefused is the code of the rejection a refused post is, for the
+// client (spec/window.md, Refusals: reject {id, code: refused}).
+const codeRefused = "refused"
+
 type proxyArms struct {
-	hold    map[string]*heldPost  // command id -> its next post is held
-	lose    map[string]*lostPost  // command id -> the answer to its next post is lost
-	block   map[string]bool       // posts of these ids are answered 503 until a kb.page
-	dropCmd map[string]bool       // the next echo of these command ids is dropped
+	hold    map[string]*heldPost // command id -> its next post is held
+	lose    map[string]*lostPost // command id -> the answer to its next post is lost
+	block   map[string]bool      // posts of these ids are answered 503 until a kb.page
+	dropCmd map[string]bool      // the next echo of these command ids is dropped
+	// with dropCmd: every copy of the echo after the dropped one (other
+	// subscriptions of the page) is dropped too, until the client
+	// subscribes again (lost sets it)
+	dropAll map[string]bool
+	lostCmd map[string]bool
 	dupCmd  map[string]bool       // the next echo of these command ids is written twice
 	lateCmd map[string]bool       // the next echo of these command ids is written after the event that follows it
 	seen    map[string]chan int64 // command id -> gets the seq of its next echo, written or dropped
 	refused map[string]*refusals  // command id -> its blocked posts, counted
+	// Every post of these command ids is answered 400 BAD_REQUEST, not
+	// forwarded: the envelope refused, final (spec/window.md, Refusals).
+	// Kept through disarm: a resend gets the same answer.
+	refuse map[string]bool
 }
 
 // refusals counts the posts of one id answered 503 while it is blocked;
@@ -171,13 +184,47 @@ func (p *clientProxy) armDrop(id string) {
 	p.mu.Unlock()
 }
 
+// armDropCopies drops the next echo of command id and every copy of it
+// (on another subscription of the page) until the client sends a
+// kb.onPage subscription after it: the echo is lost, and only a
+// resubscribe asks for it again.
+func (p *clientProxy) armDropCopies(id string) {
+	p.armDrop(id)
+	p.mu.Lock()
+	if p.adv.dropAll == nil {
+		p.adv.dropAll = map[string]bool{}
+	}
+	p.adv.dropAll[id] = true
+	p.mu.Unlock()
+}
+
+// subscribed ends the copies dropped by armDropCopies: a subscription
+// the client sent after the loss gets the echo.
+func (p *clientProxy) subscribed() {
+	p.mu.Lock()
+	p.adv.lostCmd = nil
+	p.mu.Unlock()
+}
+
 func (p *clientProxy) dropArmed(id string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if id == "" || !p.adv.dropCmd[id] {
+	if id == "" {
+		return false
+	}
+	if p.adv.lostCmd[id] {
+		return true
+	}
+	if !p.adv.dropCmd[id] {
 		return false
 	}
 	delete(p.adv.dropCmd, id)
+	if p.adv.dropAll[id] {
+		if p.adv.lostCmd == nil {
+			p.adv.lostCmd = map[string]bool{}
+		}
+		p.adv.lostCmd[id] = true
+	}
 	return true
 }
 
@@ -252,11 +299,29 @@ func (p *clientProxy) passed(id string, seq int64) {
 	}
 }
 
-// disarm clears every arm and releases every held post (quiesce).
+// armRefuse answers every post of command id 400 BAD_REQUEST from now
+// on, without forwarding it.
+func (p *clientProxy) armRefuse(id string) {
+	p.mu.Lock()
+	if p.adv.refuse == nil {
+		p.adv.refuse = map[string]bool{}
+	}
+	p.adv.refuse[id] = true
+	p.mu.Unlock()
+}
+
+func (p *clientProxy) refusing(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.adv.refuse[id]
+}
+
+// disarm clears every arm but the refusals and releases every held post
+// (quiesce).
 func (p *clientProxy) disarm() {
 	p.mu.Lock()
 	holds, refused := p.adv.hold, p.adv.refused
-	p.adv = proxyArms{}
+	p.adv = proxyArms{refuse: p.adv.refuse}
 	p.mu.Unlock()
 	for _, h := range holds {
 		h.free()

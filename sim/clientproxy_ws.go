@@ -47,6 +47,7 @@ func (p *clientProxy) websocket(w http.ResponseWriter, r *http.Request) {
 			subs[string(m.id)] = m.page
 			subsMu.Unlock()
 			p.record(proxyRec{kind: recSubscribe, page: m.page, after: m.after, hasAfter: m.hasAfter})
+			p.subscribed()
 		}
 		return b
 	})

@@ -35,6 +35,7 @@ type foreignWin struct {
 	dev     int
 	ad      *adapter.Client
 	proxy   *clientProxy
+	refused bool // the kit refused one of its posts (adversary.go)
 	intents map[string]bool
 	state   adapter.ClientState
 	doc     kbcore.Doc // the last rendered document
@@ -577,6 +578,9 @@ func (s *sim) foreignPost(fw *foreignWin, r proxyRec) {
 		}
 	} else if o.win != fw.idx {
 		s.find(CheckExactlyOnce, "%s posted %s, an id window %d posted before", fw.name(), shortID(env.ID), o.win)
+	} else if o.refusedAt > 0 && o.posts == o.refusedAt {
+		s.find(CheckRollback, "%s posted command %s (%s) again at %.3fs, though its post was answered 400 BAD_REQUEST: a 4xx other than 408, 409 and 429 is a refusal, final; the transport delivers reject {id, code: refused} and sends the command no more (spec/window.md, Refusals)",
+			fw.name(), shortID(env.ID), c.Type, secs(r.at))
 	}
 	o.posts++
 }
@@ -591,6 +595,14 @@ func clip(b []byte) string {
 func (s *sim) foreignAnswer(fw *foreignWin, r proxyRec) {
 	o := s.ops[r.id]
 	if o == nil {
+		return
+	}
+	if r.refused {
+		if o.refusedAt == 0 {
+			s.decide(r.id, 0, &kbcore.Rejection{Code: codeRefused})
+			o.refusedAt = o.posts
+			s.foreignFault(fw, "refused", fmt.Sprintf("kb.command %s refused 400 (the kit as the server)", shortID(r.id)))
+		}
 		return
 	}
 	if r.err != "" {
@@ -645,46 +657,64 @@ func (s *sim) settleForeign() error {
 	for _, fw := range s.foreign {
 		fw.proxy.setQuiet()
 	}
+	probe := s.opts.Faults && !s.probed
+	s.probed = true
 	for _, fw := range s.foreign {
 		if fw.dead != "" {
 			continue
 		}
-		page := s.pages[fw.page]
-		mark, since, poked := "", time.Now(), time.Now()
-		for {
-			if err := s.ctx.Err(); err != nil {
+		settled, err := s.settleOne(fw)
+		if err != nil {
+			return err
+		}
+		// Settled, the client is owed nothing: the echo probe's dropped
+		// echo is one only its own timer can see missing (echoprobe.go).
+		if probe && settled && s.echoProbe(fw) {
+			if _, err := s.settleOne(fw); err != nil {
 				return err
-			}
-			s.drainForeign()
-			st, err := fw.ad.State(s.ctx, fmt.Sprintf("w%d", fw.idx))
-			if err != nil {
-				s.clientDied(fw, "state", err)
-				break
-			}
-			s.observe(fw, st)
-			if len(st.Pending) == 0 && st.Seq >= s.known[page] {
-				break
-			}
-			if m := fmt.Sprint(st.Seq, st.Pending); m != mark {
-				mark, since = m, time.Now()
-			}
-			if time.Since(since) > s.opts.EchoTimeout {
-				s.logf("%s did not settle: seq %d of %d, %d pending", fw.name(), st.Seq, s.known[page], len(st.Pending))
-				break
-			}
-			if st.Seq < s.known[page] && time.Since(poked) > time.Second {
-				poked = time.Now()
-				s.logf("%s stalled at seq %d of %d (%d pending): its sockets are cut, it must resume", fw.name(), st.Seq, s.known[page], len(st.Pending))
-				fw.proxy.cut()
-			}
-			select {
-			case <-time.After(20 * time.Millisecond):
-			case <-s.ctx.Done():
 			}
 		}
 	}
 	s.drainForeign()
 	return nil
+}
+
+// settleOne waits for fw to reach its page's head with nothing pending
+// (settleForeign); false when it did not (or its client died).
+func (s *sim) settleOne(fw *foreignWin) (bool, error) {
+	page := s.pages[fw.page]
+	mark, since, poked := "", time.Now(), time.Now()
+	for {
+		if err := s.ctx.Err(); err != nil {
+			return false, err
+		}
+		s.drainForeign()
+		st, err := fw.ad.State(s.ctx, fmt.Sprintf("w%d", fw.idx))
+		if err != nil {
+			s.clientDied(fw, "state", err)
+			return false, nil
+		}
+		s.observe(fw, st)
+		if len(st.Pending) == 0 && st.Seq >= s.known[page] {
+			return true, nil
+		}
+		if m := fmt.Sprint(st.Seq, st.Pending); m != mark {
+			mark, since = m, time.Now()
+		}
+		if time.Since(since) > s.opts.EchoTimeout {
+			s.logf("%s did not settle: seq %d of %d, %d pending", fw.name(), st.Seq, s.known[page], len(st.Pending))
+			return false, nil
+		}
+		if st.Seq < s.known[page] && time.Since(poked) > time.Second {
+			poked = time.Now()
+			s.logf("%s stalled at seq %d of %d (%d pending): its sockets are cut, it must resume", fw.name(), st.Seq, s.known[page], len(st.Pending))
+			fw.proxy.cut()
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-s.ctx.Done():
+		}
+	}
 }
 
 // kitClient is the kit's own client of the first device on the first

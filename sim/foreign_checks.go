@@ -82,12 +82,17 @@ func (s *sim) checkForeignCommands(fw *foreignWin, ps *pageState) {
 			s.find(CheckExactlyOnce, "%s posted command %s (%s) and the server never decided it", fw.name(), shortID(id), o.cmd.Type)
 		}
 	}
+	// A client that names the command of any toast (the optional `id`,
+	// spec/ADAPTER.md 7) must name the rejected command of each: its
+	// toast is matched by id; one that names none, by code.
 	toasted := map[string]int{}
 	toastedID := map[string]bool{}
+	namesIDs := false
 	for _, t := range fw.toasts {
 		toasted[t.Code]++
 		if t.ID != "" {
 			toastedID[t.ID] = true
+			namesIDs = true
 		}
 	}
 	pending := map[string]bool{}
@@ -109,6 +114,9 @@ func (s *sim) checkForeignCommands(fw *foreignWin, ps *pageState) {
 		}
 		switch {
 		case toastedID[o.id]:
+		case namesIDs && toasted[o.rejected] > 0:
+			s.find(CheckRollback, "%s showed toasts %s but none with the id of its command %s (%s), rejected %s: it names the commands of its toasts, and a toast names the command it rejects (spec/window.md: reject toasts; spec/ADAPTER.md 7)",
+				fw.name(), o.rejected, shortID(o.id), o.cmd.Type, o.rejected)
 		case toasted[o.rejected] > 0:
 			toasted[o.rejected]--
 		default:

@@ -23,8 +23,11 @@ import (
 //     one): otherwise the user's edit is lost, found the first time.
 //   - resume: no kb.onPage subscription resumes past the highest seq
 //     delivered to the client (it would never be sent the next one), nor
-//     below both a seq the client reported before it (its seq never goes
-//     down) and the last event it received.
+//     past the highest seq the window can have applied (the seq it
+//     reported, the snapshots and the events next in order delivered
+//     to it: never a seq received past a gap), nor below both a seq the
+//     client reported before it (its seq never goes down) and the last
+//     event it received.
 //   - convergence: every reply's `rendered` is the fold of the log's first
 //     `seq` commands with `pending` applied in order, computed by the kit
 //     (the client need not report `server`); no reply's `seq` is past the
@@ -48,9 +51,38 @@ type clientRules struct {
 	replies []clientReply
 	settled map[string]int64 // command id -> when its echo, an answer or an outcome first went to the client
 	subs    []clientSub
-	seen    int64   // the highest seq of its page delivered to the client (events, snapshots)
-	last    int64   // the seq of the last event of its page delivered to the client
-	rises   []seqAt // when seen rose, in record order
+	seen    int64           // the highest seq of its page delivered to the client (events, snapshots)
+	last    int64           // the seq of the last event of its page delivered to the client
+	rises   []seqAt         // when seen rose, in record order
+	events  map[int64]int64 // seq of its page -> when its event was first delivered
+	snaps   []seqAt         // its page's snapshots delivered, in record order
+}
+
+// seqBound is the highest seq the window can have applied before at,
+// from the seq it reported before at (its seq never goes down): that or
+// a snapshot delivered before at, whichever is higher, followed by the
+// events delivered before at that are next in seq order. An event
+// delivered past a hole is not applied until the hole is filled
+// (spec/window.md, echo).
+func (r *clientRules) seqBound(at int64) int64 {
+	var seq int64
+	for _, rp := range r.replies {
+		if rp.at < at {
+			seq = max(seq, rp.seq)
+		}
+	}
+	for _, x := range r.snaps {
+		if x.at < at {
+			seq = max(seq, x.seq)
+		}
+	}
+	for {
+		t, ok := r.events[seq+1]
+		if !ok || t >= at {
+			return seq
+		}
+		seq++
+	}
 }
 
 // seqAt is the highest seq delivered to the client as of a moment.
@@ -121,6 +153,12 @@ func (r *clientRules) record(rec proxyRec, page string) {
 		if rec.page == page {
 			r.see(rec.at, rec.seq)
 			r.last = rec.seq
+			if r.events == nil {
+				r.events = map[int64]int64{}
+			}
+			if _, ok := r.events[rec.seq]; !ok {
+				r.events[rec.seq] = rec.at
+			}
 		}
 	case recAnswer:
 		if !rec.lost && rec.err == "" {
@@ -133,6 +171,7 @@ func (r *clientRules) record(rec proxyRec, page string) {
 			}
 			if rec.page == page {
 				r.see(rec.at, rec.seq)
+				r.snaps = append(r.snaps, seqAt{rec.at, rec.seq})
 			}
 		}
 	case recSubscribe:
@@ -215,6 +254,7 @@ func (s *sim) checkClientRules(fw *foreignWin, ps *pageState) {
 		if rp.intent != nil && rp.intent.ID != "" {
 			s.checkLocalRejection(fw, prev, rp, fold, logSeq)
 		}
+		s.checkUnnamedToasts(fw, rp)
 		prev = rp
 	}
 	for _, sub := range r.subs {
@@ -240,6 +280,9 @@ func (s *sim) checkClientRules(fw *foreignWin, ps *pageState) {
 		if sub.hasAfter && sub.after > sub.seen {
 			s.find(CheckResume, "%s subscribed to page %s at %.3fs with lastEventId %d, but no seq past %d had been delivered to it (events, snapshots): the server would never send it seq %d; a window resubscribes after its seq (spec/window.md; spec/PROTOCOL.md 4.4)",
 				fw.name(), shortID(ps.id), secs(sub.at), sub.after, sub.seen, sub.seen+1)
+		} else if bound := r.seqBound(sub.at); sub.hasAfter && sub.after > bound {
+			s.find(CheckResume, "%s subscribed to page %s at %.3fs with lastEventId %d, past its window's seq: it could have applied no seq past %d (the seq it reported, the snapshots and the events next in order delivered to it), so seq %d was received past a hole and seq %d is never sent again; a window resubscribes with lastEventId = its seq, never one received past a gap (spec/window.md; spec/ADAPTER.md 7)",
+				fw.name(), shortID(ps.id), secs(sub.at), sub.after, bound, sub.after, bound+1)
 		}
 	}
 }
@@ -326,6 +369,27 @@ func (s *sim) checkLocalRejection(fw *foreignWin, prev, rp *clientReply, fold fu
 	s.exercise(CheckLocalRejection)
 	s.find(CheckLocalRejection, "%s took intent %s (%s %s) as pending at %.3fs, though the reducer rejects it (%s) on what the window rendered (seq %d, %d pending): a local rejection is a toast, nothing is sent (spec/ADAPTER.md 7; spec/window.md, local)",
 		fw.name(), shortID(id), c.Type, clip(c.Payload), secs(rp.at), r1.Rejected.Code, rp.seq, len(rp.pending)-1)
+}
+
+// checkUnnamedToasts: the toasts of an undo's or a redo's checks (1) to
+// (3) issue nothing and name no command (spec/window.md, Events): a
+// reply's nothing-to-undo, nothing-to-redo and missing-ids toasts, and
+// the duplicate-id toast of a reply to an undo or a redo, carry no id.
+func (s *sim) checkUnnamedToasts(fw *foreignWin, rp *clientReply) {
+	undo := rp.intent != nil && (rp.intent.Intent == "undo" || rp.intent.Intent == "redo")
+	for _, t := range rp.toasts {
+		switch {
+		case t.Code == "nothing-to-undo" || t.Code == "nothing-to-redo" || t.Code == "missing-ids":
+		case t.Code == "duplicate-id" && undo:
+		default:
+			continue
+		}
+		s.exercise(CheckLocalRejection)
+		if t.ID != "" {
+			s.find(CheckLocalRejection, "%s showed a %s toast with id %s at %.3fs: the toasts of an undo's or a redo's checks name no command (spec/window.md, Events; spec/ADAPTER.md 7)",
+				fw.name(), t.Code, shortID(t.ID), secs(rp.at))
+		}
+	}
 }
 
 func (s *sim) cmdType(fw *foreignWin, id string) string {

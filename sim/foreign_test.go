@@ -191,29 +191,52 @@ func TestForeignClientPageIntents(t *testing.T) {
 
 // clientBugs are the bugs of the example client
 // (examples/client-js/window.mjs, BROKEN), each with the checker that
-// must catch it and options under which it shows in a few seeds.
-var clientBugs = []struct {
+// must catch it and options under which it shows in a few seeds. short
+// is what the short client row (TestClientRow, make test-long) asks of a
+// bug that shows only on faults a seed draws or not: caught in at least
+// that many of its seeds (0: rowBar; -1: left out of it, and why).
+type clientBug struct {
 	bug, checker string
 	opts         Options
-}{
-	{"new-id-on-retry", CheckExactlyOnce, Options{Faults: true, ClientFaults: &Faults{LoseResponse: 0.2}}},
-	{"no-refetch", CheckRefetch, Options{Faults: true, ClientFaults: &Faults{Drop: 0.3}}},
-	{"keep-rejected", CheckRollback, Options{Windows: 2, Pages: 1, Steps: 150}},
-	{"drop-pending-on-reconnect", CheckExactlyOnce, Options{Faults: true, ClientFaults: &Faults{}}},
-	{"resume-from-zero", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}},
-	{"echo-on-top", CheckConvergence, Options{}},
+	short        int
+}
+
+var clientBugs = []clientBug{
+	{"new-id-on-retry", CheckExactlyOnce, Options{Faults: true, ClientFaults: &Faults{LoseResponse: 0.2}}, 0},
+	// A gap needs a dropped echo with an event after it.
+	{"no-refetch", CheckRefetch, Options{Faults: true, ClientFaults: &Faults{Drop: 0.3}}, 1},
+	{"keep-rejected", CheckRollback, Options{Windows: 2, Pages: 1, Steps: 150}, 0},
+	{"drop-pending-on-reconnect", CheckExactlyOnce, Options{Faults: true, ClientFaults: &Faults{}}, 0},
+	{"resume-from-zero", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}, 0},
+	{"echo-on-top", CheckConvergence, Options{}, 0},
 	// The client rules (foreign_rules.go).
-	{"duplicate-twice", CheckConvergence, Options{Faults: true, ClientFaults: &Faults{Duplicate: 0.3}}},
-	{"out-of-order", CheckConvergence, Options{Faults: true, ClientFaults: &Faults{Reorder: 0.3}}},
-	{"give-up", CheckPending, Options{Faults: true, ClientFaults: &Faults{LoseResponse: 0.5, Drop: 0.5}}},
-	{"no-local-toast", CheckLocalRejection, Options{}},
-	{"send-local-rejections", CheckLocalRejection, Options{}},
-	{"resubscribe-wrong-seq", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}},
+	{"duplicate-twice", CheckConvergence, Options{Faults: true, ClientFaults: &Faults{Duplicate: 0.3}}, 0},
+	// Echoes out of order: a drawn reorder, or a late concurrent insert.
+	{"out-of-order", CheckConvergence, Options{Faults: true, ClientFaults: &Faults{Reorder: 0.3}}, 2},
+	{"give-up", CheckPending, Options{Faults: true, ClientFaults: &Faults{LoseResponse: 0.5, Drop: 0.5}}, 0},
+	{"no-local-toast", CheckLocalRejection, Options{}, 0},
+	{"send-local-rejections", CheckLocalRejection, Options{}, 0},
+	{"resubscribe-wrong-seq", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}, 0},
+	// A gap needs a dropped echo with an event after it.
+	{"resubscribe-past-gap", CheckResume, Options{Faults: true, ClientFaults: &Faults{Drop: 0.3, Cut: 0.1}}, 1},
+	// The kit as the server refuses a post (400): final, not resent.
+	{"resend-refused", CheckRollback, Options{}, 0},
+	// The end of a seed drops the client's own echo, nothing after it.
+	// Left out of the rows: in many seeds @trpc/client's wsLink opens a
+	// new socket on its own a few seconds after the probe's drop and
+	// resumes from the last event it received, so the echo comes without
+	// the window noticing it was overdue.
+	{"no-echo-timer", CheckResume, Options{Faults: true, ClientFaults: &Faults{}}, -1},
+	// Toasts name the command they reject, and only that one.
+	{"toast-wrong-id", CheckRollback, Options{}, 0},
+	{"undo-toast-id", CheckLocalRejection, Options{}, 0},
 	// Others' echoes applied on top, and no server document to
 	// compare with: the kit's own fold of the log catches it.
-	{"no-server-doc", CheckConvergence, Options{Windows: 2, Pages: 1, Steps: 200}},
+	{"no-server-doc", CheckConvergence, Options{Windows: 2, Pages: 1, Steps: 200}, 0},
 	// The zoo (selftest/zoo.go): PowerSync's local changes reverted.
-	{"revert-pending-on-refetch", CheckConvergence, Options{Faults: true, Steps: 200, ClientFaults: &Faults{Drop: 0.5}}},
+	// A refetch while commands are pending, and a reply before the next
+	// echo.
+	{"revert-pending-on-refetch", CheckConvergence, Options{Faults: true, Steps: 200, ClientFaults: &Faults{Drop: 0.5}}, 1},
 }
 
 // Each bug of the example client breaks one guarantee; the checker named

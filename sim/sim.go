@@ -50,6 +50,7 @@ type sim struct {
 	pages        []string // page ids of this seed
 	titles       []string // current titles
 	merged       []bool
+	probed       bool             // settleForeign's echo probe ran (echoprobe.go)
 	intentsGiven map[string]int   // page operations given to foreign windows, by type (foreign_page.go)
 	known        map[string]int64 // lower bound of each page's head seq
 	wins         []*win
@@ -92,6 +93,10 @@ type op struct {
 	posts    int     // kb.command calls made for it
 	win      int     // the window that sent it
 	srv      verdict // the server's verdict, once known (checks_wire.go)
+	// refusedAt is posts when the kit's proxy first refused the command
+	// (400, armRefuse: never forwarded, rejected "refused" for the
+	// client); 0 if it was not.
+	refusedAt int
 }
 
 func (s *sim) logf(format string, args ...any) {

@@ -33,6 +33,11 @@ export const BROKEN = {
   "send-local-rejections": "keeps an intent its reducer rejects pending and sends it",
   "resubscribe-wrong-seq": "resubscribes after a reconnect with lastEventId one past its seq",
   "no-server-doc": "reports no server document, and applies others' echoes on top of what it renders",
+  "resend-refused": "takes a refused post (400) for an undecided one and resends it, forever pending",
+  "resubscribe-past-gap": "on a seq gap, subscribes again with the last seq it received, past the hole",
+  "no-echo-timer": "never notices an acknowledged command's echo is overdue: waits for a later event that never comes",
+  "toast-wrong-id": "toasts a server rejection with the id of another command",
+  "undo-toast-id": "names the undo's first id in a toast of its checks (nothing-to-undo, missing-ids, duplicate-id)",
   // The zoo (kbkit selftest): a published anomaly of a real sync engine.
   "revert-pending-on-refetch": "renders a refetched snapshot alone, its pending commands left out until the next echo (PowerSync's local changes reverted)",
 };
@@ -181,11 +186,13 @@ export class ClientWindow {
   }
 
   step(from, to, ids, empty) {
-    if (from.length === 0) return this.toast(empty);
+    // The checks' toasts name no command (spec/window.md); the bug names one.
+    const named = this.broken === "undo-toast-id" ? ids[0] : undefined;
+    if (from.length === 0) return this.toast(empty, named);
     const e = from[from.length - 1];
-    if (ids.length < e.cmds.length) return this.toast("missing-ids");
+    if (ids.length < e.cmds.length) return this.toast("missing-ids", named);
     const use = ids.slice(0, e.cmds.length);
-    if (use.some((id, i) => this.pending.some((p) => p.id === id) || use.indexOf(id) !== i)) return this.toast("duplicate-id");
+    if (use.some((id, i) => this.pending.some((p) => p.id === id) || use.indexOf(id) !== i)) return this.toast("duplicate-id", named);
     from.pop();
     const cmds = e.cmds.map((c, i) => ({ id: use[i], type: c.type, payload: c.payload }));
     this.issue(cmds, to);
@@ -234,6 +241,9 @@ export class ClientWindow {
     }
     if (seq > this.seq + 1 && this.broken !== "no-refetch" && this.broken !== "out-of-order") {
       this.buffer.set(seq, cmd);
+      // wsLink would resume from this event after a reconnect, past the
+      // hole: subscribe again after the window's seq (spec/window.md).
+      this.subscribe(String(this.broken === "resubscribe-past-gap" ? seq : this.seq));
       if (!this.awaiting) {
         this.awaiting = true;
         this.refetch();
@@ -278,7 +288,7 @@ export class ClientWindow {
   reject(id, code) {
     const i = this.pending.findIndex((c) => c.id === id);
     if (i < 0) return;
-    this.toast(code, id);
+    this.toast(code, this.broken === "toast-wrong-id" ? randomUUID() : id);
     if (this.broken === "keep-rejected") {
       this.acked.add(id); // never sent again, never dropped
       return;
@@ -303,7 +313,7 @@ export class ClientWindow {
       const o = snap.outcomes?.[c.id];
       if (o?.rejected && this.broken === "keep-rejected") this.reject(c.id, o.rejected.code);
       else if (o?.rejected) {
-        this.toast(o.rejected.code, c.id);
+        this.toast(o.rejected.code, this.broken === "toast-wrong-id" ? randomUUID() : c.id);
         this.pending = this.pending.filter((p) => p.id !== c.id);
         this.acked.delete(c.id);
         this.forget(c.id);
@@ -399,7 +409,7 @@ export class ClientWindow {
           return;
         }
         const status = err?.data?.httpStatus ?? err?.shape?.data?.httpStatus;
-        if (status >= 400 && status < 500 && ![408, 409, 429].includes(status)) {
+        if (status >= 400 && status < 500 && ![408, 409, 429].includes(status) && this.broken !== "resend-refused") {
           // Refused (spec/window.md): final, nothing logged; no resend.
           this.log(`kb.command ${c.id.slice(0, 8)}: ${err.message}; refused`);
           this.reject(c.id, "refused");
@@ -433,6 +443,7 @@ export class ClientWindow {
   // (a live subscription has no gaps) and the window resubscribes after
   // its seq (spec/window.md).
   awaitEcho(seq) {
+    if (this.broken === "no-echo-timer") return;
     setTimeout(() => {
       if (this.closed || this.seq >= seq) return;
       this.log(`echo of seq ${seq} overdue at seq ${this.seq}; resubscribing`);
