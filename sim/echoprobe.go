@@ -11,8 +11,10 @@ import (
 // faults, for a window whose own echo it dropped, with no event after
 // it on the page, to resubscribe on its own before its sockets are cut
 // (spec/window.md, A missing echo: a bound of the transport's choosing,
-// at most this).
-const echoOverdue = 8 * time.Second
+// a few seconds). It is a hang detector, far above any transport's
+// bound, so that a starved machine is never read as a missing
+// resubscription: the probe ends as soon as the client reaches the seq.
+const echoOverdue = 30 * time.Second
 
 // echoProbe: the user of fw, settled at its page's head, edits a node
 // it shows; the proxy drops the echo of that edit and nothing follows it

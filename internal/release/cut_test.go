@@ -1,7 +1,6 @@
 package release
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,17 +37,7 @@ func copyCheckout(t *testing.T) string {
 // cut runs scripts/cut.sh version in dir.
 func cut(t *testing.T, dir, version string) (code int, stdout, stderr string) {
 	t.Helper()
-	cmd := exec.Command("bash", "scripts/cut.sh", version)
-	cmd.Dir = dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), out.String(), errb.String()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return 0, out.String(), errb.String()
+	return runBash(t, dir, "scripts/cut.sh", version)
 }
 
 func snapshot(t *testing.T, dir string) map[string]string {

@@ -11,7 +11,15 @@ import (
 // notes runs scripts/release-notes.sh on the fixture changelog.
 func notes(t *testing.T, version string) (code int, stdout, stderr string) {
 	t.Helper()
-	cmd := exec.Command("bash", filepath.Join(root, "scripts/release-notes.sh"), "testdata/CHANGELOG.md", version)
+	return runBash(t, "", filepath.Join(root, "scripts/release-notes.sh"), "testdata/CHANGELOG.md", version)
+}
+
+// runBash runs bash with args in dir ("": the test's own directory): its
+// exit status and output; a failure to start it fails the test.
+func runBash(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command("bash", args...)
+	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
