@@ -52,7 +52,6 @@ type clientRules struct {
 	settled map[string]int64 // command id -> when its echo, an answer or an outcome first went to the client
 	subs    []clientSub
 	seen    int64           // the highest seq of its page delivered to the client (events, snapshots)
-	last    int64           // the seq of the last event of its page delivered to the client
 	rises   []seqAt         // when seen rose, in record order
 	events  map[int64]int64 // seq of its page -> when its event was first delivered
 	snaps   []seqAt         // its page's snapshots delivered, in record order
@@ -126,7 +125,6 @@ type clientSub struct {
 	after    int64
 	hasAfter bool
 	seen     int64 // the highest seq delivered to the client before it
-	last     int64 // the seq of the last event delivered to the client before it
 }
 
 // reply notes a state the client reported, answering the intent noted
@@ -152,7 +150,6 @@ func (r *clientRules) record(rec proxyRec, page string) {
 		settle(rec.cmdID)
 		if rec.page == page {
 			r.see(rec.at, rec.seq)
-			r.last = rec.seq
 			if r.events == nil {
 				r.events = map[int64]int64{}
 			}
@@ -176,7 +173,7 @@ func (r *clientRules) record(rec proxyRec, page string) {
 		}
 	case recSubscribe:
 		if rec.page == page {
-			r.subs = append(r.subs, clientSub{at: rec.at, after: rec.after, hasAfter: rec.hasAfter, seen: r.seen, last: r.last})
+			r.subs = append(r.subs, clientSub{at: rec.at, after: rec.after, hasAfter: rec.hasAfter, seen: r.seen})
 		}
 	}
 }
@@ -257,25 +254,22 @@ func (s *sim) checkClientRules(fw *foreignWin, ps *pageState) {
 		s.checkUnnamedToasts(fw, rp)
 		prev = rp
 	}
+	// A subscription goes to the kit on the client's socket, beside the
+	// adapter's replies and in no order with them: one sent at seq L can
+	// arrive after a reply that reports a higher seq (a snapshot came in
+	// between). So a subscription is judged against what was delivered
+	// before it and against the subscriptions before it, never against
+	// the replies: the window's seq never goes down, so neither does the
+	// lastEventId it subscribes with (a transport that resumes from its
+	// last event, as tRPC's wsLink does, resumes past its first one).
+	var floor clientSub
 	for _, sub := range r.subs {
-		// The window's seq never goes down: a subscription after a reply
-		// resumes at least at the seq that reply reported, or at the last
-		// event the client received if that is lower (a transport that
-		// resumes from its last event, as tRPC's wsLink does, after
-		// events came out of order or a snapshot went past them: it is
-		// sent what it has again, which it ignores).
-		var had int64
-		for _, rp := range r.replies {
-			if rp.at < sub.at {
-				had = max(had, rp.seq)
-			}
+		if sub.hasAfter && floor.hasAfter && sub.after < floor.after {
+			s.find(CheckResume, "%s subscribed to page %s at %.3fs with lastEventId %d, though it had subscribed with lastEventId %d at %.3fs: its seq never goes down, so it gets events it applied again; a window resubscribes with lastEventId = its seq (spec/window.md; spec/PROTOCOL.md 4.4)",
+				fw.name(), shortID(ps.id), secs(sub.at), sub.after, floor.after, secs(floor.at))
 		}
-		if sub.last > 0 {
-			had = min(had, sub.last)
-		}
-		if sub.hasAfter && sub.after < had {
-			s.find(CheckResume, "%s subscribed to page %s at %.3fs with lastEventId %d, though it had reported seq %d before: it gets events it applied again; a window resubscribes with lastEventId = its seq (spec/window.md; spec/PROTOCOL.md 4.4)",
-				fw.name(), shortID(ps.id), secs(sub.at), sub.after, had)
+		if sub.hasAfter && (!floor.hasAfter || sub.after > floor.after) {
+			floor = sub
 		}
 		if sub.hasAfter && sub.after > sub.seen {
 			s.find(CheckResume, "%s subscribed to page %s at %.3fs with lastEventId %d, but no seq past %d had been delivered to it (events, snapshots): the server would never send it seq %d; a window resubscribes after its seq (spec/window.md; spec/PROTOCOL.md 4.4)",
