@@ -631,8 +631,9 @@ func TestRejectDoesNotCopyTheHistory(t *testing.T) {
 }
 
 // TestLimitUndo: a window limited to n steps undoes its last n own steps
-// and then answers nothing-to-undo, renders as an unlimited one, and with
-// n = 0 keeps no history at all (every undo: nothing-to-undo).
+// and then answers nothing-to-undo, renders as an unlimited one, toasts a
+// rejected command as one, and with n = 0 keeps no history at all (every
+// undo: nothing-to-undo).
 func TestLimitUndo(t *testing.T) {
 	edit := func(id, text string) kbcore.Command {
 		return kbcore.Command{ID: id, Type: kbcore.TypeEditText, Payload: json.RawMessage(`{"node":"a","text":"` + text + `"}`)}
@@ -650,6 +651,17 @@ func TestLimitUndo(t *testing.T) {
 			if !w.Rendered().Equal(free.Rendered()) {
 				t.Fatalf("limit %d: renders apart from an unlimited window after %s", n, c.ID)
 			}
+		}
+		// A command the reducer rejects is a toast naming it, whatever
+		// the limit, and changes nothing.
+		bad := kbcore.Command{ID: "bad", Type: kbcore.TypeEditText, Payload: json.RawMessage(`{"node":"missing","text":"x"}`)}
+		for _, x := range []*kbcore.Window{w, free} {
+			if acts := x.Local(bad); len(acts) != 1 || acts[0].Kind != kbcore.ActionToast || acts[0].Code != kbcore.CodeNodeNotFound || acts[0].ID != "bad" {
+				t.Fatalf("limit %d: a rejected local command gave %v, want a node-not-found toast naming bad", n, acts)
+			}
+		}
+		if !w.Rendered().Equal(free.Rendered()) {
+			t.Fatalf("limit %d: renders apart from an unlimited window after a rejection", n)
 		}
 		for k := range n + 1 {
 			a, b := w.Undo([]string{fmt.Sprintf("u%d", k)}), free.Undo([]string{fmt.Sprintf("u%d", k)})

@@ -38,7 +38,13 @@ type MutantResult struct {
 	FuzzSeconds float64  `json:"fuzz_seconds,omitempty"`
 	FuzzCase    string   `json:"fuzz_case,omitempty"`
 	Reason      string   `json:"reason,omitempty"` // an equivalent's, from equivalents.txt
-	Detail      string   `json:"detail,omitempty"`
+	// BeyondModel: killed by go test alone, and judged equivalent under
+	// the command model (equivalents.txt): its change shows only through
+	// kbcore's Go API (a result field or an option no adapter operation
+	// reads, an error's wording), so no suite can see it; the suites'
+	// score leaves it out.
+	BeyondModel bool   `json:"beyond_model,omitempty"`
+	Detail      string `json:"detail,omitempty"`
 }
 
 // AreaScore is the mutation score of one area.
@@ -61,6 +67,10 @@ func (a AreaScore) Score() float64 {
 	}
 	return 100 * float64(a.Killed) / float64(n)
 }
+
+// BeyondModelPrefix starts the reason of an equivalent whose change shows
+// only through kbcore's Go API: go test may kill it (equivalents.txt).
+const BeyondModelPrefix = "beyond the model:"
 
 //go:embed equivalents.txt
 var equivalentsFile string
@@ -312,8 +322,11 @@ func judgeMutant(ctx context.Context, opts *Options, work string, m Mutant, equi
 	switch {
 	case r.KilledBy != "":
 		r.Status = MutantKilled
-		if listed {
-			r.Detail = "listed as equivalent but killed: remove it from equivalents.txt"
+		switch {
+		case listed && r.KilledBy == SuiteGoTest && strings.HasPrefix(reason, BeyondModelPrefix):
+			r.BeyondModel, r.Reason = true, reason
+		case listed:
+			r.Detail = "listed as equivalent but " + r.KilledBy + " killed it: remove it from equivalents.txt"
 		}
 	case listed:
 		r.Status, r.Reason = MutantEquivalent, reason

@@ -31,7 +31,11 @@ type options struct {
 	only, mutant, root, dsn string
 	parts                   []string
 	jsonOut, htmlOut, mdOut string
+	from                    string
 }
+
+// runFlags are the flags of a run, which --from (no run) refuses.
+var runFlags = []string{"quick", "seeds", "mutants", "fuzz-seconds", "mutant-seed", "protocol", "all-checks", "only", "mutant", "parts", "dsn", "root"}
 
 var partNames = []string{"servers", "clients", "adapters", "mutants"}
 
@@ -76,7 +80,8 @@ or a part could not run (never counted as caught).`,
 		Example: `  kbkit selftest --quick
   kbkit selftest --json power.json --html power.html --markdown docs/power.md
   kbkit selftest --parts servers --only '^stale-page$' --seeds 10
-  kbkit selftest --parts mutants --mutant-seed 12 --mutant '^kbcore/plan.go:spellable:'`,
+  kbkit selftest --parts mutants --mutant-seed 12 --mutant '^kbcore/plan.go:spellable:'
+  kbkit selftest --from docs/power.json --markdown docs/power.md`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
@@ -107,6 +112,7 @@ or a part could not run (never counted as caught).`,
 	f.StringVar(&o.jsonOut, "json", "", "also write the report as JSON to this file (- = stdout; the text then goes to stderr)")
 	f.StringVar(&o.htmlOut, "html", "", "also write the report as an HTML page to this file")
 	f.StringVar(&o.mdOut, "markdown", "", "also write the report as Markdown (docs/power.md) to this file")
+	f.StringVar(&o.from, "from", "", "run nothing: render a report kept with --json again (its text, and --json, --html, --markdown), e.g. after kbkit's renderer changed")
 	return cmd
 }
 
@@ -157,6 +163,9 @@ func (o options) profile() (selftest.Profile, error) {
 
 func run(ctx context.Context, c *cobra.Command, o options, servers selftest.Servers) int {
 	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+	if o.from != "" {
+		return render(c, o)
+	}
 	p, err := o.profile()
 	if err != nil {
 		return fail(stderr, "%v", err)
@@ -216,6 +225,42 @@ func run(ctx context.Context, c *cobra.Command, o options, servers selftest.Serv
 	})
 	rep.Version = version.Kit
 	rep.Command = commandLine(c)
+	rep.WriteText(text)
+	if err := writeOutputs(rep, outs); err != nil {
+		return fail(stderr, "%v", err)
+	}
+	return rep.ExitCode()
+}
+
+// render writes a kept report again (--from): read first, so that a bad
+// file writes nothing.
+func render(c *cobra.Command, o options) int {
+	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+	for _, name := range runFlags {
+		if c.Flags().Changed(name) {
+			return fail(stderr, "--from renders a kept report and runs nothing: --%s does not apply", name)
+		}
+	}
+	b, err := os.ReadFile(o.from)
+	if err != nil {
+		return fail(stderr, "--from: %v", err)
+	}
+	rep, err := selftest.ReadJSON(b)
+	if err != nil {
+		return fail(stderr, "--from %s: %v", o.from, err)
+	}
+	if rep.Version == "" || len(rep.Controls) == 0 && len(rep.Mutants) == 0 {
+		return fail(stderr, "--from %s: not a report of kbkit selftest --json (no version, no control, no mutant)", o.from)
+	}
+	outs, closeAll, err := openOutputs(o, stdout)
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
+	defer closeAll()
+	text := stdout
+	if o.jsonOut == "-" {
+		text = stderr
+	}
 	rep.WriteText(text)
 	if err := writeOutputs(rep, outs); err != nil {
 		return fail(stderr, "%v", err)

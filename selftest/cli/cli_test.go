@@ -82,3 +82,46 @@ func TestMarkdownNamesTheCommandThatRan(t *testing.T) {
 		t.Errorf("the Markdown does not name the command that ran, want %s:\n%s", want, b)
 	}
 }
+
+// --from renders a kept report again without running anything: the
+// committed docs/power.json gives back docs/power.md; a file that is no
+// report, or a run flag beside --from, exits 2 and writes nothing.
+func TestFromRendersAKeptReport(t *testing.T) {
+	root, err := selftest.FindRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	md := filepath.Join(dir, "power.md")
+	code, out, errOut := kbkitSelftest(t, selftest.Servers{}, "--from", filepath.Join(root, "docs", "power.json"), "--markdown", md)
+	if code != cliutil.ExitOK {
+		t.Fatalf("exit %d, want 0\n%s\n%s", code, out, errOut)
+	}
+	got, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(root, "docs", "power.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Error("--from docs/power.json --markdown does not give back docs/power.md")
+	}
+	if !strings.Contains(out, "suites' score") {
+		t.Errorf("the text names no suites' score:\n%s", out)
+	}
+	empty := filepath.Join(dir, "empty.json")
+	if err := os.WriteFile(empty, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--from", empty}, {"--from", filepath.Join(dir, "missing.json")}, {"--from", filepath.Join(root, "docs", "power.json"), "--quick"}} {
+		bad := filepath.Join(dir, "bad.md")
+		if code, _, errOut := kbkitSelftest(t, selftest.Servers{}, append(args, "--markdown", bad)...); code != cliutil.ExitErrored || errOut == "" {
+			t.Errorf("%v: exit %d (%q), want 2 with a message", args, code, errOut)
+		}
+		if _, err := os.Stat(bad); err == nil {
+			t.Errorf("%v: wrote %s", args, bad)
+		}
+	}
+}
