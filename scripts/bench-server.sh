@@ -28,6 +28,10 @@
 #     it, each doing one command per HTTP request floor of CPU, and its
 #     writers over the time of one durable commit, an fdatasync and two
 #     loopback round trips; scripts/lib/verdict.jq)
+#   commands/s ÷ its chain bound                     >= 0.5 (many-pages, hot-page)
+#     (the serial chain's own bound: the commands of a group over the
+#     time the store's transaction slot held a group working, Postgres
+#     and planning, not gathering; the share of the load the slot worked)
 #   CPU per command ÷ HTTP request floor             <= 6 (many-pages, hot-page)
 #     (generator + server + postgres, over the CPU of one HTTP round
 #     trip, client and server, of kbkit bench floor)

@@ -19,8 +19,9 @@
 #     floor: targets; the ratios to pgbench: context) and results.json
 #     names the host; bench-judge judges the kept run again to the
 #     same verdict, and the same run with its many-pages load a fifth as
-#     fast (its rate cut) misses "rate ÷ machine bound" under
-#     STRICT=1 (the target can fail);
+#     fast (its rate cut) misses "rate ÷ machine bound", and with its
+#     transaction slot working half as long a group misses "rate ÷ chain
+#     bound", under STRICT=1 (the targets can fail);
 #     PHASES="hot-page saturation" finds the hot page's saturation point
 #     (kbkit loadgen find-max, 1 s steps) into results.json, and
 #     scripts/bench-page.sh writes the benchmark page from it;
@@ -51,6 +52,7 @@ jq -e '.run.commands == "http"' "$WORK/bench-server/round-1/many-pages.json" >/d
 jq -e '(.checks[] | select(.name == "many-pages ratio") | .kind == "info")
     and (.checks[] | select(.name == "many-pages rate ÷ machine bound") | .kind == "target" and .value > 0 and (.values | length) == 2)
     and (.checks[] | select(.name == "many-pages CPU per command ÷ HTTP floor") | .kind == "target" and .value > 0)
+    and (.checks[] | select(.name == "many-pages rate ÷ chain bound") | .kind == "target" and .value > 0 and .value <= 1)
     and (.host.cores > 0 and (.host.commit | length) > 0)' "$R" >/dev/null ||
   die "the verdict against the machine (the load's bound, CPU per command ÷ HTTP floor), the ratio as context or the host is missing: $(jq -c '[.checks[] | {name, kind, value}], .host' "$R")"
 # The kept run judged again: the same checks; then the same run with its
@@ -69,6 +71,19 @@ if STRICT=1 bash scripts/bench-judge.sh "$WORK/judged" >"$WORK/judge.log" 2>&1; 
 fi
 jq -e '.missed_targets | index("many-pages rate ÷ machine bound")' "$WORK/judged/results.json" >/dev/null ||
   die "a many-pages load a fifth as fast did not miss 'many-pages rate ÷ machine bound': $(jq -c .missed_targets "$WORK/judged/results.json")"
+# The same run with its transaction slot working half as long a group
+# (held idle the rest: what a server that sleeps in the slot measures)
+# misses "rate ÷ chain bound" under STRICT=1.
+cp -r "$WORK/bench-server" "$WORK/idle-slot"
+for r in 1 2; do
+  f=$WORK/idle-slot/round-$r/many-pages.result.json
+  jq '.waits.slot_busy_fraction.postgres /= 2 | .waits.slot_busy_fraction.planning /= 2' "$f" >"$f.new" && mv "$f.new" "$f"
+done
+if STRICT=1 bash scripts/bench-judge.sh "$WORK/idle-slot" >"$WORK/judge.log" 2>&1; then
+  cat "$WORK/judge.log" >&2; die "a many-pages load whose slot worked half as long passed STRICT=1: the chain target cannot fail"
+fi
+jq -e '.missed_targets | index("many-pages rate ÷ chain bound")' "$WORK/idle-slot/results.json" >/dev/null ||
+  die "a many-pages load whose slot worked half as long did not miss 'many-pages rate ÷ chain bound': $(jq -c .missed_targets "$WORK/idle-slot/results.json")"
 if OUT=$WORK/nothing-here bash scripts/bench-judge.sh >"$WORK/judge.log" 2>&1; then die "bench-judge judged a directory with no run"; fi
 say "two rounds: many-pages ratio $(jq '.checks[] | select(.name == "many-pages ratio") | .value * 1000 | round / 1000' "$R"), ceilings $(jq -c '.checks[] | select(.name == "many-pages ratio") | .ceiling_ratios | map(. * 100 | round / 100)' "$R"), pauses $(jq -c .pauses "$R")"
 

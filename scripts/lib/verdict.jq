@@ -67,9 +67,24 @@ def bound_check(ph; limit): bound(ph) as $b | select($b.tight != null) |
   check("\(ph) rate ÷ machine bound"; "target"; $p[ph].rate / $b.tight; ">="; limit;
     "\($p[ph].rate * 10 | round / 10) commands/s ÷ \($b.tight | round) (the tighter of the CPU bound, \($b.left * 100 | round / 100) cores others left at one HTTP request floor each, \($b.cpu // "n/a" | if type == "number" then round else . end) commands/s, and the commit bound, \($p[ph].editors) writers per fdatasync and two round trips, \($b.chain // "n/a" | if type == "number" then round else . end) commands/s)\(slot_what(ph))")
   + {bound_cpu_rate: $b.cpu, bound_chain_rate: $b.chain};
+# chain_check(ph; limit): the load's rate over its transaction slot's own
+# bound, the serial chain every command of it goes through (one group
+# transaction at a time): the commands of a group over the time the slot
+# held a group working (Postgres and planning), that is the share of the
+# load's time the slot worked. Gathering the next group is not work: a
+# server that holds the slot idle, or answers slowly so that its writers
+# come back late, lowers it, while a slower or busier machine slows the
+# work and the gathering alike.
+def chain_check(ph; limit): $p[ph].waits.slot_busy_fraction as $s |
+  select($s != null and $s.postgres != null and $s.planning != null and ($s.postgres + $s.planning) > 0) |
+  ($s.postgres + $s.planning) as $w | ($p[ph].rate / $w) as $chain |
+  check("\(ph) rate ÷ chain bound"; "target"; $p[ph].rate / $chain; ">="; limit;
+    "\($p[ph].rate * 10 | round / 10) commands/s ÷ \($chain | round) (its transaction slot's own bound: the commands of a group over the time the slot held a group working; the slot worked \($w * 100 | round)% of the load, Postgres \($s.postgres * 100 | round)% and planning \($s.planning * 100 | round)%, and gathered \(($s.gathering // 0) * 100 | round)%)")
+  + {bound_chain_own_rate: $chain};
 def http_floor_ms: ($fl.http // null) | if . == null then null else (.client_us_per_request + .server_us_per_request) / 1000 end;
 [ select(ran(["many-pages"])) | bound_check("many-pages"; 0.25) ]
 + [ select(ran(["hot-page"])) | bound_check("hot-page"; 0.25) ]
++ [ ("many-pages", "hot-page") as $ph | select(ran([$ph])) | chain_check($ph; 0.5) ]
 + [ ("many-pages", "hot-page") as $ph | select(ran([$ph]) and http_floor_ms != null and $p[$ph].ms_per_command != null) |
     ($p[$ph].ms_per_command | .generator + .server + .postgres) as $c |
     check("\($ph) CPU per command ÷ HTTP floor"; "target"; $c / http_floor_ms; "<="; 6;

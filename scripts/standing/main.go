@@ -8,13 +8,15 @@
 // that file into loadgen/results, and the kept history's (date, commit,
 // command and the floors under `machine`).
 //
-//	go run ./scripts/standing          # rewrite the table in docs/load-testing.md
-//	go run ./scripts/standing -print   # print it instead
+//	go run ./scripts/standing          # rewrite the table, and docs/benchmarks.md
+//	go run ./scripts/standing -print   # print the table instead
 //
 // The table sits between the lines <!-- standing:begin --> and
-// <!-- standing:end --> of the page; a test holds the committed page to
-// what this command generates. Exit status 2 on any error, with the page
-// left as it was.
+// <!-- standing:end --> of the page. The benchmark page, docs/benchmarks.md,
+// is what scripts/bench-page.sh writes from the same file (which must then
+// be bench-server's shape; jq is needed). Tests hold both committed pages
+// to what this command generates. Exit status 2 on any error, with the
+// pages left as they were.
 package main
 
 import (
@@ -25,6 +27,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"sort"
@@ -169,14 +172,15 @@ func main() {
 	print := flag.Bool("print", false, "print the table instead of rewriting the page")
 	results := flag.String("results", "loadgen/results", "directory of results files")
 	page := flag.String("page", "docs/load-testing.md", "the page holding the table")
+	bench := flag.String("bench-page", "docs/benchmarks.md", "the benchmark page written from the newest results file (scripts/bench-page.sh)")
 	flag.Parse()
-	if err := run(*results, *page, *print); err != nil {
+	if err := run(*results, *page, *bench, *print); err != nil {
 		fmt.Fprintln(os.Stderr, "standing:", err)
 		os.Exit(2)
 	}
 }
 
-func run(results, page string, print bool) error {
+func run(results, page, bench string, print bool) error {
 	table, err := Render(results, path.Join("..", filepath.ToSlash(results)))
 	if err != nil {
 		return err
@@ -193,7 +197,50 @@ func run(results, page string, print bool) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", page, err)
 	}
-	return os.WriteFile(page, []byte(out), 0o644)
+	name, _, err := Newest(results)
+	if err != nil {
+		return err
+	}
+	text, err := BenchPage(".", filepath.Join(results, name))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(page, []byte(out), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(bench, []byte(text), 0o644)
+}
+
+// BenchPage returns the benchmark page scripts/bench-page.sh (under root)
+// writes from file, which must be make bench-server's results.json as the
+// script wrote it (with its phases); jq is needed.
+func BenchPage(root, file string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(root, file))
+	if err != nil {
+		return "", err
+	}
+	var shape struct {
+		Phases map[string]json.RawMessage `json:"phases"` // one round
+		Rounds []struct {
+			Phases map[string]json.RawMessage `json:"phases"`
+		} `json:"round_results"` // ROUNDS > 1
+	}
+	if err := json.Unmarshal(b, &shape); err != nil || len(shape.Phases) == 0 && (len(shape.Rounds) == 0 || len(shape.Rounds[0].Phases) == 0) {
+		return "", fmt.Errorf("%s: not make bench-server's results.json (no phases): the benchmark page needs one", file)
+	}
+	tmp, err := os.MkdirTemp("", "standing-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	out := filepath.Join(tmp, "benchmarks.md")
+	cmd := exec.Command("bash", "scripts/bench-page.sh", file, out)
+	cmd.Dir = root
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("scripts/bench-page.sh %s: %v\n%s", file, err, msg)
+	}
+	page, err := os.ReadFile(out)
+	return string(page), err
 }
 
 // Newest returns the name of the newest results file of dir with checks:

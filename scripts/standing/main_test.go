@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,6 +27,32 @@ func TestPageHoldsTheGeneratedStanding(t *testing.T) {
 	}
 	if string(doc) != want {
 		t.Errorf("docs/load-testing.md's standing is not what `go run ./scripts/standing` generates:\n%s", table)
+	}
+}
+
+// The committed benchmark page is what scripts/bench-page.sh writes from
+// the newest kept results file.
+func TestBenchmarksPageIsGenerated(t *testing.T) {
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("jq is needed to generate the benchmark page (scripts/bench-page.sh)")
+	}
+	name, _, err := Newest("../../loadgen/results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := BenchPage("../..", filepath.Join("loadgen/results", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../../docs/benchmarks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Errorf("docs/benchmarks.md is not what `go run ./scripts/standing` generates from loadgen/results/%s", name)
+	}
+	if _, err := BenchPage("../..", "go.mod"); err == nil {
+		t.Error("a file that is not bench-server's results.json gave a page")
 	}
 }
 
