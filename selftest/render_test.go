@@ -76,3 +76,38 @@ func TestMarkdownNamesTheCommand(t *testing.T) {
 		t.Errorf("a report without its command names one:\n%s", md.String())
 	}
 }
+
+// The suites' score counts what spec run or spec fuzz killed, over the
+// mutants neither equivalent nor beyond the model; a mutant beyond the
+// model is listed as such in the Markdown.
+func TestSuitesScore(t *testing.T) {
+	m := func(area, status string, checks map[string]bool, beyond bool) MutantResult {
+		return MutantResult{Mutant: Mutant{Area: area, File: "kbcore/x.go", Line: 1, Kind: EditFlip, Old: "<", New: "<="},
+			Status: status, Checks: checks, BeyondModel: beyond, Reason: "beyond the model: a Go field"}
+	}
+	rep := &Report{Profile: Quick, Mutants: []MutantResult{
+		m("apply", MutantKilled, map[string]bool{SuiteSpecRun: true}, false),
+		m("apply", MutantKilled, map[string]bool{SuiteSpecRun: false, SuiteSpecFuzz: true}, false),
+		m("apply", MutantKilled, map[string]bool{SuiteSpecRun: false, SuiteSpecFuzz: false, SuiteGoTest: true}, false),
+		m("apply", MutantKilled, map[string]bool{SuiteSpecRun: false, SuiteSpecFuzz: false, SuiteGoTest: true}, true),
+		m("apply", MutantSurvived, map[string]bool{SuiteSpecRun: false}, false),
+		m("apply", MutantEquivalent, map[string]bool{SuiteSpecRun: false}, false),
+		m("ranks", MutantKilled, map[string]bool{SuiteSpecRun: true}, false),
+	}, Areas: []AreaScore{{Area: "apply", Mutants: 6, Equivalent: 1, Killed: 4, KilledBy: map[string]int{}}}}
+	if k, n := rep.SuitesScore("apply"); k != 2 || n != 4 {
+		t.Errorf("apply: suites killed %d of %d, want 2 of 4", k, n)
+	}
+	if k, n := rep.SuitesScore("all"); k != 3 || n != 5 {
+		t.Errorf("all: suites killed %d of %d, want 3 of 5", k, n)
+	}
+	if k, n := rep.SuitesScore("index"); k != 0 || n != 0 || rep.SuitesPct("index") != "-" {
+		t.Errorf("an area with no mutant: %d of %d (%s), want nothing to score", k, n, rep.SuitesPct("index"))
+	}
+	var md bytes.Buffer
+	rep.WriteMarkdown(&md)
+	for _, want := range []string{"| apply | 6 | 1 | 4 | 80 % | 50 % (2/4) |", "### Beyond the model", "beyond the model: a Go field"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("the Markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+}

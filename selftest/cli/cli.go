@@ -34,8 +34,8 @@ type options struct {
 	from                    string
 }
 
-// runFlags are the flags of a run, which --from (no run) refuses.
-var runFlags = []string{"quick", "seeds", "mutants", "fuzz-seconds", "mutant-seed", "protocol", "all-checks", "only", "mutant", "parts", "dsn", "root"}
+// reportFlags are the flags --from (no run) takes; it refuses every other.
+var reportFlags = []string{"from", "json", "html", "markdown"}
 
 var partNames = []string{"servers", "clients", "adapters", "mutants"}
 
@@ -162,7 +162,7 @@ func (o options) profile() (selftest.Profile, error) {
 }
 
 func run(ctx context.Context, c *cobra.Command, o options, servers selftest.Servers) int {
-	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+	stderr := c.ErrOrStderr()
 	if o.from != "" {
 		return render(c, o)
 	}
@@ -194,16 +194,16 @@ func run(ctx context.Context, c *cobra.Command, o options, servers selftest.Serv
 	if root, err = selftest.FindRoot(root); err != nil {
 		return fail(stderr, "%v", err)
 	}
-	// Open the report files first: a typo in a path should not cost a run.
-	outs, closeAll, err := openOutputs(o, stdout)
-	if err != nil {
-		return fail(stderr, "%v", err)
-	}
-	defer closeAll()
-	text := stdout
-	if o.jsonOut == "-" {
-		text = stderr
-	}
+	// The report files are opened first: a typo in a path should not
+	// cost a run.
+	return report(c, o, func() *selftest.Report {
+		return runReport(ctx, c, o, p, root, only, mutant, servers)
+	})
+}
+
+// runReport runs the selftest the flags ask for.
+func runReport(ctx context.Context, c *cobra.Command, o options, p selftest.Profile, root string, only, mutant *regexp.Regexp, servers selftest.Servers) *selftest.Report {
+	stderr := c.ErrOrStderr()
 	rep := selftest.Run(ctx, selftest.Options{
 		Profile: p, Root: root, Servers: servers, Only: only, Mutant: mutant, Parts: o.parts,
 		Target: func(ctx context.Context) (sim.Target, func(), error) {
@@ -225,6 +225,23 @@ func run(ctx context.Context, c *cobra.Command, o options, servers selftest.Serv
 	})
 	rep.Version = version.Kit
 	rep.Command = commandLine(c)
+	return rep
+}
+
+// report opens the report files, gets the report from produce, and
+// writes its text and the files; the exit status is the report's.
+func report(c *cobra.Command, o options, produce func() *selftest.Report) int {
+	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+	outs, closeAll, err := openOutputs(o, stdout)
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
+	defer closeAll()
+	text := stdout
+	if o.jsonOut == "-" {
+		text = stderr
+	}
+	rep := produce()
 	rep.WriteText(text)
 	if err := writeOutputs(rep, outs); err != nil {
 		return fail(stderr, "%v", err)
@@ -235,11 +252,15 @@ func run(ctx context.Context, c *cobra.Command, o options, servers selftest.Serv
 // render writes a kept report again (--from): read first, so that a bad
 // file writes nothing.
 func render(c *cobra.Command, o options) int {
-	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
-	for _, name := range runFlags {
-		if c.Flags().Changed(name) {
-			return fail(stderr, "--from renders a kept report and runs nothing: --%s does not apply", name)
+	stderr := c.ErrOrStderr()
+	var other string
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if other == "" && !slices.Contains(reportFlags, f.Name) {
+			other = f.Name
 		}
+	})
+	if other != "" {
+		return fail(stderr, "--from renders a kept report and runs nothing: --%s does not apply", other)
 	}
 	b, err := os.ReadFile(o.from)
 	if err != nil {
@@ -252,20 +273,7 @@ func render(c *cobra.Command, o options) int {
 	if rep.Version == "" || len(rep.Controls) == 0 && len(rep.Mutants) == 0 {
 		return fail(stderr, "--from %s: not a report of kbkit selftest --json (no version, no control, no mutant)", o.from)
 	}
-	outs, closeAll, err := openOutputs(o, stdout)
-	if err != nil {
-		return fail(stderr, "%v", err)
-	}
-	defer closeAll()
-	text := stdout
-	if o.jsonOut == "-" {
-		text = stderr
-	}
-	rep.WriteText(text)
-	if err := writeOutputs(rep, outs); err != nil {
-		return fail(stderr, "%v", err)
-	}
-	return rep.ExitCode()
+	return report(c, o, func() *selftest.Report { return rep })
 }
 
 // commandLine is the command as it ran: its path and every flag it was
