@@ -152,19 +152,3 @@ func (d Doc) Index() map[string]NodeIndex {
 	}
 	return out
 }
-
-// LabelValue resolves `[[ThisPage]]:key`: the first node in document order
-// whose label has that key wins.
-func (d Doc) LabelValue(key string) (nodeID string, label token.Label, ok bool) {
-	d.Walk(func(n Node) bool {
-		if n.Kind == KindCode {
-			return true
-		}
-		if l := token.Tokenize(n.Text).Label; l != nil && l.Key == key {
-			nodeID, label, ok = n.ID, *l, true
-			return false
-		}
-		return true
-	})
-	return nodeID, label, ok
-}

@@ -82,7 +82,10 @@ func checkLaws(d kbcore.Doc, c kbcore.Command) (kbcore.Result, error) {
 		return res, fmt.Errorf("well-formed tree: %w", err)
 	}
 	changed := map[string]bool{}
-	for _, id := range res.Changed {
+	for i, id := range res.Changed {
+		if i > 0 && res.Changed[i-1] >= id {
+			return res, fmt.Errorf("Changed %v is not sorted with each id once", res.Changed)
+		}
 		changed[id] = true
 	}
 	for _, n := range append(d.Nodes(), res.Doc.Nodes()...) {
