@@ -8,7 +8,7 @@
 // stdin/stdout, one request at a time; logs go to stderr.
 
 import { createInterface } from "node:readline";
-import { apply, plan, tokenize, tokenizeFormula, Window } from "./kbcore.mjs";
+import { apply, canonicalJSON, canonicalText, plan, tokenize, tokenizeFormula, Window } from "./kbcore.mjs";
 
 const pkg = JSON.parse(await (await import("node:fs/promises")).readFile(new URL("./package.json", import.meta.url), "utf8"));
 
@@ -45,7 +45,7 @@ function answer(req) {
     case "init":
       if (req.protocol !== 1 && req.protocol !== 2) return { type: "error", code: 10, text: `protocol ${req.protocol} is not supported (this adapter speaks 1 and 2: the case suites)` };
       return { type: "init_ok", implementation: pkg.name, version: pkg.version,
-        suites: ["commands", "tokenizer", "window", "planner"] };
+        suites: ["commands", "tokenizer", "window", "planner", "canonical"] };
     case "apply":
       if (req.doc == null || req.cmd == null) return { type: "error", code: 12, text: "apply needs doc and cmd" };
       return { type: "apply_ok", ...apply(req.doc, req.cmd) };
@@ -59,6 +59,11 @@ function answer(req) {
       return { type: "window_ok", states: windowScript(req.given, req.steps ?? []) };
     case "plan":
       return { type: "plan_ok", ...plan(req) };
+    case "canonical":
+      if (("doc" in req) === ("value" in req)) return { type: "error", code: 12, text: "canonical needs exactly one of doc and value" };
+      // The value as JSON text again: the same doubles and strings, read
+      // and written by kbcore inside the module.
+      return { type: "canonical_ok", text: "doc" in req ? canonicalText(req.doc) : canonicalJSON(JSON.stringify(req.value)) };
     default:
       return { type: "error", code: 10, text: `unknown message type ${JSON.stringify(req.type)}` };
   }

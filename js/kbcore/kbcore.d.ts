@@ -26,6 +26,10 @@ export function tokenize(text: string): { refs: Ref[]; label: Label | null };
 export function tokenizeFormula(formula: string): { refs: Ref[]; deps: Dep[] };
 export function index(doc: Doc | string): Index;
 export function canonical(doc: Doc | string): Doc;
+/** The canonical JSON text of a document: the bytes a server writes (spec/README.md section 1). */
+export function canonicalText(doc: Doc | string): string;
+/** The canonical JSON text (RFC 8785) of JSON text; throws on invalid JSON, a duplicate key or a lone surrogate. */
+export function canonicalJSON(text: string): string;
 export function plan(req: { workspace: UUID; pages: Doc[]; page: string; cmd: AnyCommand }): PlanResult;
 export function rankBetween(lo: Rank | "" | null, hi: Rank | "" | null): Rank;
 export function rankNBetween(lo: Rank | "" | null, hi: Rank | "" | null, n: number): Rank[];

@@ -13,6 +13,7 @@ const OP = {
   apply: 1, tokenize: 2, tokenizeFormula: 3, index: 4, plan: 5, rankBetween: 6, rankNBetween: 7,
   windowOpen: 8, windowLocal: 9, windowEcho: 10, windowReject: 11, windowSnapshot: 12,
   windowUndo: 13, windowRedo: 14, windowState: 15, windowClose: 16, canonical: 17, windowAck: 18,
+  canonicalValue: 19,
 };
 
 const WASM = new URL("./kbcore.wasm", import.meta.url);
@@ -139,6 +140,12 @@ export const index = (doc) => call(OP.index, 0, 0, doc);
 
 /** The canonical form of a document (every node field present). */
 export const canonical = (doc) => call(OP.canonical, 0, 0, doc);
+
+/** The canonical JSON text of a document: the bytes a server writes (spec/README.md section 1). */
+export const canonicalText = (doc) => callText(OP.canonical, 0, 0, doc);
+
+/** The canonical JSON text (RFC 8785) of JSON text; invalid JSON, a duplicate key or a lone surrogate throws. */
+export const canonicalJSON = (text) => callText(OP.canonicalValue, 0, 0, String(text));
 
 /** Plans one command against a workspace (spec/planner.md): {effects, pages} or {rejected}. */
 export function plan({ workspace, pages, page, cmd }) {

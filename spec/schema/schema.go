@@ -40,7 +40,7 @@ const (
 // (spec/ADAPTER.md), each with a schema adapter/<type>.schema.json.
 var AdapterMessages = []string{
 	"init", "init_ok", "apply", "apply_ok", "tokenize", "tokenize_ok",
-	"window", "window_ok", "plan", "plan_ok", "error",
+	"window", "window_ok", "plan", "plan_ok", "canonical", "canonical_ok", "error",
 	"open", "open_ok", "intent", "intent_ok", "state", "state_ok", "close", "close_ok",
 }
 

@@ -243,7 +243,7 @@ export interface ErrorShape {
 
 // ---- the adapter protocol (spec/ADAPTER.md; spec/schema/adapter/) ----
 
-export type Suite = "commands" | "tokenizer" | "window" | "planner" | "client";
+export type Suite = "commands" | "tokenizer" | "window" | "planner" | "canonical" | "client";
 
 /** protocol is the version proposed; protocols every version the runner speaks (spec/ADAPTER.md 3, init). */
 export interface InitRequest { type: "init"; msg_id: number; protocol: 1 | 2; protocols?: (1 | 2)[] }
@@ -287,6 +287,10 @@ export type PlanOk = { type: "plan_ok"; in_reply_to: number } & (
   | { rejected: Rejection }
 );
 
+/** Exactly one of doc (nodes in any order) and value (any JSON value); text is the exact canonical text (spec/README.md 1). */
+export type CanonicalRequest = { type: "canonical"; msg_id: number } & ({ doc: Doc } | { value: unknown });
+export interface CanonicalOk { type: "canonical_ok"; in_reply_to: number; text: string }
+
 /** 10 not supported (skipped), 12 malformed request, 13 crashed (errored). */
 export interface ErrorReply { type: "error"; in_reply_to: number | null; code: 10 | 12 | 13 | number; text: string }
 
@@ -319,7 +323,7 @@ export interface IntentOk { type: "intent_ok"; in_reply_to: number; state: Clien
 export interface StateOk { type: "state_ok"; in_reply_to: number; state: ClientState }
 export interface CloseOk { type: "close_ok"; in_reply_to: number }
 
-export type AdapterRequest = InitRequest | ApplyRequest | TokenizeRequest | WindowRequest | PlanRequest
+export type AdapterRequest = InitRequest | ApplyRequest | TokenizeRequest | WindowRequest | PlanRequest | CanonicalRequest
   | OpenRequest | IntentRequest | StateRequest | CloseRequest;
-export type AdapterReply = InitOk | ApplyOk | TokenizeOk | WindowOk | PlanOk | ErrorReply
+export type AdapterReply = InitOk | ApplyOk | TokenizeOk | WindowOk | PlanOk | CanonicalOk | ErrorReply
   | OpenOk | IntentOk | StateOk | CloseOk;

@@ -64,7 +64,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Client is a running adapter. It implements cases.Impl and cases.Planner;
+// Client is a running adapter. It implements cases.Impl, cases.Planner
+// and cases.Canonicalizer;
 // requests are sent one at a time. It is safe for concurrent use (requests
 // are serialised).
 type Client struct {
@@ -83,8 +84,9 @@ type Client struct {
 }
 
 var (
-	_ cases.Impl    = (*Client)(nil)
-	_ cases.Planner = (*Client)(nil)
+	_ cases.Impl          = (*Client)(nil)
+	_ cases.Planner       = (*Client)(nil)
+	_ cases.Canonicalizer = (*Client)(nil)
 )
 
 // Start spawns the adapter argv (argv[0] is looked up on PATH), sends init
@@ -206,6 +208,34 @@ func (c *Client) Plan(ctx context.Context, req cases.PlanRequest) (cases.PlanRep
 	var r cases.PlanReply
 	err := c.call(ctx, TypePlan, req, &r)
 	return r, err
+}
+
+// Canonical sends `canonical`, its doc or value as the case writes it.
+func (c *Client) Canonical(ctx context.Context, req cases.CanonicalRequest) (string, error) {
+	info := c.Info()
+	if !info.Supports(cases.SuiteCanonical) {
+		return "", fmt.Errorf("%w: the adapter does not list suite %q", cases.ErrNotSupported, cases.SuiteCanonical)
+	}
+	if info.Protocol < ProtocolCanonical {
+		return "", fmt.Errorf("%w: suite %q needs protocol %d, the session speaks %d", cases.ErrNotSupported, cases.SuiteCanonical, ProtocolCanonical, info.Protocol)
+	}
+	key, in := "doc", req.Doc
+	if req.Doc == nil {
+		key, in = "value", req.Value
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, in); err != nil {
+		return "", fmt.Errorf("canonical: %s: %v", key, err)
+	}
+	body := rawBody(append(append([]byte(`{"`+key+`":`), b.Bytes()...), '}'))
+	var r canonicalReply
+	if err := c.call(ctx, TypeCanonical, body, &r); err != nil {
+		return "", err
+	}
+	if r.Text == nil {
+		return "", fmt.Errorf("%w: canonical_ok has no text", ErrProtocol)
+	}
+	return *r.Text, nil
 }
 
 func isNull(b json.RawMessage) bool {

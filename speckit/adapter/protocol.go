@@ -19,6 +19,10 @@ const Protocol = 2
 // ProtocolClient is the first protocol version with the client suite.
 const ProtocolClient = 2
 
+// ProtocolCanonical is the first protocol version with the canonical
+// suite (an optional suite added to version 2, spec/ADAPTER.md 3).
+const ProtocolCanonical = 2
+
 // Protocols lists the versions the runner offers in init, oldest first.
 func Protocols() []int {
 	out := make([]int, Protocol)
@@ -30,12 +34,13 @@ func Protocols() []int {
 
 // Message types. Every reply to a request of type T is `T_ok` or `error`.
 const (
-	TypeInit     = "init"
-	TypeApply    = "apply"
-	TypeTokenize = "tokenize"
-	TypeWindow   = "window"
-	TypePlan     = "plan"
-	TypeError    = "error"
+	TypeInit      = "init"
+	TypeApply     = "apply"
+	TypeTokenize  = "tokenize"
+	TypeWindow    = "window"
+	TypePlan      = "plan"
+	TypeCanonical = "canonical"
+	TypeError     = "error"
 )
 
 // Error codes of an `error` reply. They follow Maelstrom's numbering.
@@ -110,7 +115,15 @@ type (
 	windowReply struct {
 		States *[]cases.WindowState `json:"states"`
 	}
+	canonicalReply struct {
+		Text *string `json:"text"`
+	}
 )
+
+// rawBody is a message body already encoded as one JSON object on one
+// line: flat takes its bytes as they are (a canonical request's input is
+// sent as the case writes it, with no escaping of <, > and & added).
+type rawBody []byte
 
 // header is what every line must have: a type, and for requests a msg_id,
 // for replies an in_reply_to.
@@ -175,9 +188,12 @@ func flat(typ, idKey string, id int64, body any) ([]byte, error) {
 	if body == nil {
 		return append(out, '}'), nil
 	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
+	b, ok := body.(rawBody)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return nil, err
+		}
 	}
 	if len(b) < 2 || b[0] != '{' {
 		return nil, fmt.Errorf("adapter: message body is not an object: %s", b)

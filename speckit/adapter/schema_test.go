@@ -140,7 +140,7 @@ func TestMessagesMatchSchemas(t *testing.T) {
 	dir := runTee(t, nil)
 	reqs := validateLog(t, filepath.Join(dir, "requests.ndjson"))
 	reps := validateLog(t, filepath.Join(dir, "replies.ndjson"))
-	for _, typ := range []string{TypeInit, TypeApply, TypeTokenize, TypeWindow, TypePlan} {
+	for _, typ := range []string{TypeInit, TypeApply, TypeTokenize, TypeWindow, TypePlan, TypeCanonical} {
 		if reqs[typ] == 0 || reps[typ+"_ok"] == 0 {
 			t.Errorf("no %s request (%d) or %s_ok reply (%d) was checked", typ, reqs[typ], typ, reps[typ+"_ok"])
 		}
@@ -154,12 +154,13 @@ func TestMessagesMatchSchemas(t *testing.T) {
 		`{"type":"frobnicate","msg_id":2}`,
 		`not json`,
 		`{"type":"apply","msg_id":3}`,
+		`{"type":"canonical","msg_id":4}`,
 	}, "\n") + "\n"
 	if err := Serve(context.Background(), strings.NewReader(in), &out, cases.Reference{}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 4 {
+	if len(lines) != 5 {
 		t.Fatalf("%d replies:\n%s", len(lines), out.String())
 	}
 	for _, l := range lines[1:] {
@@ -191,7 +192,7 @@ func TestNodeAdapterRepliesMatchSchemas(t *testing.T) {
 	dir := runTee(t, []string{"node", script})
 	reps := validateLog(t, filepath.Join(dir, "replies.ndjson"))
 	validateLog(t, filepath.Join(dir, "requests.ndjson"))
-	for _, typ := range []string{"init_ok", "apply_ok", "tokenize_ok"} {
+	for _, typ := range []string{"init_ok", "apply_ok", "tokenize_ok", "canonical_ok"} {
 		if reps[typ] == 0 {
 			t.Errorf("no %s reply was checked (%v)", typ, reps)
 		}

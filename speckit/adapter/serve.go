@@ -29,6 +29,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, impl cases.Impl) error
 	if _, ok := impl.(cases.Planner); ok {
 		info.Suites = append(info.Suites, cases.SuitePlanner)
 	}
+	if _, ok := impl.(cases.Canonicalizer); ok {
+		info.Suites = append(info.Suites, cases.SuiteCanonical)
+	}
 	return Server{Impl: impl, Info: info}.Serve(ctx, r, w)
 }
 
@@ -129,6 +132,11 @@ func (s Server) handle(ctx context.Context, line []byte) []byte {
 		if r, err = pl.Plan(ctx, req); err == nil {
 			body = planOK(r)
 		}
+	case TypeCanonical:
+		var early []byte
+		if body, early, err = s.canonical(ctx, id, line); early != nil {
+			return early
+		}
 	case "":
 		return errorReply(id, CodeMalformed, "the request has no type")
 	default:
@@ -149,6 +157,28 @@ func (s Server) handle(ctx context.Context, line []byte) []byte {
 		return errorReply(id, CodeCrashed, err.Error())
 	}
 	return out
+}
+
+// canonical answers a canonical request: the body of canonical_ok, or an
+// error reply to send as it is (not supported, malformed), or the error
+// the implementation returned.
+func (s Server) canonical(ctx context.Context, id *int64, line []byte) (any, []byte, error) {
+	cz, ok := s.Impl.(cases.Canonicalizer)
+	if !ok {
+		return nil, errorReply(id, CodeNotSupported, "canonical is not supported"), nil
+	}
+	var req cases.CanonicalRequest
+	if err := json.Unmarshal(line, &req); err != nil {
+		return nil, nil, err
+	}
+	if (req.Doc == nil) == (req.Value == nil) {
+		return nil, errorReply(id, CodeMalformed, "canonical needs exactly one of doc and value"), nil
+	}
+	text, err := cz.Canonical(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	return canonicalReply{Text: &text}, nil, nil
 }
 
 func errorReply(id *int64, code int, text string) []byte {

@@ -36,7 +36,7 @@ const (
 )
 
 // Suites are the suites of cases, in the order the runner takes them.
-var Suites = []string{SuiteCommands, SuiteTokenizer, SuiteWindow, SuitePlanner}
+var Suites = []string{SuiteCommands, SuiteTokenizer, SuiteWindow, SuitePlanner, SuiteCanonical}
 
 // DefaultPage is the page record of a case document that omits `page`.
 var DefaultPage = map[string]any{
@@ -68,6 +68,8 @@ func (c Case) Suite() string {
 		return SuiteCommands
 	case c.When["text"] != nil || c.When["formula"] != nil:
 		return SuiteTokenizer
+	case c.When["doc"] != nil || c.When["value"] != nil:
+		return SuiteCanonical
 	}
 	return ""
 }
@@ -166,19 +168,33 @@ func jsonish(m map[string]any) (map[string]any, error) {
 	return out, err
 }
 
-// LoadFS reads every *.yaml case file under root in fsys, in path order.
+// CanonicalFile is the name of a file of canonical JSON vectors
+// (ParseCanonical) that LoadFS reads beside the YAML case files.
+const CanonicalFile = "canonical.json"
+
+// LoadFS reads every *.yaml case file and every canonical.json under
+// root in fsys, in path order.
 func LoadFS(fsys fs.FS, root string) ([]File, error) {
 	var files []File
 	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || (path.Ext(p) != ".yaml" && path.Ext(p) != ".yml") {
+		canonical := path.Base(p) == CanonicalFile
+		if d.IsDir() || (!canonical && path.Ext(p) != ".yaml" && path.Ext(p) != ".yml") {
 			return nil
 		}
 		data, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return err
+		}
+		if canonical {
+			f, err := ParseCanonical(p, data)
+			if err != nil {
+				return err
+			}
+			files = append(files, f)
+			return nil
 		}
 		if !bytes.Contains(data, []byte("spec_version")) {
 			return nil // not a case file (e.g. an expectations file)
@@ -219,7 +235,11 @@ func LoadPaths(paths []string) ([]File, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, err := Parse(p, data)
+		parse := Parse
+		if path.Ext(p) == ".json" {
+			parse = ParseCanonical // a file of canonical JSON vectors
+		}
+		f, err := parse(p, data)
 		if err != nil {
 			return nil, err
 		}

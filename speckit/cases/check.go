@@ -167,8 +167,10 @@ func Check(ctx context.Context, impl Impl, c Case) Outcome {
 		diff, err = checkWindow(ctx, impl, c)
 	case SuitePlanner:
 		diff, err = checkPlanner(ctx, impl, c)
+	case SuiteCanonical:
+		diff, err = checkCanonical(ctx, impl, c)
 	default:
-		err = fmt.Errorf("%w: case has no known shape (when.cmd, when.text, when.formula, steps)", ErrFormat)
+		err = fmt.Errorf("%w: case has no known shape (when.cmd, when.text, when.formula, when.doc, when.value, steps)", ErrFormat)
 	}
 	switch {
 	case errors.Is(err, ErrNotSupported):

@@ -8,8 +8,9 @@ import (
 // Input returns the request a case sends to an implementation, as the
 // adapter message of spec/ADAPTER.md without its msg_id: {"type": "apply",
 // "doc", "cmd"}, {"type": "tokenize", "text" | "formula"}, {"type":
-// "window", "given", "steps"} or {"type": "plan", "workspace", "pages",
-// "page", "cmd"}, documents in canonical form. Reports show it beside the
+// "window", "given", "steps"}, {"type": "plan", "workspace", "pages",
+// "page", "cmd"} or {"type": "canonical", "doc" | "value"}, documents in
+// canonical form (but a canonical case's, sent as written). Reports show it beside the
 // diff of a failing case, so the input document and command can be read
 // (or piped into `kbkit adapter` with a msg_id) without opening the case
 // file.
@@ -42,8 +43,17 @@ func Input(c Case) (map[string]any, error) {
 		}
 		return map[string]any{"type": "plan", "workspace": req.Workspace, "pages": req.Pages,
 			"page": req.Page, "cmd": req.Cmd}, nil
+	case SuiteCanonical:
+		req, _, err := canonicalInput(c)
+		if err != nil {
+			return nil, err
+		}
+		if req.Doc != nil {
+			return map[string]any{"type": "canonical", "doc": req.Doc}, nil
+		}
+		return map[string]any{"type": "canonical", "value": req.Value}, nil
 	}
-	return nil, fmt.Errorf("%w: case has no known shape (when.cmd, when.text, when.formula, steps)", ErrFormat)
+	return nil, fmt.Errorf("%w: case has no known shape (when.cmd, when.text, when.formula, when.doc, when.value, steps)", ErrFormat)
 }
 
 // plainInput is Input decoded into plain JSON values (maps, slices,

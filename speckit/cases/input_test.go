@@ -19,7 +19,7 @@ func TestInputOfEverySpecCase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	types := map[string]string{SuiteCommands: "apply", SuiteTokenizer: "tokenize", SuiteWindow: "window", SuitePlanner: "plan"}
+	types := map[string]string{SuiteCommands: "apply", SuiteTokenizer: "tokenize", SuiteWindow: "window", SuitePlanner: "plan", SuiteCanonical: "canonical"}
 	seen := map[string]int{}
 	for _, c := range all {
 		in, err := Input(c)

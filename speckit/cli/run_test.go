@@ -300,14 +300,20 @@ func TestNodeAdapter(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, notOK(out), errOut)
 	}
 	r := tapResults(t, out)
-	ran := 0
+	ran, canonical := 0, 0
 	for id, v := range r {
 		if v == "ok" {
 			ran++
-			if !strings.HasPrefix(id, "tokenizer") && !strings.HasPrefix(id, "edit-text/") {
-				t.Errorf("%s passed: the node adapter only does the tokenizer and edit-text", id)
+			if strings.HasPrefix(id, "canonical/") {
+				canonical++
+			} else if !strings.HasPrefix(id, "tokenizer") && !strings.HasPrefix(id, "edit-text/") {
+				t.Errorf("%s passed: the node adapter only does the tokenizer, edit-text and canonical JSON", id)
 			}
 		}
+	}
+	// Its canonical writer passes every vector of spec/canonical.json.
+	if all := len(caseIDs(t, "canonical/")); canonical != all || all == 0 {
+		t.Errorf("%d of %d canonical cases passed", canonical, all)
 	}
 	if ran < 100 {
 		t.Errorf("only %d cases ran and passed", ran)
@@ -315,6 +321,18 @@ func TestNodeAdapter(t *testing.T) {
 	if _, err := os.Stat(junit); err != nil {
 		t.Error(err)
 	}
+}
+
+// caseIDs are the built-in spec's case ids that start with prefix.
+func caseIDs(t *testing.T, prefix string) []string {
+	t.Helper()
+	var out []string
+	for _, c := range cases.ForTest(t) {
+		if strings.HasPrefix(c.ID, prefix) {
+			out = append(out, c.ID)
+		}
+	}
+	return out
 }
 
 func TestBrokenAdapter(t *testing.T) {

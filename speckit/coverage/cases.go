@@ -14,6 +14,7 @@ var caseCovers = map[string][]string{
 	"model.pass-every-case":                {"*"},
 	"adapter.flush-replies":                {"*"},
 	"adapter.stdout-replies-only":          {"*"},
+	"adapter.canonical-text":               {"canonical/"},
 	"model.create-id-is-node-id":           {"create-after/bad-node-id-invalid-payload", "create-after/empty-node-id-invalid-payload"},
 	"model.distinct-sibling-ranks":         {"create-after/concurrent-hint-taken-gap-still-lands", "create-after/rank-hint-equal-to-", "restore/rank-taken-"},
 	"model.restore-collision-exact":        {"restore/rank-taken-"},

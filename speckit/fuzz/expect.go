@@ -21,7 +21,8 @@ var errInvalid = fmt.Errorf("fuzz: not a valid input")
 // Expected fills in the expected side of an input (Then, or each step's
 // expect) from the reference's reply, and names the case
 // <area>/fuzz-<kind>-<hash of the input>, where area is the spec file the
-// case would live in (the command type, tokenizer, window or planner), so
+// case would live in (the command type, tokenizer, window, planner or
+// canonical), so
 // that expectations files written for `kbkit spec run` globs (such as
 // "move-node/*") cover fuzzed cases of that area too.
 func Expected(ctx context.Context, ref cases.Reference, c cases.Case) (cases.Case, error) {
@@ -35,6 +36,8 @@ func Expected(ctx context.Context, ref cases.Reference, c cases.Case) (cases.Cas
 		err = expectWindow(ctx, ref, &c)
 	case cases.SuitePlanner:
 		err = expectPlan(ctx, ref, &c)
+	case cases.SuiteCanonical:
+		err = expectCanonical(ctx, ref, &c)
 	default:
 		err = fmt.Errorf("%w: no suite", errInvalid)
 	}
@@ -83,6 +86,8 @@ func caseID(c cases.Case) string {
 		return "tokenizer/fuzz-text-" + h
 	case cases.SuiteWindow:
 		return "window/fuzz-" + h
+	case cases.SuiteCanonical:
+		return cases.CanonicalPrefix + "fuzz-" + canonicalWhat(c) + "-" + h
 	default:
 		typ := commandArea(c.When["cmd"])
 		return "planner/fuzz-" + typ + "-" + h

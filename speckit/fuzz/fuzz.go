@@ -272,6 +272,8 @@ func (f *fuzzer) generate(suite string, s *Source) (cases.Case, error) {
 		return genTokenizerCase(s), nil
 	case cases.SuiteWindow:
 		return genWindowCase(s)
+	case cases.SuiteCanonical:
+		return genCanonicalCase(s), nil
 	default:
 		return genPlannerCase(s, f.types), nil
 	}
@@ -459,6 +461,15 @@ func (r *recorder) Tokenize(ctx context.Context, req cases.TokenizeRequest) (cas
 
 func (r *recorder) Window(ctx context.Context, req cases.WindowRequest) ([]cases.WindowState, error) {
 	out, err := r.Impl.Window(ctx, req)
+	return out, r.note(err)
+}
+
+func (r *recorder) Canonical(ctx context.Context, req cases.CanonicalRequest) (string, error) {
+	cz, ok := r.Impl.(cases.Canonicalizer)
+	if !ok {
+		return "", fmt.Errorf("%w: canonical suite", cases.ErrNotSupported)
+	}
+	out, err := cz.Canonical(ctx, req)
 	return out, r.note(err)
 }
 

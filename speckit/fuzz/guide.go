@@ -160,6 +160,8 @@ func features(c cases.Case) []string {
 		return planFeatures(c)
 	case cases.SuiteTokenizer:
 		return tokenFeatures(c)
+	case cases.SuiteCanonical:
+		return canonicalFeatures(c)
 	}
 	return nil
 }

@@ -101,7 +101,7 @@ func (r *Report) suiteNames() []string {
 	for s := range r.Suites {
 		names = append(names, s)
 	}
-	order := map[string]int{cases.SuiteCommands: 0, cases.SuiteTokenizer: 1, cases.SuiteWindow: 2, cases.SuitePlanner: 3}
+	order := map[string]int{cases.SuiteCommands: 0, cases.SuiteTokenizer: 1, cases.SuiteWindow: 2, cases.SuitePlanner: 3, cases.SuiteCanonical: 4}
 	sort.Slice(names, func(i, j int) bool { return order[names[i]] < order[names[j]] })
 	return names
 }
@@ -155,6 +155,8 @@ func caseFileFor(c cases.Case) string {
 		return "spec/tokenizer.yaml"
 	case cases.SuiteWindow:
 		return "spec/window.yaml"
+	case cases.SuiteCanonical:
+		return "spec/canonical.json"
 	}
 	return "spec/planner.yaml"
 }

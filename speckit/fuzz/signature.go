@@ -20,10 +20,11 @@ import (
 //	tokenizer/fuzz:<text|formula>:<field> tokenizer/fuzz:formula:deps
 //	window/fuzz:<step kind>:<field>      window/fuzz:echo:pending
 //	planner/fuzz:<command type>:<field>  planner/fuzz:merge-page:effects
+//	canonical/fuzz:<doc|value>:<field>   canonical/fuzz:value:canonical
 //
 // The field is a key of the case's expected side (doc, inverse, index,
 // rejected; refs, label, deps; seq, pending, actions, rendered, server;
-// effects, pages), "error" when the implementation errored (crash,
+// effects, pages; canonical), "error" when the implementation errored (crash,
 // timeout, protocol error), "states" when a window script got another
 // number of states, "other" for anything else. A window's step kind is
 // the event of the first step that differs ("script" for errors and
@@ -37,6 +38,7 @@ var (
 	windowFields    = []string{"seq", "pending", "actions", "rendered", "server", "states", "error", "other"}
 	windowKinds     = []string{"local", "echo", "reject", "snapshot", "undo", "redo", "script"}
 	plannerFields   = []string{"effects", "pages", "rejected", "error", "other"}
+	canonicalFields = []string{"canonical", "error", "other"}
 )
 
 // stateCount is a window diff's line on the number of states.
@@ -58,6 +60,8 @@ func Signatures(c cases.Case, o cases.Outcome) []string {
 		prefix = "tokenizer/fuzz:" + what + ":"
 	case cases.SuiteWindow:
 		prefix = "window/fuzz:" + stepKind(c, step) + ":"
+	case cases.SuiteCanonical:
+		prefix = "canonical/fuzz:" + canonicalWhat(c) + ":"
 	default:
 		prefix = "planner/fuzz:" + commandArea(c.When["cmd"]) + ":"
 	}
@@ -164,6 +168,12 @@ func SignatureSpace() []string {
 			out = append(out, "window/fuzz:"+k+":"+f)
 		}
 	}
+	for _, what := range []string{"doc", "value"} {
+		for _, f := range canonicalFields {
+			out = append(out, "canonical/fuzz:"+what+":"+f)
+		}
+		out = append(out, "canonical/fuzz-"+what+"-00000000")
+	}
 	return append(out, "window/fuzz-00000000")
 }
 
@@ -179,7 +189,7 @@ func SuiteOf(id string) string {
 	switch {
 	case strings.ContainsAny(head, `*?[\`):
 		return ""
-	case head == cases.SuiteTokenizer, head == cases.SuiteWindow, head == cases.SuitePlanner:
+	case head == cases.SuiteTokenizer, head == cases.SuiteWindow, head == cases.SuitePlanner, head == cases.SuiteCanonical:
 		return head
 	}
 	return cases.SuiteCommands

@@ -18,7 +18,13 @@ import (
 // escapes (\u00e9, \u0301, \u202e, ...), so invisible and combining
 // characters survive a copy and paste and the case means exactly what
 // the fuzzer sent.
+//
+// A case of the canonical suite is an entry of spec/canonical.json
+// instead (canonicalEntry): its input's bytes, as sent, are part of it.
 func CaseYAML(c cases.Case) string {
+	if c.Suite() == cases.SuiteCanonical {
+		return canonicalEntry(c)
+	}
 	var b strings.Builder
 	b.WriteString("  - id: " + scalar(c.ID) + "\n")
 	b.WriteString("    description: " + scalar(c.Description) + "\n")
@@ -34,8 +40,12 @@ func CaseYAML(c cases.Case) string {
 	return b.String()
 }
 
-// CaseFile is a whole case file holding c.
+// CaseFile is a whole case file holding c (for the canonical suite, a
+// file of canonical JSON vectors, cases.ParseCanonical).
 func CaseFile(c cases.Case) string {
+	if c.Suite() == cases.SuiteCanonical {
+		return fmt.Sprintf("{\"spec_version\": %d, \"cases\": [\n%s]}\n", cases.SpecVersion, canonicalEntry(c))
+	}
 	return fmt.Sprintf("spec_version: %d\ncases:\n%s", cases.SpecVersion, CaseYAML(c))
 }
 

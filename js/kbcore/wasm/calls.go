@@ -43,6 +43,7 @@ const (
 	opWindowClose
 	opCanonical
 	opWindowAck
+	opCanonicalValue
 )
 
 // session holds the open windows by handle: the Window state machine
@@ -94,6 +95,10 @@ func (s *session) call(op int, ints [2]int64, args [4][]byte) ([]byte, error) {
 			return nil, err
 		}
 		return d.MarshalJSON()
+	case opCanonicalValue:
+		// RFC 8785 of any JSON value: the bytes kbcore writes (invalid
+		// JSON, a duplicate key or a lone surrogate is an error).
+		return kbcore.Canonical(args[0])
 	case opWindowOpen:
 		d, err := parseDoc(args[0])
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 func TestCallErrors(t *testing.T) {
 	s := newSession()
 	junk := [][]byte{nil, []byte("{"), []byte("[]"), []byte(`{"nodes":5}`), []byte("\xff")}
-	for op := 0; op <= opCanonical+1; op++ {
+	for op := 0; op <= opCanonicalValue+1; op++ {
 		for _, j := range junk {
 			_, _ = s.call(op, [2]int64{1, -1}, [4][]byte{j, j, j, j}) // must not panic
 		}

@@ -3,8 +3,9 @@
 // the conformance kit works for implementations that are not Go.
 //
 // It speaks the adapter protocol of spec/ADAPTER.md on stdin/stdout and
-// implements the tokenizer (spec/tokenizer.md) and one command, edit-text
-// (with the page index of spec/README.md section 5). Every other command
+// implements the tokenizer (spec/tokenizer.md), one command, edit-text
+// (with the page index of spec/README.md section 5), and canonical JSON
+// (spec/README.md section 1, the canonical suite). Every other command
 // type gets error 10 (not supported), so those cases are skipped; what it
 // is known to get wrong is listed in expectations.yaml beside it.
 //
@@ -539,12 +540,34 @@ export function apply(doc, cmd) {
   };
 }
 
+// ---- canonical JSON (spec/README.md section 1) ----
+
+// canonicalize writes a parsed JSON value as RFC 8785 does: JSON.stringify's
+// own strings and numbers (the scheme was written from them: only '"', '\'
+// and control characters escaped, numbers as ECMAScript writes them) and
+// object keys sorted by UTF-16 code units, JavaScript's string order.
+export function canonicalize(v) {
+  if (Array.isArray(v)) return "[" + v.map(canonicalize).join(",") + "]";
+  if (isObject(v)) {
+    return "{" + Object.keys(v).sort().map((k) => JSON.stringify(k) + ":" + canonicalize(v[k])).join(",") + "}";
+  }
+  if (typeof v === "number" && !Number.isFinite(v)) throw new Error(`${v} is not a JSON number`);
+  return JSON.stringify(v);
+}
+
+// canonicalDoc is a document's canonical form: its nodes sorted by id
+// (bytewise, as UTF-8), then RFC 8785.
+export function canonicalDoc(doc) {
+  const nodes = [...(doc.nodes ?? [])].sort((a, b) => Buffer.compare(Buffer.from(String(a.id)), Buffer.from(String(b.id))));
+  return canonicalize({ ...doc, nodes });
+}
+
 // ---- protocol (spec/ADAPTER.md) ----
 
 export const info = {
   implementation: "kbkit-node-example",
   version: "0.1.0",
-  suites: ["commands", "tokenizer"],
+  suites: ["commands", "tokenizer", "canonical"],
   commands: ["edit-text"],
 };
 
@@ -574,6 +597,10 @@ export function handle(msg) {
       case "apply":
         if (!isObject(msg.doc) || !isObject(msg.cmd)) return errorReply(id, 12, "apply needs doc and cmd");
         return { type: "apply_ok", in_reply_to: id, ...apply(msg.doc, msg.cmd) };
+      case "canonical":
+        if (("doc" in msg) === ("value" in msg)) return errorReply(id, 12, "canonical needs exactly one of doc and value");
+        if ("doc" in msg && !isObject(msg.doc)) return errorReply(id, 12, "canonical: doc is not an object");
+        return { type: "canonical_ok", in_reply_to: id, text: "doc" in msg ? canonicalDoc(msg.doc) : canonicalize(msg.value) };
       default:
         return errorReply(id, 10, `${msg.type} is not supported`);
     }
