@@ -12,10 +12,13 @@ import (
 var (
 	nodeIDs = []string{"a", "b", "c", "d", "e", "f", "g", "h", "n1", "n2"}
 	// rankKeys are valid order keys (spec/README.md section 3), with
-	// neighbours whose midpoint rounds, integer parts at both ends and
-	// fractions of several lengths.
+	// neighbours whose midpoint rounds, integer parts at both ends,
+	// fractions of several lengths, and neighbours whose fractions share a
+	// prefix that the lower one extends with another digit (a012, a015:
+	// the midpoint is of what follows the prefix).
 	rankKeys = []string{"a0", "a1", "a0V", "a0G", "a2", "Zz", "a0k", "a1V", "b00",
-		"b01", "a0001", "a0z", "a0zz", "zzzzzzzzzzzzzzzzzzzzzzzzzzz", "A00000000000000000000000001", "Z0", "a00V"}
+		"b01", "a0001", "a0z", "a0zz", "zzzzzzzzzzzzzzzzzzzzzzzzzzz", "A00000000000000000000000001", "Z0", "a00V",
+		"a012", "a015"}
 	badRanks   = []string{"", "a", "a00", "0", "!", "a0 ", "A00000000000000000000000000"}
 	pageTitles = []string{"Alpha", "Beta", "Test page", "alpha", "Gamma", "Ünï", "U\u0308nï",
 		"e\u0301", "é", "Budget", "a b", " Alpha", "x\ty", "x\u007fy", ""}

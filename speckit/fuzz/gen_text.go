@@ -35,12 +35,18 @@ func genText(s *Source) string {
 	return b.String()
 }
 
-// formulaFragments are what table cell values are made of.
+// formulaFragments are what table cell values are made of. The last one
+// spends half the range budget (spec/tokenizer.md 6: 100 ranges of 50
+// cells, the same 50 each time, so the deps stay short): a range after it
+// shows how areas are counted, and a second copy spends the budget to the
+// last cell. The other ranges are a few cells each, and a repeated
+// fragment runs its words together, so without it no formula comes near
+// the budget.
 var formulaFragments = []string{
 	"=", "A1", "+", "[[P]]", ":", "cash", "B2:C3", "1", " ", "SUM(", ")",
 	"[[", "]]", "a", "Z99", "AA10", "A0", "$", "-", "*", ",", "é", "e\u0301",
 	"[[Budget]]:total", "\u00a0", "\u202e", "a1", "A", "9", "_", ".", "\U0001f600",
-	"=[[P]]:k", "[[x]]:", "A1:A1", "B1:A2",
+	"=[[P]]:k", "[[x]]:", "A1:A1", "B1:A2", strings.Repeat("A1:A50+", 100),
 }
 
 // genFormula draws a table cell value: mostly a formula (a leading "=").
