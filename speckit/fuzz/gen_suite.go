@@ -27,6 +27,9 @@ func genTokenizerCase(s *Source) cases.Case {
 	if s.Chance(30) {
 		return cases.Case{When: map[string]any{"formula": genFormula(s)}}
 	}
+	if s.Chance(15) {
+		return cases.Case{When: map[string]any{"text": genLabelText(s)}}
+	}
 	return cases.Case{When: map[string]any{"text": genText(s)}}
 }
 

@@ -19,6 +19,13 @@ var textFragments = []string{
 	// Labels: a key at a line start, ':' and a space, a value that may be
 	// a number with currency, groups, a sign, a percent.
 	"key: ", "\ncash: ", "total:\t", "€5", "£1,000", "12%", "¥3", "₹7.5", "$ 5", "+1.", ".5", "1,00",
+	// Escapes (rule 1): a backslash before whatever fragment follows it,
+	// or ending the text; repeated, a run of escaped backslashes.
+	"\\",
+	// A code span of 64 backticks with a link inside (rule 2): a repeated
+	// backtick fragment rarely draws two runs of one length, so without it
+	// no span longer than a few backticks opens.
+	strings.Repeat("`", 64) + "[[c]]" + strings.Repeat("`", 64),
 }
 
 // genText draws a node text or a tokenizer input: fragments, sometimes
@@ -33,6 +40,25 @@ func genText(s *Source) string {
 		b.WriteString(f)
 	})
 	return b.String()
+}
+
+// numberValues are label values at the edges of the number rule
+// (spec/tokenizer.md 5, Numbers), with what a float parser takes and the
+// rule does not: an exponent, a hex float, infinity, digit underscores.
+var numberValues = []string{
+	"5", "-3.5", "1,000", "1,234.5", "+1.", ".5", "5.", "1,00", "0,5", "$5", "12%",
+	"- 5", "--5", "+", "-", "$", "1e5", "0x1p4", "Inf", "1_000", "00.50", "-0",
+}
+
+// genLabelText draws a text that starts with a label line whose value is
+// one of numberValues, then sometimes more lines: labels of fragments
+// rarely end their line right after a number.
+func genLabelText(s *Source) string {
+	t := "key: " + Pick(s, numberValues)
+	if s.Chance(30) {
+		t += "\n" + genText(s)
+	}
+	return t
 }
 
 // formulaFragments are what table cell values are made of. The last one
