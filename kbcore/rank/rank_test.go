@@ -113,6 +113,11 @@ func TestErrors(t *testing.T) {
 		{"a0", "a0V", nil},
 		{"a00", "", ErrInvalidKey},
 		{"", "a00", ErrInvalidKey},
+		// midpoint relies on these: neither bound's fraction may end in
+		// '0' or hold a non-digit, also with both bounds in one integer.
+		{"a00", "a1", ErrInvalidKey},
+		{"a0", "a0V0", ErrInvalidKey},
+		{"a0", "a0V-", ErrInvalidKey},
 		{"a\xff", "", ErrInvalidKey},
 		{"a0\xff", "", ErrInvalidKey},
 		{"é0", "", ErrInvalidKey},
