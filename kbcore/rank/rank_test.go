@@ -138,8 +138,10 @@ func TestErrors(t *testing.T) {
 		if !errors.Is(err, c.want) {
 			t.Errorf("Between(%q, %q) error = %v, want %v", c.a, c.b, err, c.want)
 		}
-		if _, err := NBetween(c.a, c.b, 5); !errors.Is(err, c.want) {
-			t.Errorf("NBetween(%q, %q, 5) error = %v, want %v", c.a, c.b, err, c.want)
+		for _, n := range []int{1, 5} {
+			if _, err := NBetween(c.a, c.b, n); !errors.Is(err, c.want) {
+				t.Errorf("NBetween(%q, %q, %d) error = %v, want %v", c.a, c.b, n, err, c.want)
+			}
 		}
 	}
 	if !strings.Contains(invalid("a00").Error(), `"a00"`) {
@@ -165,9 +167,10 @@ func TestBelowSmallestInteger(t *testing.T) {
 
 func TestNBetweenLimits(t *testing.T) {
 	for _, n := range []int{0, -1, -1 << 62} {
+		// No keys is a nil slice, as documented, for n = 0 too.
 		got, err := NBetween("", "", n)
-		if err != nil || len(got) != 0 {
-			t.Errorf("NBetween(n=%d) = %v, %v; want empty, nil", n, got, err)
+		if err != nil || got != nil {
+			t.Errorf("NBetween(n=%d) = %#v, %v; want nil, nil", n, got, err)
 		}
 	}
 	for _, n := range []int{maxN + 1, 1 << 62} {
