@@ -113,6 +113,11 @@ func TestErrors(t *testing.T) {
 		{"a0", "a0V", nil},
 		{"a00", "", ErrInvalidKey},
 		{"", "a00", ErrInvalidKey},
+		// midpoint relies on these: neither bound's fraction may end in
+		// '0' or hold a non-digit, also with both bounds in one integer.
+		{"a00", "a1", ErrInvalidKey},
+		{"a0", "a0V0", ErrInvalidKey},
+		{"a0", "a0V-", ErrInvalidKey},
 		{"a\xff", "", ErrInvalidKey},
 		{"a0\xff", "", ErrInvalidKey},
 		{"é0", "", ErrInvalidKey},
@@ -133,8 +138,10 @@ func TestErrors(t *testing.T) {
 		if !errors.Is(err, c.want) {
 			t.Errorf("Between(%q, %q) error = %v, want %v", c.a, c.b, err, c.want)
 		}
-		if _, err := NBetween(c.a, c.b, 5); !errors.Is(err, c.want) {
-			t.Errorf("NBetween(%q, %q, 5) error = %v, want %v", c.a, c.b, err, c.want)
+		for _, n := range []int{1, 5} {
+			if _, err := NBetween(c.a, c.b, n); !errors.Is(err, c.want) {
+				t.Errorf("NBetween(%q, %q, %d) error = %v, want %v", c.a, c.b, n, err, c.want)
+			}
 		}
 	}
 	if !strings.Contains(invalid("a00").Error(), `"a00"`) {
@@ -160,9 +167,10 @@ func TestBelowSmallestInteger(t *testing.T) {
 
 func TestNBetweenLimits(t *testing.T) {
 	for _, n := range []int{0, -1, -1 << 62} {
+		// No keys is a nil slice, as documented, for n = 0 too.
 		got, err := NBetween("", "", n)
-		if err != nil || len(got) != 0 {
-			t.Errorf("NBetween(n=%d) = %v, %v; want empty, nil", n, got, err)
+		if err != nil || got != nil {
+			t.Errorf("NBetween(n=%d) = %#v, %v; want nil, nil", n, got, err)
 		}
 	}
 	for _, n := range []int{maxN + 1, 1 << 62} {
