@@ -163,7 +163,11 @@ func requireCaughtWhenExercised(t *testing.T, runs []mutatedRun, checkers ...str
 // seeds of every variant pass every checker (so what fails there is the
 // mutation's doing), and so does a seed that restarts instances behind
 // the proxy (seed 10 of faults-150). "plain" has no hooks; the others
-// pass through every hook at rest (broken.AtRest).
+// pass through every hook at rest (broken.AtRest). The control waits
+// for an echo as long as conformance run does (DefaultEchoTimeout), not
+// the variants' second: a healthy server sends every echo, and on a busy
+// machine one may come later than a second, which is no failure of the
+// server (a variant caught only by a stall would also pass here).
 func TestMutatingProxyControl(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -177,6 +181,7 @@ func TestMutatingProxyControl(t *testing.T) {
 		{"faults-150", broken.AtRest, Options{Faults: true, Steps: 150}, []int64{10, 1, 2, 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.EchoTimeout = DefaultEchoTimeout
 			runs := runMutated(t, tc.mut, tc.opts, tc.seeds...)
 			for _, r := range runs {
 				for _, c := range r.Checks {
