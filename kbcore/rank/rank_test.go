@@ -405,3 +405,20 @@ func TestNBetweenLargestN(t *testing.T) {
 		}
 	}
 }
+
+// TestMidpointTwoApart pins midpoint's rounding when the digits of a and b
+// are two apart: the digit between them, not b's first digit or a longer
+// fraction. No vector holds such a pair.
+func TestMidpointTwoApart(t *testing.T) {
+	last := "z" + strings.Repeat("z", 26)
+	cases := []struct{ a, b, want string }{
+		{"a0", "a02", "a01"},
+		{"a0", "a02V", "a01"},
+		{last + "y", "", last + "z"},
+	}
+	for _, c := range cases {
+		if got, err := Between(c.a, c.b); err != nil || got != c.want {
+			t.Errorf("Between(%q, %q) = %q, %v; want %q", c.a, c.b, got, err, c.want)
+		}
+	}
+}
