@@ -3,6 +3,7 @@ package fuzz
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -101,8 +102,10 @@ func (r *Report) suiteNames() []string {
 	for s := range r.Suites {
 		names = append(names, s)
 	}
-	order := map[string]int{cases.SuiteCommands: 0, cases.SuiteTokenizer: 1, cases.SuiteWindow: 2, cases.SuitePlanner: 3, cases.SuiteCanonical: 4}
-	sort.Slice(names, func(i, j int) bool { return order[names[i]] < order[names[j]] })
+	// The runner's order (cases.Suites).
+	sort.Slice(names, func(i, j int) bool {
+		return slices.Index(cases.Suites, names[i]) < slices.Index(cases.Suites, names[j])
+	})
 	return names
 }
 
